@@ -1,0 +1,96 @@
+"""``create_app(settings)``: the ASGI application, with every part built once and injected."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from accounting.calls import Meter, NullMeter
+from gateway.api import ChatCompletions, healthz, list_models, readyz
+from gateway.errors import error_response
+from gateway.offline import prepare_offline_environment
+from gateway.policy_choice import PolicyChooser
+from gateway.service import ManagedUpstream, Services
+from gateway.sessions import MemorySessionStore
+from gateway.settings import Settings
+from gateway.upstreams.openai_http import OpenAIHTTPUpstream
+from privacy.protection import PassThroughProtector, Protector
+from router.policies import builtin_policies
+from router.policy import PolicyRegistry
+from router.step import SessionStateStore
+
+log = logging.getLogger("ecgw")
+
+
+def build_services(
+    settings: Settings,
+    *,
+    edge: ManagedUpstream | None = None,
+    cloud: ManagedUpstream | None = None,
+    protector: Protector | None = None,
+    meter: Meter | None = None,
+    sessions: SessionStateStore | None = None,
+) -> Services:
+    prepare_offline_environment()
+    if cloud is None:
+        from gateway.upstreams.cloud import LiteLLMUpstream  # imports litellm: once, here
+
+        cloud = LiteLLMUpstream(settings.cloud)
+    registry = PolicyRegistry(builtin_policies(), settings.policy.knobs)
+    return Services(
+        settings=settings,
+        edge=edge or OpenAIHTTPUpstream(settings.edge),
+        cloud=cloud,
+        policies=registry,
+        chooser=PolicyChooser(registry, settings.policy.default, edge_model=settings.edge.model,
+                              cloud_model=settings.cloud.model),
+        protector=protector or PassThroughProtector(),
+        meter=meter or NullMeter(),
+        sessions=sessions or MemorySessionStore(),
+    )
+
+
+def create_app(settings: Settings, *, services: Services | None = None) -> FastAPI:
+    services = services or build_services(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await services.aclose()
+
+    app = FastAPI(title="edgecloud-gateway", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.services = services
+    # Plain Starlette routes: no per-request dependency solving on the hot path.
+    app.add_route("/v1/chat/completions", ChatCompletions(services).handle, methods=["POST"])
+    app.add_route("/chat/completions", ChatCompletions(services).handle, methods=["POST"])
+    app.add_route("/v1/models", list_models, methods=["GET"])
+    app.add_route("/healthz", healthz, methods=["GET"])
+    app.add_route("/readyz", readyz, methods=["GET"])
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        message = {404: f"No route {request.url.path}; the gateway serves /v1/chat/completions and /v1/models.",
+                   405: f"{request.method} is not allowed on {request.url.path}."}.get(exc.status_code,
+                                                                                   str(exc.detail))
+        return error_response(exc.status_code, message, "invalid_request_error")
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        return error_response(400, f"Invalid request: {exc.errors()}", "invalid_request_error")
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        log.exception("unhandled error on %s", request.url.path, exc_info=exc)
+        return error_response(500, "The gateway failed on this request; see its log.", "internal_error")
+
+    return app
+
+

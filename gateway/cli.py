@@ -1,0 +1,81 @@
+"""``ecgw``: the command line. ``ecgw serve`` runs the gateway; other sub-commands come from the packages."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from gateway.settings import ConfigError, Settings, load_settings
+
+CONFIG_ENV = "ECGW_CONFIG_FILE"
+
+
+def _settings_from(args: argparse.Namespace) -> Settings:
+    server: dict[str, Any] = {}
+    if getattr(args, "host", None):
+        server["host"] = args.host
+    if getattr(args, "port", None):
+        server["port"] = args.port
+    if getattr(args, "workers", None):
+        server["workers"] = args.workers
+    return load_settings(args.config, **({"server": server} if server else {}))
+
+
+def app_factory() -> Any:
+    """For uvicorn's ``--factory`` with several workers: each worker builds its app from the same file."""
+    from gateway.app import create_app
+
+    return create_app(load_settings(os.environ.get(CONFIG_ENV)))
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    settings = _settings_from(args)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if settings.server.workers > 1:
+        if args.config:
+            os.environ[CONFIG_ENV] = os.path.abspath(args.config)
+        os.environ["ECGW_SERVER__WORKERS"] = str(settings.server.workers)
+        uvicorn.run("gateway.cli:app_factory", factory=True, host=settings.server.host, port=settings.server.port,
+                    workers=settings.server.workers, log_level="warning")
+        return 0
+    from gateway.app import create_app
+
+    app = create_app(settings)
+    print(f"ecgw listening on http://{settings.server.host}:{settings.server.port}/v1 "
+          f"(default policy {settings.policy.default}, edge {settings.edge.base_url}, cloud {settings.cloud.model})",
+          file=sys.stderr)
+    uvicorn.run(app, host=settings.server.host, port=settings.server.port, log_level="warning")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ecgw", description="edge–cloud gateway for LLM agents")
+    commands = parser.add_subparsers(dest="command", required=True)
+    p = commands.add_parser("serve", help="run the OpenAI-compatible gateway")
+    p.add_argument("--config", default=None, help="YAML config file (default: built-in defaults)")
+    p.add_argument("--host", default=None)
+    p.add_argument("--port", type=int, default=None)
+    p.add_argument("--workers", type=int, default=None, help="worker processes (default from config: 1)")
+    p.set_defaults(func=serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result: int = args.func(args)
+        return result
+    except ConfigError as exc:
+        print(f"ecgw: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

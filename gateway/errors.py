@@ -1,0 +1,32 @@
+"""OpenAI-shaped error bodies: ``{"error": {"message", "type", "param", "code"}}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import Response
+
+from gateway.jsonio import dumps
+
+
+class ClientError(Exception):
+    """Bad input from the client; ``status`` and ``message`` go back as they are."""
+
+    def __init__(self, status: int, message: str, *, type_: str = "invalid_request_error",
+                 param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type_
+        self.param = param
+        self.code = code
+
+
+def error_body(message: str, type_: str, *, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def error_response(status: int, message: str, type_: str, *, param: str | None = None, code: str | None = None,
+                   headers: dict[str, str] | None = None) -> Response:
+    return Response(dumps(error_body(message, type_, param=param, code=code)), status_code=status,
+                    media_type="application/json", headers=headers)

@@ -1,0 +1,130 @@
+"""Configuration: ``config.yaml`` overridden by ``ECGW_*`` environment variables (``__`` nests).
+
+Built once (``load_settings``) and passed down; nothing reads the environment after that.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+
+class ConfigError(Exception):
+    """A configuration that cannot work; the message names the key, the value and what is expected."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServerSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(4000, ge=1, le=65535)
+    api_keys: list[str] = Field(default_factory=list)
+    session_keys: dict[str, str] = Field(default_factory=dict)
+    max_body_bytes: int = Field(32 * 1024 * 1024, gt=0)
+    workers: int = Field(1, ge=1)
+
+
+class CompatSettings(_Section):
+    """Switches for OpenAI-compatible servers that differ from the spec (see config.yaml)."""
+
+    send_max_tokens: bool = False
+    string_content: bool = False
+    null_content_as_empty: bool = False
+    stream_usage: bool = True
+    stream_tools: bool = True
+    dedupe_tool_call_names: bool = False
+
+
+class EdgeSettings(_Section):
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "edge"
+    api_key_env: str | None = None
+    connect_timeout_s: float = Field(5.0, gt=0)
+    read_timeout_s: float = Field(600.0, gt=0)
+    max_connections: int = Field(256, gt=0)
+    compat: CompatSettings = Field(default_factory=CompatSettings)
+
+
+class CloudSettings(_Section):
+    model: str = "deepseek/deepseek-chat"
+    api_base: str | None = None
+    api_key_env: str | None = "DEEPSEEK_API_KEY"
+    timeout_s: float = Field(600.0, gt=0)
+    max_retries: int = Field(0, ge=0)
+
+
+class PolicySettings(_Section):
+    default: str = "edge-only"
+    knobs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+class SessionSettings(_Section):
+    store: Literal["memory"] = "memory"
+    fingerprint_fallback: bool = True
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ECGW_", env_nested_delimiter="__", extra="forbid")
+
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    edge: EdgeSettings = Field(default_factory=EdgeSettings)
+    cloud: CloudSettings = Field(default_factory=CloudSettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
+    sessions: SessionSettings = Field(default_factory=SessionSettings)
+    database_url: str = "sqlite:///ecgw.sqlite3"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The environment overrides the file (passed as init values).
+        return (env_settings, init_settings)
+
+
+def _describe(error: Any) -> str:
+    key = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    if error["type"] == "extra_forbidden":
+        return f"{key}: unknown key (check its spelling against config.yaml)"
+    value = error.get("input")
+    return f"{key}: got {value!r}; expected {error['msg'].lower()}"
+
+
+def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
+    """Read ``path`` (YAML), apply the environment, then ``overrides`` (dotted keys not supported)."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        file = Path(path)
+        try:
+            loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file {file} does not exist") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {file} is not valid YAML: {exc}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config file {file}: expected a mapping of sections at the top level")
+        data = loaded
+    for key, value in overrides.items():
+        data.setdefault(key, {})
+        if isinstance(value, dict) and isinstance(data[key], dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        where = f"config file {path}" if path is not None else "configuration"
+        lines = "\n  ".join(_describe(e) for e in exc.errors())
+        raise ConfigError(f"{where} is invalid:\n  {lines}") from None

@@ -1,0 +1,1 @@
+"""Transports to model servers: the edge over plain OpenAI HTTP, the cloud through litellm."""

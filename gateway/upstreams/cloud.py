@@ -1,0 +1,103 @@
+"""The cloud: any provider litellm speaks. Only ``router.channels.CloudChannel`` calls this."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from gateway.settings import CloudSettings
+from router.errors import UpstreamError
+
+# Fields litellm takes as its own arguments or that must not reach the provider as they are.
+_LITELLM_OWN = {"model", "messages", "stream", "api_base", "api_key", "timeout", "num_retries", "drop_params",
+                "metadata", "user"}
+_CHUNK_NOISE = ("provider_specific_fields", "citations", "moderation", "obfuscation", "service_tier")
+
+
+def _clean(value: Any) -> Any:
+    """litellm's objects as OpenAI's wire shape: no ``None``-valued extras, no provider-specific noise."""
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items() if v is not None and k not in _CHUNK_NOISE}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _openai_shape(obj: Any) -> dict[str, Any]:
+    data: dict[str, Any] = _clean(obj.model_dump())
+    for choice in data.get("choices") or ():
+        choice.setdefault("finish_reason", None)
+        choice.setdefault("logprobs", None)
+        message = choice.get("message")
+        if message is not None:
+            message.setdefault("content", None)
+    usage = data.get("usage")
+    if isinstance(usage, dict):
+        usage.pop("cost", None)
+    return data
+
+
+class LiteLLMUpstream:
+    side = "cloud"
+
+    def __init__(self, settings: CloudSettings) -> None:
+        import litellm  # paid once, at start-up (create_app), never on the edge path
+
+        self._litellm = litellm
+        self.model = settings.model
+        self.provider = settings.model.split("/", 1)[0] if "/" in settings.model else "openai"
+        self._settings = settings
+        self._api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
+
+    async def ready(self) -> tuple[bool, str]:
+        if self._settings.api_key_env and not self._api_key and not self._settings.api_base:
+            return False, f"{self.model}: environment variable {self._settings.api_key_env} is not set"
+        return True, f"{self.model}: configured"
+
+    def _kwargs(self, body: dict[str, Any], *, stream: bool) -> dict[str, Any]:
+        kwargs = {k: v for k, v in body.items() if k not in _LITELLM_OWN}
+        kwargs.update(model=self.model, messages=body["messages"], stream=stream, drop_params=True,
+                      timeout=self._settings.timeout_s, num_retries=self._settings.max_retries)
+        if self._settings.api_base:
+            kwargs["api_base"] = self._settings.api_base
+        if self._api_key:
+            kwargs["api_key"] = self._api_key
+        elif self._settings.api_base:
+            kwargs["api_key"] = "none"
+        if stream:
+            kwargs["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
+        else:
+            kwargs.pop("stream_options", None)
+        return kwargs
+
+    def _fault(self, exc: Exception) -> UpstreamError:
+        exceptions = self._litellm.exceptions
+        where = self._settings.api_base or self.provider
+        message = getattr(exc, "message", None) or str(exc)
+        if isinstance(exc, exceptions.Timeout):
+            return UpstreamError(504, f"The cloud upstream {self.model} at {where} timed out; raise "
+                                      "cloud.timeout_s or try again.", upstream="cloud", type_="upstream_timeout")
+        if isinstance(exc, exceptions.APIConnectionError) and getattr(exc, "status_code", 500) >= 500:
+            return UpstreamError(502, f"The cloud upstream {self.model} at {where} is unreachable or failed: "
+                                      f"{message}", upstream="cloud", type_="upstream_unreachable")
+        status = getattr(exc, "status_code", None)
+        if isinstance(status, int) and 400 <= status < 500:
+            return UpstreamError(status, f"The cloud upstream {self.model} answered HTTP {status}: {message}",
+                                 upstream="cloud")
+        return UpstreamError(502, f"The cloud upstream {self.model} failed: {message}", upstream="cloud")
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = await self._litellm.acompletion(**self._kwargs(body, stream=False))
+        except Exception as exc:  # litellm raises its own hierarchy; map every one to an upstream error
+            raise self._fault(exc) from None
+        return _openai_shape(response)
+
+    async def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            stream = await self._litellm.acompletion(**self._kwargs(body, stream=True))
+            async for chunk in stream:
+                yield _openai_shape(chunk)
+        except Exception as exc:
+            raise self._fault(exc) from None

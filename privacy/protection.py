@@ -1,0 +1,55 @@
+"""The privacy hook inside the cloud channel: protect what leaves, restore what comes back."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class StreamRestorer(Protocol):
+    """Restores placeholders in stream chunks; may hold text back until a placeholder is complete."""
+
+    def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]: ...
+
+    def flush(self) -> list[dict[str, Any]]: ...
+
+
+class Protection(Protocol):
+    """One protected request: the body that may leave, and the way back."""
+
+    body: dict[str, Any]
+
+    def restore(self, response: dict[str, Any]) -> dict[str, Any]: ...
+
+    def stream_restorer(self) -> StreamRestorer: ...
+
+
+class Protector(Protocol):
+    """Raises ``router.errors.PrivacyUnavailable``-like errors when it cannot protect (fail closed)."""
+
+    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str) -> Protection: ...
+
+
+class _PassThroughRestorer:
+    def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+        return [chunk]
+
+    def flush(self) -> list[dict[str, Any]]:
+        return []
+
+
+class _PassThroughProtection:
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+
+    def restore(self, response: dict[str, Any]) -> dict[str, Any]:
+        return response
+
+    def stream_restorer(self) -> StreamRestorer:
+        return _PassThroughRestorer()
+
+
+class PassThroughProtector:
+    """Sends the body unchanged. Only for `privacy.enabled: false`; every cloud call still passes here."""
+
+    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str) -> Protection:
+        return _PassThroughProtection(body)

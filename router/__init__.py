@@ -1,0 +1,22 @@
+"""Policies: who answers each agent step, and the two channels they may use."""
+
+from router.channels import Channel, CloudChannel, EdgeChannel, Upstream
+from router.errors import PrivacyUnavailable, UpstreamError
+from router.policy import Policy, PolicyRegistry, StepResult
+from router.step import CallContext, RouteTracker, SessionState, Step
+
+__all__ = [
+    "CallContext",
+    "Channel",
+    "CloudChannel",
+    "EdgeChannel",
+    "Policy",
+    "PolicyRegistry",
+    "PrivacyUnavailable",
+    "RouteTracker",
+    "SessionState",
+    "Step",
+    "StepResult",
+    "Upstream",
+    "UpstreamError",
+]

@@ -1,0 +1,192 @@
+"""The two channels a policy may use. ``CloudChannel`` is the single door to the cloud.
+
+edge:  upstream → meter
+cloud: protect (privacy) → upstream → restore → meter
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+from accounting.calls import Meter, UpstreamCall
+from privacy.protection import Protector
+from router.errors import UpstreamError
+from router.step import CallContext, RouteTracker
+
+
+class Upstream(Protocol):
+    """A model server. Implementations live in ``gateway.upstreams``; they set ``model`` in the body."""
+
+    side: str
+    provider: str
+    model: str
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
+
+
+class Channel(Protocol):
+    side: str
+    model: str
+
+    async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]: ...
+
+    def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]: ...
+
+
+def _completion_text(response: dict[str, Any]) -> str:
+    parts: list[str] = []
+    for choice in response.get("choices") or ():
+        message = choice.get("message") or {}
+        for key in ("content", "reasoning_content"):
+            value = message.get(key)
+            if isinstance(value, str):
+                parts.append(value)
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            parts.append(str(function.get("name") or ""))
+            parts.append(str(function.get("arguments") or ""))
+    return "".join(parts)
+
+
+def _chunk_text(chunk: dict[str, Any], parts: list[str]) -> None:
+    for choice in chunk.get("choices") or ():
+        delta = choice.get("delta") or {}
+        for key in ("content", "reasoning_content"):
+            value = delta.get(key)
+            if isinstance(value, str):
+                parts.append(value)
+        for call in delta.get("tool_calls") or ():
+            function = call.get("function") or {}
+            name = function.get("name")
+            if name:
+                parts.append(str(name))
+            arguments = function.get("arguments")
+            if arguments:
+                parts.append(str(arguments))
+
+
+class _MeteredChannel:
+    """Times and meters calls to one upstream; subclasses add what runs around the upstream."""
+
+    def __init__(self, upstream: Upstream, meter: Meter, context: CallContext, route: RouteTracker) -> None:
+        self._upstream = upstream
+        self._meter = meter
+        self._context = context
+        self._route = route
+        self.side = upstream.side
+        self.model = upstream.model
+
+    def _record(
+        self,
+        *,
+        purpose: str,
+        streamed: bool,
+        status: int,
+        started_at: float,
+        t0: float,
+        ttft: float | None,
+        usage: dict[str, Any] | None,
+        sent: dict[str, Any],
+        output_text: str,
+    ) -> None:
+        ctx = self._context
+        self._meter.record(
+            UpstreamCall(
+                request_id=ctx.request_id,
+                session_id=ctx.session_id,
+                policy=ctx.policy,
+                experiment=ctx.experiment,
+                arm=ctx.arm,
+                purpose=purpose,
+                side=self._upstream.side,
+                provider=self._upstream.provider,
+                model=self._upstream.model,
+                streamed=streamed,
+                status=status,
+                started_at=started_at,
+                latency_s=time.perf_counter() - t0,
+                ttft_s=ttft,
+                usage=usage,
+                request_body=sent,
+                output_text=output_text,
+            )
+        )
+
+    async def _complete(self, sent: dict[str, Any], purpose: str) -> dict[str, Any]:
+        self._route.used(self.side)
+        started_at, t0 = time.time(), time.perf_counter()
+        try:
+            response = await self._upstream.complete(sent)
+        except UpstreamError as exc:
+            self._record(purpose=purpose, streamed=False, status=exc.status, started_at=started_at, t0=t0,
+                         ttft=None, usage=None, sent=sent, output_text="")
+            raise
+        latency = time.perf_counter() - t0
+        self._record(purpose=purpose, streamed=False, status=200, started_at=started_at, t0=t0, ttft=latency,
+                     usage=response.get("usage"), sent=sent, output_text=_completion_text(response))
+        return response
+
+    async def _stream(self, sent: dict[str, Any], purpose: str) -> AsyncIterator[dict[str, Any]]:
+        self._route.used(self.side)
+        started_at, t0 = time.time(), time.perf_counter()
+        ttft: float | None = None
+        usage: dict[str, Any] | None = None
+        parts: list[str] = []
+        status = 499  # the consumer stopped early (client went away, or a policy cancelled the stream)
+        try:
+            async for chunk in self._upstream.stream(sent):
+                if ttft is None:
+                    ttft = time.perf_counter() - t0
+                if chunk.get("usage"):
+                    usage = chunk["usage"]
+                _chunk_text(chunk, parts)
+                yield chunk
+            status = 200
+        except UpstreamError as exc:
+            status = exc.status
+            raise
+        finally:
+            self._record(purpose=purpose, streamed=True, status=status, started_at=started_at, t0=t0, ttft=ttft,
+                         usage=usage, sent=sent, output_text="".join(parts))
+
+
+class EdgeChannel(_MeteredChannel):
+    """The local model: upstream → meter."""
+
+    async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
+        return await self._complete(body, purpose)
+
+    def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]:
+        return self._stream(body, purpose)
+
+
+class CloudChannel(_MeteredChannel):
+    """The only way to the cloud: protect → upstream → restore → meter. Protection failure = no call."""
+
+    def __init__(
+        self, upstream: Upstream, meter: Meter, context: CallContext, route: RouteTracker, protector: Protector
+    ) -> None:
+        super().__init__(upstream, meter, context, route)
+        self._protector = protector
+
+    async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
+        protection = await self._protector.protect(
+            body, session_id=self._context.session_id, request_id=self._context.request_id
+        )
+        response = await self._complete(protection.body, purpose)
+        return protection.restore(response)
+
+    async def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]:
+        protection = await self._protector.protect(
+            body, session_id=self._context.session_id, request_id=self._context.request_id
+        )
+        restorer = protection.stream_restorer()
+        async for chunk in self._stream(protection.body, purpose):
+            for out in restorer.feed(chunk):
+                yield out
+        for out in restorer.flush():
+            yield out

@@ -1,0 +1,43 @@
+"""The policy seam: a small class with one async method."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, ClassVar, Protocol, Union
+
+from router.step import Step
+
+# A completion body (non-streaming) or an async iterator of chunk bodies (streaming).
+StepResult = Union[dict[str, Any], AsyncIterator[dict[str, Any]]]
+
+
+class Policy(Protocol):
+    name: ClassVar[str]
+
+    async def run(self, step: Step) -> StepResult: ...
+
+
+PolicyFactory = Callable[[Mapping[str, Any]], Policy]
+
+
+class PolicyRegistry:
+    """Maps policy names to factories; a factory receives the policy's knobs from config."""
+
+    def __init__(self, factories: Mapping[str, PolicyFactory], knobs: Mapping[str, Mapping[str, Any]]) -> None:
+        self._factories = dict(factories)
+        self._knobs = {name: dict(k) for name, k in knobs.items()}
+        self._instances: dict[str, Policy] = {}
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._factories)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._factories
+
+    def get(self, name: str) -> Policy:
+        policy = self._instances.get(name)
+        if policy is None:
+            policy = self._factories[name](self._knobs.get(name, {}))
+            self._instances[name] = policy
+        return policy

