@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -19,8 +19,8 @@ from gateway.wire import client_wants_usage, parse_chat_request
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
 from router.channels import CloudChannel, EdgeChannel
 from router.errors import UpstreamError
-from router.wire import chunks_to_completion, completion_to_chunks
 from router.step import CallContext, RouteTracker, SessionState, Step
+from router.wire import chunks_to_completion, completion_to_chunks
 
 log = logging.getLogger("ecgw")
 
@@ -45,6 +45,19 @@ def authenticate(services: Services, request: Request) -> str | None:
         raise ClientError(401, "Invalid API key: use a key listed in server.api_keys.",
                           type_="authentication_error", code="invalid_api_key")
     return key
+
+
+def guarded(services: Services, handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    """``handler`` behind the gateway's API keys, with OpenAI-shaped errors for bad keys."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            authenticate(services, request)
+        except ClientError as exc:
+            return error_response(exc.status, exc.message, exc.type, code=exc.code)
+        return await handler(request)
+
+    return endpoint
 
 
 async def _read_body(request: Request, limit: int) -> bytes:

@@ -6,14 +6,14 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from accounting.calls import Meter, NullMeter
+from accounting.calls import Meter
+from accounting.factory import build_meter
 from gateway.api import ChatCompletions, healthz, list_models, readyz
 from gateway.errors import error_response
 from gateway.offline import prepare_offline_environment
@@ -22,7 +22,8 @@ from gateway.service import ManagedUpstream, Services
 from gateway.sessions import MemorySessionStore
 from gateway.settings import Settings
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
-from privacy.protection import PassThroughProtector, Protector
+from privacy.factory import build_protector
+from privacy.protection import Protector
 from router.policies import builtin_policies
 from router.policy import PolicyRegistry
 from router.step import SessionStateStore
@@ -45,6 +46,7 @@ def build_services(
 
         cloud = LiteLLMUpstream(settings.cloud)
     registry = PolicyRegistry(builtin_policies(), settings.policy.knobs)
+    sessions = sessions or MemorySessionStore()
     return Services(
         settings=settings,
         edge=edge or OpenAIHTTPUpstream(settings.edge),
@@ -52,9 +54,10 @@ def build_services(
         policies=registry,
         chooser=PolicyChooser(registry, settings.policy.default, edge_model=settings.edge.model,
                               cloud_model=settings.cloud.model),
-        protector=protector or PassThroughProtector(),
-        meter=meter or NullMeter(),
-        sessions=sessions or MemorySessionStore(),
+        protector=protector or build_protector(settings.privacy, database_url=settings.database_url,
+                                               sessions=sessions),
+        meter=meter or build_meter(settings.accounting, database_url=settings.database_url),
+        sessions=sessions,
     )
 
 
@@ -63,8 +66,11 @@ def create_app(settings: Settings, *, services: Services | None = None) -> FastA
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
-        await services.aclose()
+        await services.start()
+        try:
+            yield
+        finally:
+            await services.aclose()
 
     app = FastAPI(title="edgecloud-gateway", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.services = services

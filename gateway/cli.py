@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
@@ -12,6 +13,9 @@ from typing import Any
 from gateway.settings import ConfigError, Settings, load_settings
 
 CONFIG_ENV = "ECGW_CONFIG_FILE"
+
+# Packages that add sub-commands: each module has ``register(subparsers)``.
+COMMAND_MODULES: tuple[str, ...] = ()
 
 
 def _settings_from(args: argparse.Namespace) -> Settings:
@@ -63,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=None)
     p.add_argument("--workers", type=int, default=None, help="worker processes (default from config: 1)")
     p.set_defaults(func=serve)
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(commands)
     return parser
 
 

@@ -29,8 +29,16 @@ class Services:
     meter: Meter
     sessions: SessionStateStore
 
+    async def start(self) -> None:
+        """Start background parts (the meter's writer, …) that need the running event loop."""
+        for part in (self.meter, self.protector):
+            starter: Any = getattr(part, "start", None)
+            if starter is not None:
+                await starter()
+
     async def aclose(self) -> None:
-        for upstream in (self.edge, self.cloud):
-            closer: Any = getattr(upstream, "aclose", None)
+        """Flush and close, in the order that loses nothing: upstreams first, then the meter."""
+        for part in (self.edge, self.cloud, self.protector, self.meter):
+            closer: Any = getattr(part, "aclose", None)
             if closer is not None:
                 await closer()

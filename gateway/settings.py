@@ -12,6 +12,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from accounting.settings import AccountingSettings
+from privacy.settings import PrivacySettings
+
 
 class ConfigError(Exception):
     """A configuration that cannot work; the message names the key, the value and what is expected."""
@@ -77,6 +80,8 @@ class Settings(BaseSettings):
     cloud: CloudSettings = Field(default_factory=CloudSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     sessions: SessionSettings = Field(default_factory=SessionSettings)
+    privacy: PrivacySettings = Field(default_factory=PrivacySettings)
+    accounting: AccountingSettings = Field(default_factory=AccountingSettings)
     database_url: str = "sqlite:///ecgw.sqlite3"
 
     @classmethod

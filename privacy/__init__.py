@@ -3,4 +3,4 @@
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
 from privacy.protection import PassThroughProtector, Protection, Protector, StreamRestorer
 
-__all__ = ["PrivacyBlocked", "PrivacyUnavailable", "PassThroughProtector", "Protection", "Protector", "StreamRestorer"]
+__all__ = ["PassThroughProtector", "PrivacyBlocked", "PrivacyUnavailable", "Protection", "Protector", "StreamRestorer"]

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, ClassVar, Protocol, Union
+from typing import Any, ClassVar, Protocol
 
 from router.step import Step
 
 # A completion body (non-streaming) or an async iterator of chunk bodies (streaming).
-StepResult = Union[dict[str, Any], AsyncIterator[dict[str, Any]]]
+StepResult = dict[str, Any] | AsyncIterator[dict[str, Any]]
 
 
 class Policy(Protocol):
