@@ -1,0 +1,173 @@
+"""The paper's table (Markdown, HTML) and the Pareto plots (PNG) from per-policy summaries.
+
+Columns: Policy · Completion · Pass^k · Cloud Tok. R/C/O (M) · Cloud Cost ($) · Edge PFLOPs · Privacy Exp.
+Plots: completion vs cloud cost and completion vs privacy exposure, one point per policy, with a dashed line
+from the edge-only point to the cloud-only point: a policy above that line beats interpolating the two.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eval.metrics import PolicySummary
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+EDGE_ONLY = "edge-only"
+CLOUD_ONLY = "cloud-only"
+DASH = "—"
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return DASH if value is None else f"{value:.{digits}f}"
+
+
+def headers(summaries: Sequence[PolicySummary]) -> list[str]:
+    runs = {s.runs for s in summaries}
+    k = str(runs.pop()) if len(runs) == 1 else "k"
+    return ["Policy", "Completion", f"Pass^{k}", "Cloud Tok. R/C/O (M)", "Cloud Cost ($)", "Edge PFLOPs",
+            "Privacy Exp."]
+
+
+def row(summary: PolicySummary) -> list[str]:
+    tokens = summary.tokens
+    return [
+        summary.policy,
+        _num(summary.completion),
+        _num(summary.pass_k),
+        f"{tokens.raw:.2f}/{tokens.cache_read:.2f}/{tokens.output:.2f}",
+        _num(summary.cost_usd),
+        _num(summary.edge_pflops),
+        _num(summary.privacy_exposure),
+    ]
+
+
+def _notes(summaries: Sequence[PolicySummary]) -> list[str]:
+    notes = []
+    formulas = sorted({s.flops_formula for s in summaries if s.flops_formula})
+    if formulas:
+        notes.append("Edge FLOPs formula: " + "; ".join(formulas) + ".")
+    judged = [s for s in summaries if s.judge_privacy_exposure is not None]
+    if judged:
+        notes.append("Privacy exposure by the benchmark's LLM judge: "
+                     + ", ".join(f"{s.policy} {s.judge_privacy_exposure:.2f}" for s in judged) + ".")
+    errored = [s for s in summaries if s.errors]
+    if errored:
+        notes.append("Runs scored 0 for a crash, timeout or grader error: "
+                     + ", ".join(f"{s.policy} {s.errors}" for s in errored) + ".")
+    return notes
+
+
+def markdown_table(summaries: Sequence[PolicySummary]) -> str:
+    head = headers(summaries)
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    lines += ["| " + " | ".join(row(s)) + " |" for s in summaries]
+    notes = _notes(summaries)
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+
+
+def html_table(summaries: Sequence[PolicySummary], title: str = "ecgw evaluation") -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers(summaries))
+    body = "\n".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row(s)) + "</tr>"
+                     for s in summaries)
+    notes = "".join(f"<p>{html.escape(n)}</p>" for n in _notes(summaries))
+    return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            "<style>table{border-collapse:collapse}td,th{border:1px solid #999;padding:4px 8px}"
+            "td:not(:first-child){text-align:right}</style></head>\n"
+            f"<body><h1>{html.escape(title)}</h1>\n<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n"
+            f"</tbody></table>{notes}</body></html>\n")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# plots
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    label: str
+    value: Callable[[PolicySummary], float | None]
+
+
+COST = Axis("cost", "Cloud cost (USD)", lambda s: s.cost_usd)
+EXPOSURE = Axis("exposure", "Privacy exposure (%)", lambda s: s.privacy_exposure)
+
+
+def interpolation_endpoints(summaries: Sequence[PolicySummary], axis: Axis, edge: str = EDGE_ONLY,
+                            cloud: str = CLOUD_ONLY) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    by_name = {s.policy: s for s in summaries}
+    points = []
+    for name in (edge, cloud):
+        summary = by_name.get(name)
+        x = axis.value(summary) if summary is not None else None
+        if summary is None or x is None:
+            return None
+        points.append((x, summary.completion))
+    return points[0], points[1]
+
+
+def beats_interpolation(summary: PolicySummary, summaries: Sequence[PolicySummary], axis: Axis,
+                        edge: str = EDGE_ONLY, cloud: str = CLOUD_ONLY) -> bool | None:
+    """Whether the policy's point lies above the edge-only→cloud-only line (None: not decidable)."""
+    ends = interpolation_endpoints(summaries, axis, edge, cloud)
+    x = axis.value(summary)
+    if ends is None or x is None:
+        return None
+    (x0, y0), (x1, y1) = ends
+    if x1 == x0:
+        return summary.completion > max(y0, y1)
+    return summary.completion > y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
+def completion_plot(summaries: Sequence[PolicySummary], axis: Axis, *, edge: str = EDGE_ONLY,
+                    cloud: str = CLOUD_ONLY) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # Agg canvas; no pyplot, no global state
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6.4, 4.8), dpi=100)
+    FigureCanvasAgg(figure)
+    ax = figure.add_subplot()
+    for summary in summaries:
+        x = axis.value(summary)
+        if x is None:
+            continue
+        ax.scatter([x], [summary.completion], label=summary.policy, zorder=3)
+        ax.annotate(summary.policy, (x, summary.completion), textcoords="offset points", xytext=(5, 5),
+                    fontsize=8)
+    ends = interpolation_endpoints(summaries, axis, edge, cloud)
+    if ends is not None:
+        (x0, y0), (x1, y1) = ends
+        ax.plot([x0, x1], [y0, y1], linestyle="--", color="grey", label=f"{edge} → {cloud} interpolation",
+                zorder=2)
+    ax.set_xlabel(axis.label)
+    ax.set_ylabel("Completion (%)")
+    ax.set_title(f"Completion vs {axis.label.split(' (')[0].lower()}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    figure.tight_layout()
+    return figure
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    markdown: Path
+    html: Path
+    cost_plot: Path
+    exposure_plot: Path
+
+
+def write_report(out_dir: Path, summaries: Sequence[PolicySummary], *, title: str = "ecgw evaluation",
+                 edge: str = EDGE_ONLY, cloud: str = CLOUD_ONLY) -> ReportFiles:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = ReportFiles(out_dir / "report.md", out_dir / "report.html", out_dir / "completion_vs_cost.png",
+                        out_dir / "completion_vs_exposure.png")
+    files.markdown.write_text(f"# {title}\n\n" + markdown_table(summaries), encoding="utf-8")
+    files.html.write_text(html_table(summaries, title), encoding="utf-8")
+    for axis, path in ((COST, files.cost_plot), (EXPOSURE, files.exposure_plot)):
+        completion_plot(summaries, axis, edge=edge, cloud=cloud).savefig(path, format="png")
+    return files
