@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.errors import ClientError
+from gateway.settings import ConfigError
 from router.policy import PolicyRegistry
 from router.step import SessionState
 
@@ -16,7 +17,7 @@ STICKY_KEY = "policy"
 class PolicyChooser:
     def __init__(self, registry: PolicyRegistry, default: str, *, edge_model: str, cloud_model: str) -> None:
         if default not in registry:
-            raise ValueError(f"policy.default is {default!r}; expected one of {', '.join(registry.names)}")
+            raise ConfigError(f"policy.default is {default!r}; expected one of {', '.join(registry.names)}")
         self._registry = registry
         self._default = default
         # A client that names one of the configured models directly gets that side, unprotected by no policy.

@@ -15,6 +15,7 @@ from gateway.service import Services
 from gateway.settings import Settings, load_settings
 from privacy.protection import Protector
 from tests.fakes.model_server import ModelServer
+from tests.door import GuardedCloud
 from tests.fakes.threaded import ThreadedServer
 
 prepare_offline_environment()
@@ -85,7 +86,10 @@ def start_gateway(edge: ModelServer, cloud: ModelServer) -> Iterator[Callable[..
     def start(*, protector: Protector | None = None, **overrides: Any) -> RunningGateway:
         settings = settings_for(edge.url, cloud.url, **overrides)  # type: ignore[attr-defined]
         meter = MemoryMeter()
-        services = build_services(settings, protector=protector, meter=meter)
+        from gateway.upstreams.cloud import LiteLLMUpstream
+
+        cloud_upstream = GuardedCloud(LiteLLMUpstream(settings.cloud))
+        services = build_services(settings, protector=protector, meter=meter, cloud=cloud_upstream)
         server = ThreadedServer(create_app(settings, services=services)).start()
         started.append(server)
         return RunningGateway(url=server.url, settings=settings, services=services, meter=meter)

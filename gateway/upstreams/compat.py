@@ -37,14 +37,18 @@ def normalise_request(body: dict[str, Any], compat: CompatSettings) -> dict[str,
 
 
 class ToolNameDeduper:
-    """Some servers repeat ``function.name`` in every tool-call delta; clients would concatenate them."""
+    """Some servers repeat ``function.name`` (and ``id``) in every tool-call delta and mirror them in the legacy
+    ``function_call``; clients would concatenate them."""
 
     def __init__(self) -> None:
         self._seen: set[tuple[int, int]] = set()
 
     def __call__(self, chunk: dict[str, Any]) -> dict[str, Any]:
         for choice in chunk.get("choices") or ():
-            for call in (choice.get("delta") or {}).get("tool_calls") or ():
+            delta = choice.get("delta") or {}
+            if delta.get("tool_calls") and delta.get("function_call"):
+                delta.pop("function_call")  # the legacy field mirrors tool_calls; clients would merge both
+            for call in delta.get("tool_calls") or ():
                 function = call.get("function")
                 if not function or not function.get("name"):
                     continue

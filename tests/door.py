@@ -1,0 +1,52 @@
+"""A guard around the cloud upstream: every call must come through ``CloudChannel`` (protect → upstream →
+restore → meter). Every gateway the test suite starts wears it, so the whole suite checks the invariant."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+from router.channels import CloudChannel
+
+
+class DoorViolation(AssertionError):
+    pass
+
+
+def _called_through_cloud_channel() -> bool:
+    frame = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            return False
+        if isinstance(frame.f_locals.get("self"), CloudChannel):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class GuardedCloud:
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.side = inner.side
+        self.provider = inner.provider
+        self.model = inner.model
+        self.calls = 0
+
+    async def ready(self) -> tuple[bool, str]:
+        result: tuple[bool, str] = await self._inner.ready()
+        return result
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        if not _called_through_cloud_channel():
+            raise DoorViolation("the cloud upstream was called outside CloudChannel")
+        self.calls += 1
+        result: dict[str, Any] = await self._inner.complete(body)
+        return result
+
+    async def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        if not _called_through_cloud_channel():
+            raise DoorViolation("the cloud upstream was called outside CloudChannel")
+        self.calls += 1
+        async for chunk in self._inner.stream(body):
+            yield chunk

@@ -1,0 +1,59 @@
+"""Session identity and the sticky policy choice."""
+
+from __future__ import annotations
+
+import httpx
+
+from gateway.sessions import fingerprint, identify_session
+
+MSGS = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Do the task."}]
+
+
+def ident(headers=None, body=None, key=None, keys=None):
+    return identify_session(headers or {}, body or {"messages": MSGS}, api_key=key, session_keys=keys or {})
+
+
+def test_identity_order_header_metadata_user_key_fingerprint():
+    body = {"messages": MSGS, "metadata": {"session_id": "meta"}, "user": "usr"}
+    keys = {"sk-1": "bound"}
+    assert ident({"x-session-id": "hdr"}, body, "sk-1", keys) == ("hdr", "header")
+    assert ident({}, body, "sk-1", keys) == ("meta", "metadata")
+    assert ident({}, {"messages": MSGS, "user": "usr"}, "sk-1", keys) == ("usr", "user")
+    assert ident({}, {"messages": MSGS}, "sk-1", keys) == ("bound", "key")
+    session, source = ident({}, {"messages": MSGS})
+    assert source == "fingerprint" and session.startswith("fp-")
+
+
+def test_fingerprint_is_stable_as_the_trajectory_grows_and_differs_between_tasks():
+    later = MSGS + [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]
+    assert fingerprint({"messages": MSGS}) == fingerprint({"messages": later})
+    other = [MSGS[0], {"role": "user", "content": "Another task."}]
+    assert fingerprint({"messages": MSGS}) != fingerprint({"messages": other})
+
+
+def _post(gw, headers=None, **body):
+    return httpx.post(gw.base_url + "/chat/completions", headers=headers,
+                      json={"messages": [{"role": "user", "content": "x"}], **body})
+
+
+def test_policy_choice_is_sticky_per_session(gateway, edge, cloud):
+    first = _post(gateway, {"X-Session-Id": "sticky"}, model="ecgw/cloud-only")
+    assert first.headers["x-ecgw-policy"] == "cloud-only"
+    later = _post(gateway, {"X-Session-Id": "sticky"}, model="whatever")
+    assert later.headers["x-ecgw-policy"] == "cloud-only"
+    assert len(cloud.requests) == 2 and edge.requests == []
+    other = _post(gateway, {"X-Session-Id": "fresh"}, model="whatever")
+    assert other.headers["x-ecgw-policy"] == "edge-only"
+
+
+def test_virtual_key_binds_session_and_authenticates(start_gateway):
+    gw = start_gateway(server={"session_keys": {"sk-run-9": "run-9"}})
+    response = _post(gw, {"Authorization": "Bearer sk-run-9"})
+    assert response.status_code == 200 and response.headers["x-ecgw-session"] == "run-9"
+    assert _post(gw).status_code == 401
+
+
+def test_every_upstream_call_is_attributed_to_the_session(gateway):
+    _post(gateway, {"X-Session-Id": "attrib"}, model="ecgw/edge-only")
+    _post(gateway, {"X-Session-Id": "attrib"}, model="ecgw/cloud-only")
+    assert [(c.session_id, c.side) for c in gateway.meter.calls] == [("attrib", "edge"), ("attrib", "cloud")]

@@ -1,0 +1,66 @@
+"""The one invariant: nothing reaches the cloud except through CloudChannel, which always protects first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from privacy.errors import PrivacyUnavailable
+from privacy.protection import PassThroughProtector, Protection
+from tests.door import DoorViolation
+
+CANARY = "CANARY-4111-1111"
+
+
+class CanaryProtector:
+    """Replaces the canary and counts every body it protected."""
+
+    def __init__(self) -> None:
+        self.protected: list[dict[str, Any]] = []
+
+    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str) -> Protection:
+        import json
+
+        scrubbed = json.loads(json.dumps(body).replace(CANARY, "[SECRET_001]"))
+        self.protected.append(scrubbed)
+        return await PassThroughProtector().protect(scrubbed, session_id=session_id, request_id=request_id)
+
+
+class BrokenProtector:
+    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str) -> Protection:
+        raise PrivacyUnavailable("detector 'secrets' crashed")
+
+
+async def test_the_guard_catches_a_call_that_skips_the_channel(gateway):
+    with pytest.raises(DoorViolation):
+        await gateway.services.cloud.complete({"messages": [{"role": "user", "content": "raw"}]})
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_every_policy_sends_only_protected_bodies(start_gateway, cloud, stream):
+    protector = CanaryProtector()
+    gw = start_gateway(protector=protector)
+    for name in gw.services.policies.names:
+        for turn in range(2):
+            response = httpx.post(gw.base_url + "/chat/completions", headers={"X-Session-Id": f"{name}-{stream}"},
+                                  json={"model": f"ecgw/{name}", "stream": stream, "messages": [
+                                      {"role": "system", "content": f"user card {CANARY}"},
+                                      {"role": "user", "content": f"step {turn}: pay with {CANARY}"}]},
+                                  timeout=30)
+            assert response.status_code == 200, (name, response.text)
+    assert cloud.requests, "no policy reached the cloud; the test proves nothing"
+    assert all(CANARY not in str(body) for body in cloud.requests)
+    assert len(cloud.requests) == len(protector.protected) == gw.services.cloud.calls
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_protection_failure_means_no_cloud_call(start_gateway, cloud, stream):
+    gw = start_gateway(protector=BrokenProtector())
+    response = httpx.post(gw.base_url + "/chat/completions", json={
+        "model": "ecgw/cloud-only", "stream": stream, "messages": [{"role": "user", "content": "x"}]})
+    assert response.status_code == 503
+    assert response.json()["error"]["type"] == "privacy_unavailable"
+    assert "secrets" in response.json()["error"]["message"]
+    assert cloud.requests == []
