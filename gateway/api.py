@@ -128,8 +128,10 @@ class ChatCompletions:
                                          session_keys=s.settings.server.session_keys,
                                          fingerprint_fallback=s.settings.sessions.fingerprint_fallback)
         session = SessionState(session_id, s.sessions)
-        policy_name = await s.chooser.choose(request.headers, body, session)
-        context = CallContext(request_id=request_id, session_id=session_id, policy=policy_name)
+        decision = await s.chooser.decide(request.headers, body, session)
+        policy_name = decision.policy
+        context = CallContext(request_id=request_id, session_id=session_id, policy=policy_name,
+                              experiment=decision.experiment, arm=decision.arm)
         route = RouteTracker()
         step = Step(
             request=body,
@@ -138,6 +140,7 @@ class ChatCompletions:
             edge=EdgeChannel(s.edge, s.meter, context, route),
             cloud=CloudChannel(s.cloud, s.meter, context, route, s.protector),
             route=route,
+            knobs=decision.knobs,
         )
         result = await s.policies.get(policy_name).run(step)
         if step.stream and isinstance(result, dict):
@@ -145,6 +148,8 @@ class ChatCompletions:
         elif not step.stream and not isinstance(result, dict):
             result = await chunks_to_completion(result)
         headers = {"x-ecgw-request-id": request_id, "x-ecgw-session": session_id, "x-ecgw-policy": policy_name}
+        if decision.arm is not None:
+            headers["x-ecgw-arm"] = f"{decision.experiment}:{decision.arm}"
         if isinstance(result, dict):
             headers["x-ecgw-route"] = route.route
             return Response(dumps(result), media_type="application/json", headers=headers)

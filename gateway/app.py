@@ -13,8 +13,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from accounting.calls import Meter
+from accounting.endpoints import metrics_endpoint, usage_endpoint
 from accounting.factory import build_meter
-from gateway.api import ChatCompletions, healthz, list_models, readyz
+from gateway.api import ChatCompletions, guarded, healthz, list_models, readyz
 from gateway.errors import error_response
 from gateway.offline import prepare_offline_environment
 from gateway.policy_choice import PolicyChooser
@@ -53,7 +54,7 @@ def build_services(
         cloud=cloud,
         policies=registry,
         chooser=PolicyChooser(registry, settings.policy.default, edge_model=settings.edge.model,
-                              cloud_model=settings.cloud.model),
+                              cloud_model=settings.cloud.model, experiments=settings.experiments),
         protector=protector or build_protector(settings.privacy, database_url=settings.database_url,
                                                sessions=sessions),
         meter=meter or build_meter(settings.accounting, database_url=settings.database_url),
@@ -80,6 +81,8 @@ def create_app(settings: Settings, *, services: Services | None = None) -> FastA
     app.add_route("/v1/models", list_models, methods=["GET"])
     app.add_route("/healthz", healthz, methods=["GET"])
     app.add_route("/readyz", readyz, methods=["GET"])
+    app.add_route("/v1/usage", guarded(services, usage_endpoint(services.meter)), methods=["GET"])
+    app.add_route("/metrics", metrics_endpoint(services.meter), methods=["GET"])
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:

@@ -1,27 +1,60 @@
-"""Which policy serves a request: header, model alias, sticky session choice, configured default."""
+"""Which policy serves a request, and under which experiment arm.
+
+In order: ``X-ECGW-Policy`` header; a model alias ``ecgw/<policy>`` (or a configured model name); the
+experiment arm forced by ``X-ECGW-Arm``; the session's earlier choice (sticky); the arm of the active
+experiment the session's id hashes into (stable across workers and restarts); the configured default.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.errors import ClientError
-from gateway.settings import ConfigError
+from router.experiments import Assignment, ExperimentsSettings, arm_of, assign
 from router.policy import PolicyRegistry
 from router.step import SessionState
 
 ALIAS_PREFIX = "ecgw/"
 STICKY_KEY = "policy"
+ARM_KEY = "experiment_arm"
+
+
+@dataclass(frozen=True)
+class PolicyDecision:
+    policy: str
+    experiment: str | None = None
+    arm: str | None = None
+    knobs: dict[str, Any] = field(default_factory=dict)  # the arm's knob overrides
 
 
 class PolicyChooser:
-    def __init__(self, registry: PolicyRegistry, default: str, *, edge_model: str, cloud_model: str) -> None:
+    def __init__(self, registry: PolicyRegistry, default: str, *, edge_model: str, cloud_model: str,
+                 experiments: ExperimentsSettings | None = None) -> None:
         if default not in registry:
-            raise ConfigError(f"policy.default is {default!r}; expected one of {', '.join(registry.names)}")
+            raise ValueError(f"policy.default is {default!r}; expected one of {', '.join(registry.names)}")
         self._registry = registry
         self._default = default
         # A client that names one of the configured models directly gets that side, unprotected by no policy.
         self._direct = {edge_model: "edge-only", cloud_model: "cloud-only"}
+        self._experiments = experiments or ExperimentsSettings()
+        self._check_experiments()
+
+    def _check_experiments(self) -> None:
+        """Every arm names a known policy with valid knob overrides (fails at startup, naming the key)."""
+        for name, experiment in self._experiments.definitions.items():
+            for arm_name, arm in experiment.arms.items():
+                where = f"experiments.definitions.{name}.arms.{arm_name}"
+                if arm.policy not in self._registry:
+                    raise ValueError(f"{where}.policy is {arm.policy!r}; expected one of "
+                                     f"{', '.join(self._registry.names)}")
+                checker = getattr(self._registry.get(arm.policy), "check_overrides", None)
+                if arm.knobs and checker is not None:
+                    try:
+                        checker(arm.knobs)
+                    except ValueError as exc:
+                        raise ValueError(f"{where}.knobs: {exc}") from None
 
     def _check(self, name: str, where: str) -> str:
         if name not in self._registry:
@@ -41,17 +74,61 @@ class PolicyChooser:
                 return self._direct[model]
         return None
 
-    async def choose(self, headers: Mapping[str, str], body: Mapping[str, Any], session: SessionState) -> str:
+    def forced_arm(self, headers: Mapping[str, str]) -> Assignment | None:
+        """``X-ECGW-Arm: <arm>`` (in the active experiment) or ``<experiment>:<arm>``."""
+        header = (headers.get("x-ecgw-arm") or "").strip()
+        if not header:
+            return None
+        experiment, _, arm = header.rpartition(":")
+        experiment = experiment or self._experiments.active or ""
+        found = self._experiments.definitions.get(experiment)
+        if found is None or arm not in found.arms:
+            known = [f"{e}:{a}" for e, x in self._experiments.definitions.items() for a in x.arms]
+            raise ClientError(400, f"Unknown experiment arm {header!r} in X-ECGW-Arm; valid arms: "
+                                   f"{', '.join(known) or '(no experiments configured)'}.",
+                              param="X-ECGW-Arm", code="unknown_arm")
+        return arm_of(experiment, found, arm)
+
+    def _stored_arm(self, value: Any) -> Assignment | None:
+        if not isinstance(value, dict):
+            return None
+        experiment = self._experiments.definitions.get(str(value.get("experiment")))
+        arm = value.get("arm")
+        if experiment is None or not isinstance(arm, str) or arm not in experiment.arms:
+            return None
+        return arm_of(str(value["experiment"]), experiment, arm)
+
+    async def decide(self, headers: Mapping[str, str], body: Mapping[str, Any],
+                     session: SessionState) -> PolicyDecision:
         """An explicit choice wins and becomes the session's; otherwise the session keeps what it had."""
         name = self.explicit(headers, body)
-        sticky = await session.get(STICKY_KEY)
-        if name is None:
-            if isinstance(sticky, str) and sticky in self._registry:
-                return sticky
-            name = self._default
-        if name != sticky:
-            await session.set(STICKY_KEY, name)
-        return name
+        if name is not None:
+            await self._remember(session, name, None)
+            return PolicyDecision(name)
+        assignment = self.forced_arm(headers)
+        if assignment is None:
+            assignment = self._stored_arm(await session.get(ARM_KEY))
+            if assignment is None:
+                sticky = await session.get(STICKY_KEY)
+                if isinstance(sticky, str) and sticky in self._registry:
+                    return PolicyDecision(sticky)
+                active = self._experiments.active
+                if active is None:
+                    await self._remember(session, self._default, None)
+                    return PolicyDecision(self._default)
+                assignment = assign(active, self._experiments.definitions[active], session.session_id)
+        await self._remember(session, assignment.policy, assignment)
+        return PolicyDecision(assignment.policy, assignment.experiment, assignment.arm, assignment.knobs)
+
+    async def _remember(self, session: SessionState, policy: str, assignment: Assignment | None) -> None:
+        if await session.get(STICKY_KEY) != policy:
+            await session.set(STICKY_KEY, policy)
+        arm = None if assignment is None else {"experiment": assignment.experiment, "arm": assignment.arm}
+        if await session.get(ARM_KEY) != arm:
+            await session.set(ARM_KEY, arm)
+
+    async def choose(self, headers: Mapping[str, str], body: Mapping[str, Any], session: SessionState) -> str:
+        return (await self.decide(headers, body, session)).policy
 
     def model_ids(self) -> list[str]:
         return [ALIAS_PREFIX + name for name in self._registry.names] + list(self._direct)

@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from accounting.settings import AccountingSettings
 from privacy.settings import PrivacySettings
+from router.experiments import ExperimentsSettings
 
 
 class ConfigError(Exception):
@@ -82,6 +83,7 @@ class Settings(BaseSettings):
     sessions: SessionSettings = Field(default_factory=SessionSettings)
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     accounting: AccountingSettings = Field(default_factory=AccountingSettings)
+    experiments: ExperimentsSettings = Field(default_factory=ExperimentsSettings)
     database_url: str = "sqlite:///ecgw.sqlite3"
 
     @classmethod

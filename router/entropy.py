@@ -1,0 +1,75 @@
+"""Token entropy of a generated token, from the top-k logprobs an OpenAI-compatible server returns.
+
+The benchmark's rule: renormalise the top-k probabilities to sum to one, then H = −Σ p ln p, in nats.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+
+def renormalised_entropy(logprobs: Iterable[float]) -> float:
+    """Entropy in nats of the distribution ``softmax(logprobs)`` (the top-k renormalised)."""
+    values = [float(v) for v in logprobs if not math.isnan(float(v))]
+    if not values:
+        raise ValueError("no logprobs to compute an entropy from")
+    finite = [v for v in values if v != -math.inf]
+    if not finite:
+        raise ValueError("every logprob is -inf")
+    top = max(finite)
+    weights = [math.exp(v - top) for v in finite]
+    total = sum(weights)
+    entropy = 0.0
+    for weight in weights:
+        p = weight / total
+        if p > 0.0:
+            entropy -= p * math.log(p)
+    return max(entropy, 0.0)
+
+
+def token_entropy(entry: Mapping[str, Any]) -> float | None:
+    """Entropy of one ``logprobs.content[i]`` entry over its ``top_logprobs``; None when it has none."""
+    tops = entry.get("top_logprobs")
+    if not isinstance(tops, Sequence) or not tops:
+        return None
+    values: list[float] = [float(t["logprob"]) for t in tops
+                           if isinstance(t, Mapping) and isinstance(t.get("logprob"), int | float)]
+    if not values:
+        return None
+    return renormalised_entropy(values)
+
+
+def logprob_entries(choice: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The ``logprobs.content`` entries of a choice (a completion choice or a stream chunk choice)."""
+    logprobs = choice.get("logprobs")
+    if not isinstance(logprobs, Mapping):
+        return []
+    content = logprobs.get("content")
+    if not isinstance(content, Sequence):
+        return []
+    return [e for e in content if isinstance(e, Mapping)]
+
+
+def decision_entropy(entries: Sequence[Mapping[str, Any]], *, skip_tokens: Sequence[str] = (),
+                     tokens: int = 1) -> float | None:
+    """Mean entropy of the first ``tokens`` generated tokens after any leading ``skip_tokens`` (the think
+    opener of a thinking model, and the whitespace after it). None when there are no usable logprobs."""
+    skip = {s.strip() for s in skip_tokens}
+    values: list[float] = []
+    skipping = bool(skip)
+    for entry in entries:
+        token = str(entry.get("token") or "")
+        if skipping and (token.strip() in skip or not token.strip()):
+            continue
+        skipping = False
+        value = token_entropy(entry)
+        if value is None:
+            return None
+        values.append(value)
+        if len(values) >= tokens:
+            break
+    if not values:
+        return None
+    return sum(values) / len(values)

@@ -1,0 +1,75 @@
+"""Edge-controlled delegation: the gateway gives the edge a tool (``delegate_to_cloud``); when the edge calls
+it, the client's request for this step goes to the cloud (protected, metered as ``delegate``) and the cloud's
+answer — text, or tool calls for the client's tools — is the step's answer. The client never sees the tool."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from router.policies._knobs import KnobBook
+from router.policies._messages import can_inject_tool, function_tool, with_tools
+from router.policies._turns import Composer, Turn, turn_chunks
+from router.policy import StepResult
+from router.step import Step
+from router.wire import chunks_to_completion
+
+STATE_KEY = "delegate"
+
+
+class DelegateKnobs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tool_name: str = "delegate_to_cloud"
+    tool_description: str = ("Hand this step to a stronger model when it is beyond you; it will answer or call "
+                             "tools in your place. Optionally say why.")
+
+
+class Delegate:
+    name: ClassVar[str] = "delegate"
+
+    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
+        self.knobs = KnobBook(self.name, DelegateKnobs, knobs)
+
+    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
+        self.knobs.check(overrides)
+
+    @staticmethod
+    def tool(knobs: DelegateKnobs) -> dict[str, Any]:
+        return function_tool(knobs.tool_name, knobs.tool_description,
+                             {"reason": {"type": "string", "description": "why the step is delegated"}})
+
+    async def _chunks(self, step: Step, knobs: DelegateKnobs) -> AsyncIterator[dict[str, Any]]:
+        composer = Composer()
+        inject = can_inject_tool(step.request, knobs.tool_name)
+        body = with_tools(step.request, [self.tool(knobs)]) if inject else step.request
+        turn = Turn()
+        async for out in turn.relay(turn_chunks(step.edge, body, stream=step.stream), composer):
+            yield out
+        delegated = inject and any(c["function"]["name"] == knobs.tool_name for c in turn.calls)
+        if not delegated:
+            for chunk in composer.tool_calls(turn.calls):
+                yield chunk
+            for chunk in composer.finish("tool_calls" if turn.calls else turn.finish_reason):
+                yield chunk
+            return
+        state = dict(await step.session.get(STATE_KEY) or {})
+        state["delegated_steps"] = int(state.get("delegated_steps") or 0) + 1
+        await step.session.set(STATE_KEY, state)
+        cloud = Turn()
+        async for out in cloud.relay(turn_chunks(step.cloud, step.request, stream=step.stream, purpose="delegate"),
+                                     composer):
+            yield out
+        for chunk in composer.tool_calls(cloud.calls):
+            yield chunk
+        for chunk in composer.finish("tool_calls" if cloud.calls else cloud.finish_reason):
+            yield chunk
+
+    async def run(self, step: Step) -> StepResult:
+        knobs = self.knobs.for_step(step.knobs)
+        chunks = self._chunks(step, knobs)
+        if step.stream:
+            return chunks
+        return await chunks_to_completion(chunks)

@@ -1,0 +1,77 @@
+"""The benchmark's control: each step goes to the cloud with probability p, by a coin seeded by the session
+(the same session id replays the same coins), so a router can be compared with chance at its own rate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from router.experiments import bucket
+from router.policies._knobs import KnobBook
+from router.policy import StepResult
+from router.step import Step
+
+STATE_KEY = "random_matched"
+
+# (experiment, arm) → that arm's measured cloud-call rate, or None when nothing is measured yet.
+CloudRateSource = Callable[[str, str], float | None]
+
+
+class MatchArm(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    experiment: str
+    arm: str
+
+
+class RandomMatchedKnobs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    p: float | None = Field(None, ge=0, le=1)  # probability that a step goes to the cloud
+    match: MatchArm | None = None  # take p from this arm's measured cloud-call rate (falls back to p)
+    seed: str = ""  # change it to draw other coins for the same sessions
+
+    @model_validator(mode="after")
+    def _some_p(self) -> RandomMatchedKnobs:
+        if self.p is None and self.match is None:
+            raise ValueError("set p (a probability) or match (an experiment arm to take the rate from)")
+        return self
+
+
+class RandomMatched:
+    name: ClassVar[str] = "random-matched"
+
+    def __init__(self, knobs: Mapping[str, Any] | None = None, *, cloud_rates: CloudRateSource | None = None) -> None:
+        self.knobs = KnobBook(self.name, RandomMatchedKnobs, knobs if knobs else {"p": 0.5})
+        self._rates = cloud_rates
+
+    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
+        self.knobs.check(overrides)
+
+    def probability(self, knobs: RandomMatchedKnobs) -> float:
+        if knobs.match is not None and self._rates is not None:
+            measured = self._rates(knobs.match.experiment, knobs.match.arm)
+            if measured is not None:
+                return min(max(measured, 0.0), 1.0)
+        if knobs.p is None:
+            raise ValueError(f"random-matched: no measured cloud-call rate for arm {knobs.match!r} yet and no p "
+                             "to fall back on; set policy.knobs.random-matched.p")
+        return knobs.p
+
+    @staticmethod
+    def coin(seed: str, session_id: str, index: int) -> float:
+        return bucket("ecgw-random-matched", seed, session_id, str(index))
+
+    async def run(self, step: Step) -> StepResult:
+        knobs = self.knobs.for_step(step.knobs)
+        state = dict(await step.session.get(STATE_KEY) or {})
+        index = int(state.get("steps") or 0)
+        cloud = self.coin(knobs.seed, step.context.session_id, index) < self.probability(knobs)
+        state.update(steps=index + 1, cloud_steps=int(state.get("cloud_steps") or 0) + cloud)
+        await step.session.set(STATE_KEY, state)
+        channel = step.cloud if cloud else step.edge
+        if step.stream:
+            return channel.stream(step.request)
+        return await channel.complete(step.request)

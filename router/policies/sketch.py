@@ -1,0 +1,82 @@
+"""Plan-guided edge: on a session's first step the cloud writes a short plan from the task (the first user
+message, protected) and the tool names; the plan is stored with the session and appended to the system
+message of every step the edge answers."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from router.errors import PrivacyBlocked, UpstreamError
+from router.policies._knobs import KnobBook
+from router.policies._messages import first_user_text, text_of, tool_names, with_system_suffix
+from router.policy import StepResult
+from router.step import Step
+
+log = logging.getLogger("ecgw.router")
+
+STATE_KEY = "sketch"
+
+PLAN_PROMPT = ("You plan for a smaller agent model that will do the task itself with the tools listed. Write a "
+               "short numbered plan of at most {words} words: the steps, which tool to use for each, and what to "
+               "check before finishing. No preamble.")
+
+
+class SketchKnobs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    plan_words: int = Field(120, ge=10)  # word limit the cloud is asked to keep
+    plan_max_tokens: int = Field(400, ge=16)  # hard limit on the plan's tokens
+    plan_prompt: str = PLAN_PROMPT  # the planner's system prompt; {words} is replaced
+    header: str = "Plan for this task (from a planner; adapt it if tool results show it is wrong):"
+
+
+class Sketch:
+    name: ClassVar[str] = "sketch"
+
+    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
+        self.knobs = KnobBook(self.name, SketchKnobs, knobs)
+
+    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
+        self.knobs.check(overrides)
+
+    @staticmethod
+    def plan_request(body: Mapping[str, Any], knobs: SketchKnobs) -> dict[str, Any]:
+        tools = ", ".join(tool_names(body)) or "(none)"
+        task = first_user_text(body)
+        return {
+            "messages": [
+                {"role": "system", "content": knobs.plan_prompt.replace("{words}", str(knobs.plan_words))},
+                {"role": "user", "content": f"Task:\n{task}\n\nTools available: {tools}"},
+            ],
+            "max_tokens": knobs.plan_max_tokens,
+            "temperature": 0,
+        }
+
+    async def plan(self, step: Step, knobs: SketchKnobs) -> str | None:
+        stored = await step.session.get(STATE_KEY)
+        if isinstance(stored, dict):
+            plan = stored.get("plan")
+            return plan if isinstance(plan, str) and plan else None
+        try:
+            response = await step.cloud.complete(self.plan_request(step.request, knobs), purpose="plan")
+        except (PrivacyBlocked, UpstreamError) as exc:
+            # The session runs without a plan rather than failing; it is not retried on every step.
+            log.warning("sketch: no plan for session %s (%s)", step.context.session_id, exc)
+            await step.session.set(STATE_KEY, {"plan": None, "error": type(exc).__name__})
+            return None
+        choices = response.get("choices") or [{}]
+        plan = text_of((choices[0].get("message") or {}).get("content")).strip()
+        await step.session.set(STATE_KEY, {"plan": plan or None})
+        return plan or None
+
+    async def run(self, step: Step) -> StepResult:
+        knobs = self.knobs.for_step(step.knobs)
+        plan = await self.plan(step, knobs)
+        body = with_system_suffix(step.request, f"{knobs.header}\n{plan}") if plan else step.request
+        if step.stream:
+            return step.edge.stream(body)
+        return await step.edge.complete(body)

@@ -1,0 +1,209 @@
+"""Per-step routing on the edge's token entropy (the benchmark's entropy router, plus an inline mode).
+
+``probe`` (parity with the benchmark): probe the edge with the full request, ``max_tokens=1``, temperature 0,
+``top_logprobs=20``; renormalise the top-k; H = −Σ p ln p (nats); stay on the edge when H ≤ τ, else send the
+step to the cloud. ``inline`` (default): start the real edge generation with logprobs, decide on its first
+token(s), then either keep streaming it (no second prefill) or cancel it and go to the cloud.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from router.entropy import decision_entropy, logprob_entries
+from router.policies._knobs import KnobBook
+from router.policies._messages import in_tool_loop
+from router.policy import StepResult
+from router.step import Step
+from router.wire import chunks_to_completion
+
+log = logging.getLogger("ecgw.router")
+
+STATE_KEY = "step_routing"
+
+
+class StepRoutingKnobs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["probe", "inline"] = "inline"
+    tau: float = Field(1.5, ge=0)  # nats; the benchmark: 1.3 for a 27B edge, 1.7 for 9B, runs at 1.5
+    tau_by_model: dict[str, float] = Field(default_factory=dict)  # edge model name → τ
+    top_logprobs: int = Field(20, ge=1, le=20)
+    decide_tokens: int = Field(1, ge=1)  # inline: mean entropy over this many first tokens
+    missing_logprobs: Literal["edge", "cloud"] = "cloud"  # where a step goes when the edge gives no logprobs
+    thinking: bool = False  # a thinking edge: decide on the first token after the think opener
+    think_opener: str = "<think>"
+    think_probe_tokens: int = Field(4, ge=2)  # probe max_tokens for a thinking edge (opener, whitespace, token)
+    stay_on_cloud_steps: int = Field(0, ge=0)  # after an escalation, the next k steps go to the cloud unprobed
+    hold_in_tool_loop: bool = False  # a step that answers tool results keeps the previous step's side
+
+
+class Decision(BaseModel):
+    side: Literal["edge", "cloud"]
+    reason: str  # entropy | missing-logprobs | hold | tool-loop
+    entropy: float | None = None
+    tau: float | None = None
+
+
+class StepRouting:
+    name: ClassVar[str] = "step-routing"
+
+    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
+        self.knobs = KnobBook(self.name, StepRoutingKnobs, knobs)
+        self.missing_logprobs_events = 0
+
+    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
+        self.knobs.check(overrides)
+
+    @staticmethod
+    def tau_for(knobs: StepRoutingKnobs, model: str) -> float:
+        return knobs.tau_by_model.get(model, knobs.tau)
+
+    async def run(self, step: Step) -> StepResult:
+        knobs = self.knobs.for_step(step.knobs)
+        state = dict(await step.session.get(STATE_KEY) or {})
+        held = self._held(knobs, state, step)
+        if held is None and knobs.mode == "inline":
+            return await self._inline(step, knobs, state)
+        decision = held or await self._probe(step, knobs)
+        await self._remember(step, knobs, state, decision)
+        return await self._answer(step, decision.side)
+
+    # decisions ---------------------------------------------------------------------------------------
+    @staticmethod
+    def _held(knobs: StepRoutingKnobs, state: dict[str, Any], step: Step) -> Decision | None:
+        if int(state.get("cloud_left") or 0) > 0:
+            return Decision(side="cloud", reason="hold")
+        last = state.get("last_side")
+        if knobs.hold_in_tool_loop and last in ("edge", "cloud") and in_tool_loop(step.request):
+            return Decision(side=last, reason="tool-loop")
+        return None
+
+    def _from_entries(self, knobs: StepRoutingKnobs, entries: list[Mapping[str, Any]], model: str,
+                      tokens: int) -> Decision:
+        skip = (knobs.think_opener,) if knobs.thinking else ()
+        entropy = decision_entropy(entries, skip_tokens=skip, tokens=tokens)
+        tau = self.tau_for(knobs, model)
+        if entropy is None:
+            self.missing_logprobs_events += 1
+            log.warning("step-routing: the edge returned no usable logprobs; step goes to %s "
+                        "(step_routing.missing_logprobs)", knobs.missing_logprobs)
+            return Decision(side=knobs.missing_logprobs, reason="missing-logprobs", tau=tau)
+        return Decision(side="edge" if entropy <= tau else "cloud", reason="entropy", entropy=entropy, tau=tau)
+
+    def probe_body(self, request: Mapping[str, Any], knobs: StepRoutingKnobs) -> dict[str, Any]:
+        """The benchmark's probe: the full request, one token, greedy, top-20 logprobs."""
+        body = {k: v for k, v in request.items()
+                if k not in ("stream", "stream_options", "max_completion_tokens", "n", "logprobs", "top_logprobs")}
+        body.update(max_tokens=knobs.think_probe_tokens if knobs.thinking else 1, temperature=0,
+                    logprobs=True, top_logprobs=knobs.top_logprobs, stream=False)
+        return body
+
+    async def _probe(self, step: Step, knobs: StepRoutingKnobs) -> Decision:
+        response = await step.edge.complete(self.probe_body(step.request, knobs), purpose="probe")
+        choices = response.get("choices") or [{}]
+        return self._from_entries(knobs, logprob_entries(choices[0]), step.edge.model, 1)
+
+    # answers -----------------------------------------------------------------------------------------
+    @staticmethod
+    async def _answer(step: Step, side: str) -> StepResult:
+        channel = step.edge if side == "edge" else step.cloud
+        if step.stream:
+            return channel.stream(step.request)
+        return await channel.complete(step.request)
+
+    @staticmethod
+    async def _remember(step: Step, knobs: StepRoutingKnobs, state: dict[str, Any], decision: Decision) -> None:
+        left = int(state.get("cloud_left") or 0)
+        if decision.reason == "hold":
+            left = max(left - 1, 0)
+        elif decision.reason == "entropy" and decision.side == "cloud":
+            left = knobs.stay_on_cloud_steps
+        state.update(
+            cloud_left=left,
+            last_side=decision.side,
+            steps=int(state.get("steps") or 0) + 1,
+            escalations=int(state.get("escalations") or 0) + (decision.side == "cloud"),
+            missing_logprobs=int(state.get("missing_logprobs") or 0) + (decision.reason == "missing-logprobs"),
+            last=decision.model_dump(),
+        )
+        await step.session.set(STATE_KEY, state)
+
+    # inline ------------------------------------------------------------------------------------------
+    async def _inline(self, step: Step, knobs: StepRoutingKnobs, state: dict[str, Any]) -> StepResult:
+        wants_logprobs = bool(step.request.get("logprobs"))
+        client_top = int(step.request.get("top_logprobs") or 0)
+        body = {k: v for k, v in step.request.items() if k not in ("n",)}
+        body.update(logprobs=True, top_logprobs=max(knobs.top_logprobs, client_top))
+        edge = step.edge.stream(body).__aiter__()
+        buffered: list[dict[str, Any]] = []
+        entries: list[Mapping[str, Any]] = []
+        try:
+            async for chunk in edge:
+                buffered.append(chunk)
+                for choice in chunk.get("choices") or ():
+                    entries.extend(logprob_entries(choice))
+                if self._enough(knobs, entries):
+                    break
+        except BaseException:
+            await _aclose(edge)
+            raise
+        decision = self._from_entries(knobs, entries, step.edge.model, knobs.decide_tokens)
+        await self._remember(step, knobs, state, decision)
+        if decision.side == "cloud":
+            await _aclose(edge)  # cancels the edge generation: the upstream connection closes
+            if step.stream:
+                return step.cloud.stream(step.request)
+            return await step.cloud.complete(step.request)
+        relayed = _continue(buffered, edge, wants_logprobs, client_top)
+        if step.stream:
+            return relayed
+        return await chunks_to_completion(relayed)
+
+    @staticmethod
+    def _enough(knobs: StepRoutingKnobs, entries: list[Mapping[str, Any]]) -> bool:
+        if not knobs.thinking:
+            return len(entries) >= knobs.decide_tokens
+        opener = knobs.think_opener.strip()
+        useful = [e for e in entries if str(e.get("token") or "").strip() not in ("", opener)]
+        return len(useful) >= knobs.decide_tokens
+
+
+async def _continue(buffered: list[dict[str, Any]], rest: AsyncIterator[dict[str, Any]], wants_logprobs: bool,
+                    client_top: int) -> AsyncIterator[dict[str, Any]]:
+    """The edge generation as the client asked for it: the chunks read while deciding, then the rest."""
+    try:
+        for chunk in buffered:
+            yield _shape_logprobs(chunk, wants_logprobs, client_top)
+        async for chunk in rest:
+            yield _shape_logprobs(chunk, wants_logprobs, client_top)
+    finally:
+        await _aclose(rest)
+
+
+def _shape_logprobs(chunk: dict[str, Any], wants: bool, top: int) -> dict[str, Any]:
+    choices = chunk.get("choices")
+    if not choices:
+        return chunk
+    shaped = []
+    for choice in choices:
+        logprobs = choice.get("logprobs")
+        if logprobs is None:
+            shaped.append(choice)
+        elif not wants:
+            shaped.append({**choice, "logprobs": None})
+        else:
+            content = [{**e, "top_logprobs": (e.get("top_logprobs") or [])[:top]}
+                       for e in logprob_entries(choice)]
+            shaped.append({**choice, "logprobs": {**logprobs, "content": content}})
+    return {**chunk, "choices": shaped}
+
+
+async def _aclose(iterator: AsyncIterator[Any]) -> None:
+    closer = getattr(iterator, "aclose", None)
+    if closer is not None:
+        await closer()

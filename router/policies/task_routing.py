@@ -1,0 +1,115 @@
+"""Query-level routing: on a session's first step a scorer decides edge or cloud for the whole session; the
+decision is stored with the session and every later step follows it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from router.policies._knobs import KnobBook
+from router.policies._messages import first_user_text, task_id
+from router.policy import StepResult
+from router.scorers import (
+    JUDGE_PROMPT,
+    EdgeJudge,
+    RouteLLMScorer,
+    RulesScorer,
+    Scorer,
+    TableScorer,
+    Task,
+    Verdict,
+)
+from router.step import Step
+
+STATE_KEY = "task_route"
+
+
+class RulesKnobs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    long_chars: int = Field(2000, ge=1)
+    keywords: list[str] = Field(default_factory=list)
+    keyword_weight: float = Field(0.5, ge=0, le=1)
+    keywords_for_full: int = Field(2, ge=1)
+
+
+class RouteLLMKnobs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    checkpoint_path: str
+    router: str = "mf"
+
+
+class TaskRoutingKnobs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    scorer: Literal["edge-judge", "rules", "table", "routellm"] = "edge-judge"
+    threshold: float = Field(0.5, ge=0, le=1)  # score ≥ threshold → the session goes to the cloud
+    fallback: Literal["edge", "cloud"] = "edge"  # when the scorer cannot score the task
+    judge_prompt: str = JUDGE_PROMPT
+    judge_scale: float = Field(10.0, gt=0)
+    rules: RulesKnobs = Field(default_factory=lambda: RulesKnobs.model_validate({}))
+    table_path: str | None = None
+    routellm: RouteLLMKnobs | None = None
+
+
+def build_scorer(knobs: TaskRoutingKnobs) -> Scorer:
+    if knobs.scorer == "edge-judge":
+        return EdgeJudge(prompt=knobs.judge_prompt, scale=knobs.judge_scale)
+    if knobs.scorer == "rules":
+        r = knobs.rules
+        return RulesScorer(long_chars=r.long_chars, keywords=r.keywords, keyword_weight=r.keyword_weight,
+                           keywords_for_full=r.keywords_for_full)
+    if knobs.scorer == "table":
+        if not knobs.table_path:
+            raise ValueError("policy.knobs.task-routing.table_path: the 'table' scorer needs a route table file")
+        return TableScorer.from_file(knobs.table_path, threshold=knobs.threshold)
+    if knobs.routellm is None:
+        raise ValueError("policy.knobs.task-routing.routellm.checkpoint_path: the 'routellm' scorer needs a "
+                         "local checkpoint")
+    return RouteLLMScorer(checkpoint_path=knobs.routellm.checkpoint_path, router=knobs.routellm.router)
+
+
+class TaskRouting:
+    name: ClassVar[str] = "task-routing"
+
+    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
+        self.knobs = KnobBook(self.name, TaskRoutingKnobs, knobs)
+        self._scorers: dict[int, Scorer] = {}
+        self._scorer(self.knobs.default)  # a missing table or checkpoint fails at startup, not mid-session
+
+    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
+        self._scorer(self.knobs.for_step(overrides))
+
+    def _scorer(self, knobs: TaskRoutingKnobs) -> Scorer:
+        key = id(knobs)
+        scorer = self._scorers.get(key)
+        if scorer is None:
+            scorer = self._scorers[key] = build_scorer(knobs)
+        return scorer
+
+    def decide(self, verdict: Verdict, knobs: TaskRoutingKnobs) -> tuple[str, str]:
+        """(side, reason)."""
+        if verdict.side in ("edge", "cloud"):
+            return verdict.side, "table"
+        if verdict.score is None:
+            return knobs.fallback, "fallback"
+        threshold = verdict.threshold if verdict.threshold is not None else knobs.threshold
+        return ("cloud" if verdict.score >= threshold else "edge"), "score"
+
+    async def run(self, step: Step) -> StepResult:
+        knobs = self.knobs.for_step(step.knobs)
+        stored = await step.session.get(STATE_KEY)
+        side = stored.get("side") if isinstance(stored, dict) else None
+        if side not in ("edge", "cloud"):
+            task = Task(first_user_text(step.request), task_id(step.request), step.context.session_id)
+            verdict = await self._scorer(knobs).score(task, step.edge)
+            side, reason = self.decide(verdict, knobs)
+            await step.session.set(STATE_KEY, {"side": side, "reason": reason, "score": verdict.score,
+                                               "scorer": knobs.scorer, "threshold": knobs.threshold})
+        channel = step.cloud if side == "cloud" else step.edge
+        if step.stream:
+            return channel.stream(step.request)
+        return await channel.complete(step.request)
