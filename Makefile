@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 CONFIG ?= config.yaml
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test install lint typecheck clean
+.PHONY: serve test install lint typecheck clean bench
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,3 +30,7 @@ typecheck: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# Gateway overhead against a direct call and LiteLLM's proxy; appends to benchmarks/RESULTS.md.
+bench: $(STAMP)
+	$(PY) -m benchmarks.run

@@ -1,0 +1,1 @@
+"""Gateway overhead benchmarks: `python -m benchmarks.run` (see benchmarks/README.md)."""

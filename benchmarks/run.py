@@ -1,0 +1,214 @@
+"""One command, every contender, alternating rounds so that machine drift hits all equally.
+
+    python -m benchmarks.run            # full run: writes benchmarks/RESULTS.md and benchmarks/results/*.json
+    python -m benchmarks.run --smoke    # a few requests each, to prove the harness works (used by the tests)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from benchmarks.contenders import Server, start_ecgw, start_litellm_proxy, start_upstream
+from benchmarks.load import LoadResult, percentile, run_load
+from benchmarks.workload import small_request, trajectory
+
+HERE = Path(__file__).resolve().parent
+
+
+def _merge(results: list[LoadResult]) -> LoadResult:
+    merged = LoadResult()
+    for r in results:
+        merged.latencies_s += r.latencies_s
+        merged.ttfb_s += r.ttfb_s
+        merged.errors += r.errors
+        merged.wall_s += r.wall_s
+    return merged
+
+
+async def measure(servers: list[Server], bodies: dict[str, dict[str, Any]], *, concurrency: int, requests: int,
+                  rounds: int, stream: bool = False) -> dict[str, LoadResult]:
+    per: dict[str, list[LoadResult]] = {s.name: [] for s in servers}
+    for round_no in range(rounds):
+        order = servers[round_no % len(servers):] + servers[:round_no % len(servers)]
+        for server in order:
+            body = dict(bodies[server.name], stream=stream)
+            per[server.name].append(await run_load(server.url + "/chat/completions", body, concurrency=concurrency,
+                                                   requests=requests, headers=server.extra_headers))
+    return {name: _merge(rs) for name, rs in per.items()}
+
+
+def scrub_timings(steps: int) -> dict[str, Any]:
+    """Protect each step of a growing agent trajectory with the configured privacy layer, in process."""
+    from gateway.offline import prepare_offline_environment
+
+    prepare_offline_environment()
+    from gateway.sessions import MemorySessionStore
+    from privacy.factory import build_protector
+    from privacy.settings import PrivacySettings
+
+    protector = build_protector(PrivacySettings(), database_url="sqlite://", sessions=MemorySessionStore())
+
+    async def run() -> list[float]:
+        starter = getattr(protector, "start", None)
+        if starter is not None:
+            await starter()
+        out = []
+        for i, body in enumerate(trajectory(steps)):
+            t0 = time.perf_counter()
+            await protector.protect(body, session_id="bench-trajectory", request_id=f"r{i}")
+            out.append(time.perf_counter() - t0)
+        closer = getattr(protector, "aclose", None)
+        if closer is not None:
+            await closer()
+        return out
+
+    times = asyncio.run(run())
+    return {"protector": type(protector).__name__, "first_step_ms": times[0] * 1000,
+            "incremental_p50_ms": statistics.median(times[1:]) * 1000 if len(times) > 1 else None,
+            "incremental_p99_ms": percentile(times[1:], 0.99) * 1000 if len(times) > 1 else None,
+            "steps_ms": [round(t * 1000, 3) for t in times]}
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("edgecloud-gateway", "litellm", "uvicorn", "starlette", "httpx", "presidio-analyzer"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _machine() -> dict[str, Any]:
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    import os
+
+    return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform()}
+
+
+def run(smoke: bool, include_litellm: bool) -> dict[str, Any]:
+    requests = 10 if smoke else 400
+    rounds = 1 if smoke else 3
+    concurrencies = [1, 4] if smoke else [1, 16, 64]
+    steps = 5 if smoke else 40
+    report: dict[str, Any] = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "smoke": smoke,
+                              "machine": _machine(), "versions": _versions(), "requests_per_round": requests,
+                              "rounds": rounds, "latency": {}, "streaming": {}, "rss_mb": {}}
+    with tempfile.TemporaryDirectory(prefix="ecgw-bench-") as tmp:
+        workdir = Path(tmp)
+        servers: list[Server] = []
+        try:
+            upstream = start_upstream(workdir)
+            direct = Server("direct", upstream.url)
+            servers = [upstream]
+            edge = start_ecgw("ecgw-edge-only", workdir, upstream, policy="edge-only")
+            servers.append(edge)
+            cloud = start_ecgw("ecgw-cloud-private", workdir, upstream, policy="cloud-only")
+            servers.append(cloud)
+            proxy = start_litellm_proxy(workdir, upstream) if include_litellm else None
+            if proxy is not None:
+                servers.append(proxy)
+            contenders = [direct, edge] + ([proxy] if proxy else [])
+            small = small_request()
+            bodies = {s.name: small for s in contenders}
+            for c in concurrencies:
+                results = asyncio.run(measure(contenders, bodies, concurrency=c, requests=requests, rounds=rounds))
+                report["latency"][str(c)] = _summarise(results)
+            stream_results = asyncio.run(measure(contenders, bodies, concurrency=concurrencies[-1],
+                                                 requests=requests, rounds=rounds, stream=True))
+            report["streaming"] = _summarise(stream_results)
+            agent_body = trajectory(steps)[-1]
+            agent = asyncio.run(measure([direct, cloud], {"direct": agent_body, "ecgw-cloud-private": agent_body},
+                                        concurrency=1, requests=max(5, requests // 10), rounds=rounds))
+            report["agent_request_cloud_private"] = _summarise(agent)
+            report["rss_mb"] = {s.name: round(s.rss_mb(), 1) for s in servers}
+        finally:
+            for server in servers:
+                server.stop()
+    report["privacy_scrub"] = scrub_timings(steps)
+    return report
+
+
+def _summarise(results: dict[str, LoadResult]) -> dict[str, Any]:
+    base = results.get("direct")
+    out: dict[str, Any] = {}
+    for name, r in results.items():
+        row = {"n": len(r.latencies_s), "errors": r.errors, "p50_ms": percentile(r.latencies_s, 0.5) * 1000,
+               "p99_ms": percentile(r.latencies_s, 0.99) * 1000, "rps": r.rps}
+        if r.ttfb_s:
+            row["ttfb_p50_ms"] = percentile(r.ttfb_s, 0.5) * 1000
+        if base is not None and name != "direct":
+            row["added_p50_ms"] = row["p50_ms"] - percentile(base.latencies_s, 0.5) * 1000
+            row["added_p99_ms"] = row["p99_ms"] - percentile(base.latencies_s, 0.99) * 1000
+        out[name] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}
+    return out
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = [f"## Run of {report['date']}{' (smoke)' if report['smoke'] else ''}", "",
+             f"Machine: {report['machine']['cpu']}, {report['machine']['cores']} cores. "
+             f"Versions: {', '.join(f'{k} {v}' for k, v in report['versions'].items())}. "
+             f"{report['rounds']} alternating rounds × {report['requests_per_round']} requests per contender.", ""]
+    for c, rows in report["latency"].items():
+        lines += [f"### Non-streaming, concurrency {c}", "",
+                  "| contender | p50 ms | p99 ms | added p50 ms | added p99 ms | req/s | errors |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        for name, r in rows.items():
+            lines.append(f"| {name} | {r['p50_ms']} | {r['p99_ms']} | {r.get('added_p50_ms', '—')} | "
+                         f"{r.get('added_p99_ms', '—')} | {r['rps']} | {r['errors']} |")
+        lines.append("")
+    lines += ["### Streaming (time to first byte)", "", "| contender | TTFB p50 ms | p50 ms | req/s |",
+              "|---|---:|---:|---:|"]
+    for name, r in report["streaming"].items():
+        lines.append(f"| {name} | {r.get('ttfb_p50_ms', '—')} | {r['p50_ms']} | {r['rps']} |")
+    lines += ["", "### Agent request (~20 KB system prompt, 40-step history), cloud-only with privacy", "",
+              "| contender | p50 ms | p99 ms | added p50 ms |", "|---|---:|---:|---:|"]
+    for name, r in report["agent_request_cloud_private"].items():
+        lines.append(f"| {name} | {r['p50_ms']} | {r['p99_ms']} | {r.get('added_p50_ms', '—')} |")
+    scrub = report["privacy_scrub"]
+    lines += ["", f"### Privacy scrub per step ({scrub['protector']})", "",
+              f"First step {scrub['first_step_ms']:.1f} ms; incremental steps p50 "
+              f"{scrub['incremental_p50_ms']:.2f} ms, p99 {scrub['incremental_p99_ms']:.2f} ms.", "",
+              "### Peak RSS (MB)", "", " · ".join(f"{k} {v}" for k, v in report["rss_mb"].items()), ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="a few requests each; no files written")
+    parser.add_argument("--no-litellm", action="store_true", help="leave LiteLLM's proxy out")
+    parser.add_argument("--out", type=Path, default=HERE, help="where RESULTS.md and results/ go")
+    args = parser.parse_args(argv)
+    report = run(args.smoke, include_litellm=not args.no_litellm)
+    text = render(report)
+    print(text)
+    if not args.smoke:
+        results = args.out / "results"
+        results.mkdir(parents=True, exist_ok=True)
+        stamp = report["date"].replace(":", "").replace("-", "")
+        (results / f"{stamp}.json").write_text(json.dumps(report, indent=2))
+        history = args.out / "RESULTS.md"
+        previous = history.read_text() if history.exists() else "# Benchmark results\n\nNewest first.\n\n"
+        head, _, rest = previous.partition("\n\n## ")
+        history.write_text(head.rstrip() + "\n\n" + text + ("\n\n## " + rest if rest else "\n"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

@@ -1,0 +1,18 @@
+"""The benchmark harness runs end to end (few requests, no timing assertions: timing lives in RESULTS.md)."""
+
+from __future__ import annotations
+
+from benchmarks import run
+
+
+def test_harness_runs_every_contender_and_renders(monkeypatch):
+    report = run.run(smoke=True, include_litellm=False)
+    for rows in report["latency"].values():
+        assert set(rows) == {"direct", "ecgw-edge-only"}
+        assert all(r["n"] == 10 and r["errors"] == 0 for r in rows.values())
+        assert "added_p50_ms" in rows["ecgw-edge-only"]
+    assert report["agent_request_cloud_private"]["ecgw-cloud-private"]["errors"] == 0
+    assert len(report["privacy_scrub"]["steps_ms"]) == 5
+    assert report["rss_mb"]["ecgw-edge-only"] > 0
+    text = run.render(report)
+    assert "### Non-streaming, concurrency 4" in text and "ecgw-cloud-private" in text
