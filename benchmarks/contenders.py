@@ -81,9 +81,10 @@ class Server:
 
 
 def _spawn(name: str, args: list[str], workdir: Path, url: str, env: dict[str, str] | None = None) -> Server:
+    """Start ``args`` from the repository root; its log goes to ``workdir``."""
     log = workdir / f"{name}.log"
     handle = log.open("wb")
-    process = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, cwd=workdir,
+    process = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, cwd=ROOT,
                                env={**os.environ, **(env or {})})
     server = Server(name=name, url=url, process=process, log=log)
     server.wait_ready()
@@ -92,7 +93,7 @@ def _spawn(name: str, args: list[str], workdir: Path, url: str, env: dict[str, s
 
 def start_upstream(workdir: Path) -> Server:
     port = free_port()
-    return _spawn("upstream", [sys.executable, "-m", "benchmarks.upstream", "--port", str(port)], ROOT,
+    return _spawn("upstream", [sys.executable, "-m", "benchmarks.upstream", "--port", str(port)], workdir,
                   f"http://127.0.0.1:{port}/v1")
 
 
@@ -109,7 +110,7 @@ def start_ecgw(name: str, workdir: Path, upstream: Server, *, policy: str, worke
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(config))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ECGW_")}
-    return _spawn(name, [sys.executable, "-m", "gateway.cli", "serve", "--config", str(path)], ROOT,
+    return _spawn(name, [sys.executable, "-m", "gateway.cli", "serve", "--config", str(path)], workdir,
                   f"http://127.0.0.1:{port}/v1", env=env)
 
 
