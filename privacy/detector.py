@@ -1,0 +1,89 @@
+"""The layered detector: listed units, secrets, PII patterns, NER. Any failure is a ``DetectionError``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Protocol
+
+from privacy.findings import Finding, resolve_overlaps
+from privacy.ner import EntityRecognizer
+from privacy.prose import prose_segments
+from privacy.settings import LayerSettings
+from privacy.units import UnitMatcher, _escaped_forms, _literal_pattern
+
+
+class DetectionError(Exception):
+    """A detector layer failed; the request must not leave unprotected."""
+
+
+class TextDetector(Protocol):
+    def find(self, text: str) -> list[Finding]: ...
+
+
+@dataclass(frozen=True)
+class Target:
+    """One string to scan. ``prose``: may hold natural language worth a NER pass (not a key, not a number)."""
+
+    text: str
+    prose: bool = True
+
+
+def _entity_pattern(value: str) -> re.Pattern[str]:
+    return re.compile("|".join(_literal_pattern(form) for form in _escaped_forms(value)))
+
+
+class LayeredDetector:
+    def __init__(self, layers: LayerSettings, *, secrets: TextDetector, patterns: TextDetector,
+                 ner: EntityRecognizer | None, max_segment_chars: int = 4000) -> None:
+        self._layers = layers
+        self._secrets = secrets
+        self._patterns = patterns
+        self._ner = ner if layers.ner else None
+        self._max_segment_chars = max_segment_chars
+
+    def detect(self, targets: list[Target], units: UnitMatcher | None) -> list[list[Finding]]:
+        """Findings per target, non-overlapping and sorted. Raises ``DetectionError``."""
+        try:
+            return self._detect(targets, units)
+        except DetectionError:
+            raise
+        except Exception as exc:
+            raise DetectionError(f"{type(exc).__name__}: {exc}") from exc
+
+    def _detect(self, targets: list[Target], units: UnitMatcher | None) -> list[list[Finding]]:
+        found: list[list[Finding]] = [[] for _ in targets]
+        for i, target in enumerate(targets):
+            if units is not None and self._layers.units:
+                found[i].extend(units.find(target.text))
+            if self._layers.secrets:
+                found[i].extend(self._secrets.find(target.text))
+            if self._layers.patterns:
+                found[i].extend(self._patterns.find(target.text))
+        if self._ner is not None:
+            self._add_entities(targets, found)
+        return [resolve_overlaps(f) for f in found]
+
+    def _add_entities(self, targets: list[Target], found: list[list[Finding]]) -> None:
+        assert self._ner is not None
+        owners: list[int] = []
+        segments: list[str] = []
+        for i, target in enumerate(targets):
+            if not target.prose:
+                continue
+            for segment in prose_segments(target.text, self._max_segment_chars):
+                owners.append(i)
+                segments.append(segment)
+        if not segments:
+            return
+        per_segment = self._ner.entities(segments)
+        values: dict[int, dict[str, tuple[str, float]]] = {}
+        for owner, entities in zip(owners, per_segment, strict=True):
+            for entity in entities:
+                values.setdefault(owner, {}).setdefault(entity.value, (entity.type, entity.score))
+        for owner, entity_values in values.items():
+            text = targets[owner].text
+            for value, (type_, score) in entity_values.items():
+                for m in _entity_pattern(value).finditer(text):
+                    found[owner].append(Finding(type=type_, start=m.start(), end=m.end(), value=value, layer="ner",
+                                                key=f"{type_}:{value}", score=score))

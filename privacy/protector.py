@@ -1,0 +1,174 @@
+"""``PrivacyProtector``: detect → pseudonymise → audit, for every request that leaves for the cloud."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from typing import Any
+
+from privacy.audit import AuditWriter, Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, body_json
+from privacy.detector import DetectionError
+from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from privacy.protection import Protection, StreamRestorer
+from privacy.registry import UnitRegistry
+from privacy.restore import Restorer
+from privacy.scrubber import Applied, DetectionCache, Scrubber, ScrubResult, prepare
+from privacy.settings import PrivacySettings
+from privacy.stream import RestoringStream
+from privacy.units import Unit, UnitsDocument
+from privacy.vault import SessionStore, Vault
+from privacy.walk import collect
+
+log = logging.getLogger("ecgw.privacy")
+
+_INLINE_CHARS = 4000  # detect inline below this many new characters; above it, off the event loop
+
+
+class ScrubbedRequest:
+    """The outcome of a scrub: the body that may leave, what was found where, and the placeholders live now."""
+
+    def __init__(self, body: dict[str, Any], applied: list[Applied], values: dict[str, str]) -> None:
+        self.body = body
+        self.applied = applied
+        self.values = values
+
+
+class PrivacyProtection:
+    def __init__(self, scrubbed: ScrubbedRequest, *, on_usage: Any = None) -> None:
+        self.body = scrubbed.body
+        self.findings = scrubbed.applied
+        self._restorer = Restorer(scrubbed.values)
+        self._on_usage = on_usage
+
+    def restore(self, response: dict[str, Any]) -> dict[str, Any]:
+        if self._on_usage is not None and isinstance(response.get("usage"), dict):
+            self._on_usage(response["usage"])
+        return self._restorer.response(response)
+
+    def stream_restorer(self) -> StreamRestorer:
+        return RestoringStream(self._restorer, on_usage=self._on_usage)
+
+
+class PrivacyProtector:
+    def __init__(self, settings: PrivacySettings, *, sessions: SessionStore, scrubber: Scrubber,
+                 units: UnitRegistry, audit: AuditWriter | None, hasher: Hasher | None) -> None:
+        self._settings = settings
+        self._sessions = sessions
+        self._scrubber = scrubber
+        self.units = units
+        self._audit = audit
+        self._hasher = hasher
+        self._cache = DetectionCache(settings.cache_entries)
+
+    async def scrub(self, body: dict[str, Any], *, session_id: str) -> ScrubbedRequest:
+        """The body the cloud would receive. Raises ``PrivacyBlocked``, or ``DetectionError`` on failure."""
+        copy_, slots, binary = collect(body)
+        if binary and self._settings.images == "block":
+            raise PrivacyBlocked(f"{binary[0]} is not text and privacy.images is 'block'; it stays on the edge")
+        version, matcher = await self.units.matcher(session_id)
+        vault = await Vault.load(self._sessions, session_id)
+        results: list[ScrubResult | None] = []
+        misses: list[int] = []
+        keys = []
+        for i, slot in enumerate(slots):
+            key = DetectionCache.key(session_id, version, slot.kind, slot.text)
+            keys.append(key)
+            hit = self._cache.get(key)
+            results.append(hit)
+            if hit is None:
+                misses.append(i)
+        if misses:
+            prepared = [prepare(slots[i].text, slots[i].kind) for i in misses]
+            size = sum(len(slots[i].text) for i in misses)
+            if size > _INLINE_CHARS:
+                found = await asyncio.to_thread(self._scrubber.detect, prepared, matcher)
+            else:
+                found = self._scrubber.detect(prepared, matcher)
+            for i, p, f in zip(misses, prepared, found, strict=True):
+                result = self._scrubber.apply(p, f, vault)
+                self._cache.put(keys[i], result)
+                results[i] = result
+        applied: list[Applied] = []
+        for slot, result in zip(slots, results, strict=True):
+            assert result is not None
+            if result.blocked:
+                raise PrivacyBlocked(f"{slot.location} holds {result.blocked}; the step stays on the edge")
+            if result.text != slot.text:
+                slot.set(result.text)
+            applied.extend(Applied(a.finding.at(slot.location + a.finding.location), a.action)
+                           for a in result.applied)
+        await vault.save(self._sessions, session_id)
+        return ScrubbedRequest(copy_, applied, dict(vault.values))
+
+    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
+                      experiment: str | None = None) -> Protection:
+        try:
+            scrubbed = await self.scrub(body, session_id=session_id)
+        except PrivacyBlocked:
+            raise
+        except Exception as exc:  # any failure: nothing leaves (fail closed)
+            reason = f"a privacy detector failed ({type(exc).__name__}: {exc})" if not isinstance(
+                exc, DetectionError) else f"a privacy detector failed ({exc})"
+            log.error("privacy protection failed for request %s: %s", request_id, reason)
+            if self._settings.on_privacy_error == "edge":
+                raise PrivacyBlocked(reason + "; privacy.on_privacy_error is 'edge'") from exc
+            raise PrivacyUnavailable(reason) from exc
+        on_usage = None
+        if self._audit is not None and self._hasher is not None:
+            call_id = self._record(scrubbed, session_id, request_id, experiment)
+            audit = self._audit
+            on_usage = _UsageRecorder(audit, call_id)
+        return PrivacyProtection(scrubbed, on_usage=on_usage)
+
+    def _record(self, scrubbed: ScrubbedRequest, session_id: str, request_id: str, experiment: str | None) -> str:
+        assert self._audit is not None and self._hasher is not None
+        call_id = uuid.uuid4().hex
+        hasher = self._hasher
+        findings = [PrivacyFinding(call_id=call_id, session_id=session_id, type=a.finding.type,
+                                   layer=a.finding.layer, action=a.action, location=a.finding.location,
+                                   value_hash=hasher(a.finding.value), unit_id=a.finding.unit_id,
+                                   field=a.finding.field, dimension=a.finding.dimension)
+                    for a in scrubbed.applied]
+        call = PrivacyCall(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
+                           created_at=time.time(), body=body_json(scrubbed.body), findings=len(findings))
+        store = self._audit.store
+        self._audit.submit(lambda: store.write_call(call, findings))
+        return call_id
+
+    async def register_units(self, session_id: str, document: UnitsDocument) -> list[Unit]:
+        units = await self.units.register(session_id, document)
+        if self._audit is not None and self._hasher is not None:
+            self._persist_units(session_id, units)
+        return units
+
+    def _persist_units(self, session_id: str, units: list[Unit]) -> None:
+        assert self._audit is not None and self._hasher is not None
+        hasher = self._hasher
+        rows = [PrivacyUnit(session_id=session_id, unit_id=u.unit_id, entity_id=u.entity_id, field=u.field,
+                            dimension=u.dimension, weight=u.weight, value_hash=hasher(u.value)) for u in units]
+        store = self._audit.store
+        self._audit.submit(lambda: store.write_units(session_id, rows))
+
+    async def start(self) -> None:
+        if self._audit is not None and self.units.file_units():
+            self._persist_units("*", self.units.file_units())
+
+    def flush(self) -> None:
+        if self._audit is not None:
+            self._audit.flush()
+
+    async def aclose(self) -> None:
+        if self._audit is not None:
+            await asyncio.to_thread(self._audit.close)
+
+
+class _UsageRecorder:
+    def __init__(self, audit: AuditWriter, call_id: str) -> None:
+        self._audit = audit
+        self._call_id = call_id
+
+    def __call__(self, usage: dict[str, Any]) -> None:
+        store, call_id, usage = self._audit.store, self._call_id, dict(usage)
+        self._audit.submit(lambda: store.write_usage(call_id, usage))

@@ -1,0 +1,107 @@
+"""The way back: placeholders in cloud output become the real values before the client sees them.
+
+Tolerant of how models echo placeholders: ``[EMAIL_ADDRESS_001]``, ``[email_address_1]``, ``[ PHONE_NUMBER_002 ]``,
+markdown-escaped ``\\[PERSON\\_003\\]`` and the bare ``PERSON_003``. Inside JSON text (tool-call arguments) the
+value is JSON-escaped. Streams hold back at most the longest live placeholder (plus a few characters of slack).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+_SHAPE = re.compile(r"^\[([A-Z][A-Z0-9_]*)_(\d+)\]$")
+_SLACK = 6
+
+
+class Restorer:
+    def __init__(self, values: dict[str, str]) -> None:
+        self._by_id: dict[tuple[str, int], str] = {}
+        for placeholder, value in values.items():
+            m = _SHAPE.match(placeholder)
+            if m:
+                self._by_id[(m.group(1), int(m.group(2)))] = value
+        types = sorted({t for t, _ in self._by_id}, key=len, reverse=True)
+        self.max_len = max((len(p) for p in values), default=0) + _SLACK
+        self._prefixes: set[str] = set()
+        if types:
+            alternatives = "|".join(re.escape(t).replace("_", r"\\?_") for t in types)
+            self._pattern: re.Pattern[str] | None = re.compile(
+                r"\\?\[\s*(" + alternatives + r")\\?_(\d{1,6})\s*\\?\]"
+                r"|(?<![A-Za-z0-9_\[])(" + "|".join(re.escape(t) for t in types) + r")_(\d{3,6})(?![A-Za-z0-9_])",
+                re.IGNORECASE)
+            self._types = re.compile(r"(?:" + "|".join(re.escape(t) for t in types) + r")_\d*", re.IGNORECASE)
+            for t in types:
+                for i in range(1, len(t) + 2):
+                    self._prefixes.add((t + "_")[:i])
+        else:
+            self._pattern = None
+
+    @property
+    def active(self) -> bool:
+        return self._pattern is not None
+
+    def _value(self, m: re.Match[str]) -> str | None:
+        type_ = (m.group(1) or m.group(3) or "").replace("\\", "").upper()
+        number = int(m.group(2) or m.group(4))
+        return self._by_id.get((type_, number))
+
+    def text(self, text: str, *, json_escape: bool = False) -> str:
+        if self._pattern is None or not text:
+            return text
+
+        def swap(m: re.Match[str]) -> str:
+            value = self._value(m)
+            if value is None:
+                return m.group(0)
+            return json.dumps(value, ensure_ascii=False)[1:-1] if json_escape else value
+
+        return self._pattern.sub(swap, text)
+
+    def arguments(self, text: str) -> str:
+        return self.text(text, json_escape=text.lstrip()[:1] in ("{", "["))
+
+    def held_from(self, buffer: str, previous: str) -> int:
+        """Where a possibly unfinished placeholder starts at the end of ``buffer`` (``len`` if none).
+        ``previous`` is the last character already sent before ``buffer``."""
+        if self._pattern is None:
+            return len(buffer)
+        for i in range(max(0, len(buffer) - self.max_len), len(buffer)):
+            if self._could_start(buffer[i:], buffer[i - 1] if i else previous):
+                return i
+        return len(buffer)
+
+    def _could_start(self, tail: str, before: str) -> bool:
+        if tail[0] in "[\\":
+            core = tail.lstrip("\\")
+            if not core.startswith("[") and core:
+                return False
+            inner = core[1:].replace("\\", "").strip().upper()
+            if "]" in inner:
+                return False
+            return not inner or inner in self._prefixes or bool(self._types.fullmatch(inner))
+        if before and (before.isalnum() or before == "_"):
+            return False
+        return tail in self._prefixes or bool(self._types.fullmatch(tail))
+
+    def response(self, response: dict[str, Any]) -> dict[str, Any]:
+        if self._pattern is None:
+            return response
+        response = copy.deepcopy(response)
+        for choice in response.get("choices") or ():
+            message = choice.get("message") if isinstance(choice, dict) else None
+            if not isinstance(message, dict):
+                continue
+            for key in ("content", "reasoning_content", "refusal"):
+                if isinstance(message.get(key), str):
+                    message[key] = self.text(message[key])
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                    function["arguments"] = self.arguments(function["arguments"])
+            legacy = message.get("function_call")
+            if isinstance(legacy, dict) and isinstance(legacy.get("arguments"), str):
+                legacy["arguments"] = self.arguments(legacy["arguments"])
+        return response

@@ -1,0 +1,168 @@
+"""Scrub strings: detect (only what is not cached), then apply each finding's action with the session vault."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from privacy.detector import LayeredDetector, Target
+from privacy.findings import Finding, replace_spans
+from privacy.settings import Action, PrivacySettings
+from privacy.units import UnitMatcher
+from privacy.vault import Vault
+from privacy.walk import Kind
+
+_NUMBER_MIN = 1_000_000  # numbers shorter than 7 digits cannot be a listed or patterned identifier
+
+
+@dataclass(frozen=True)
+class Applied:
+    finding: Finding  # ``location`` relative to the slot (".phone", "[2].email", "")
+    action: Action
+
+
+@dataclass
+class ScrubResult:
+    text: str
+    applied: list[Applied] = field(default_factory=list)
+    blocked: str | None = None
+
+
+class ActionTable:
+    def __init__(self, settings: PrivacySettings) -> None:
+        self._actions = settings.actions
+        self._default = settings.default_action
+
+    def __call__(self, finding: Finding) -> Action:
+        for name in (finding.type, finding.dimension, finding.layer):
+            if name and name in self._actions:
+                return self._actions[name]
+        return self._default
+
+
+class DetectionCache:
+    """Per process: (session, units version, kind, content hash) → result. A miss only costs a re-scan."""
+
+    def __init__(self, entries: int) -> None:
+        self._entries = entries
+        self._data: OrderedDict[tuple[str, str, str, bytes], ScrubResult] = OrderedDict()
+
+    @staticmethod
+    def key(session_id: str, units_version: str, kind: Kind, text: str) -> tuple[str, str, str, bytes]:
+        return session_id, units_version, kind, hashlib.blake2b(text.encode("utf-8", "surrogatepass"),
+                                                                digest_size=16).digest()
+
+    def get(self, key: tuple[str, str, str, bytes]) -> ScrubResult | None:
+        result = self._data.get(key)
+        if result is not None:
+            self._data.move_to_end(key)
+        return result
+
+    def put(self, key: tuple[str, str, str, bytes], result: ScrubResult) -> None:
+        self._data[key] = result
+        if len(self._data) > self._entries:
+            self._data.popitem(last=False)
+
+
+def _path(base: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{base}[{key}]"
+    text = str(key)
+    return f"{base}.{text}" if text.replace("_", "").replace("-", "").isalnum() else f"{base}[{json.dumps(text)}]"
+
+
+@dataclass
+class _Leaf:
+    path: str
+    container: dict[str, Any] | list[Any]
+    key: Any
+    target: Target
+
+
+@dataclass
+class Prepared:
+    """One slot's text broken into detection targets, and the way to rebuild the text."""
+
+    text: str
+    targets: list[Target]
+    leaves: list[_Leaf] | None = None
+    parsed: Any = None
+
+
+def prepare(text: str, kind: Kind) -> Prepared:
+    if kind == "json":
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict | list):
+            leaves: list[_Leaf] = []
+            _leaves(parsed, "", leaves)
+            return Prepared(text, [leaf.target for leaf in leaves], leaves, parsed)
+    return Prepared(text, [Target(text, prose=True)])
+
+
+def _leaves(value: Any, path: str, out: list[_Leaf]) -> None:
+    items: Any = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in items:
+        where = _path(path, key)
+        if isinstance(item, str):
+            out.append(_Leaf(where, value, key, Target(item, prose=True)))
+        elif isinstance(item, int | float) and not isinstance(item, bool) and abs(item) >= _NUMBER_MIN:
+            out.append(_Leaf(where, value, key, Target(str(item), prose=False)))
+        elif isinstance(item, dict | list):
+            _leaves(item, where, out)
+
+
+class Scrubber:
+    def __init__(self, detector: LayeredDetector, actions: Callable[[Finding], Action]) -> None:
+        self._detector = detector
+        self._actions = actions
+
+    def detect(self, prepared: list[Prepared], units: UnitMatcher | None) -> list[list[list[Finding]]]:
+        """Runs the detector (CPU-bound: call it off the event loop for large inputs)."""
+        targets = [t for p in prepared for t in p.targets]
+        flat = self._detector.detect(targets, units)
+        out: list[list[list[Finding]]] = []
+        pos = 0
+        for p in prepared:
+            out.append(flat[pos:pos + len(p.targets)])
+            pos += len(p.targets)
+        return out
+
+    def apply(self, prepared: Prepared, findings: list[list[Finding]], vault: Vault) -> ScrubResult:
+        result = ScrubResult(prepared.text)
+        if prepared.leaves is None:
+            result.text = self._replace(prepared.text, findings[0], vault, "", result)
+            return result
+        changed = False
+        for leaf, leaf_findings in zip(prepared.leaves, findings, strict=True):
+            if not leaf_findings:
+                continue
+            new = self._replace(leaf.target.text, leaf_findings, vault, leaf.path, result)
+            if new != leaf.target.text:
+                leaf.container[leaf.key] = new
+                changed = True
+        if changed:
+            indent = 2 if "\n" in prepared.text.strip() else None
+            result.text = json.dumps(prepared.parsed, ensure_ascii=False, indent=indent)
+        return result
+
+    def _replace(self, text: str, findings: list[Finding], vault: Vault, path: str, result: ScrubResult) -> str:
+        replacements: list[str] = []
+        for finding in findings:
+            action = self._actions(finding)
+            result.applied.append(Applied(finding.at(path), action))
+            if action == "pseudonymise":
+                replacements.append(vault.placeholder(finding.type, finding.key, finding.value))
+            elif action == "mask":
+                replacements.append(f"[{finding.type}]")
+            else:
+                if action == "block" and result.blocked is None:
+                    result.blocked = f"a {finding.type} value (privacy.actions: block)"
+                replacements.append(text[finding.start:finding.end])
+        return replace_spans(text, findings, replacements)

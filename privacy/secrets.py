@@ -1,0 +1,78 @@
+"""Secret patterns: cloud keys, provider tokens, JWTs, private keys, credentialed URLs, passwords."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from privacy.findings import Finding
+
+
+@dataclass(frozen=True)
+class SecretRule:
+    type: str
+    pattern: re.Pattern[str]
+    group: int = 0  # the capture group holding the secret (0: the whole match)
+
+
+def _r(type_: str, pattern: str, group: int = 0, flags: int = 0) -> SecretRule:
+    return SecretRule(type_, re.compile(pattern, flags), group)
+
+
+_Q = r"\\{0,3}[\"']?"  # an optional quote, possibly JSON-escaped (once or twice)
+_KEY_WORDS = (r"pass(?:word|wd|phrase)|pwd|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key|"
+              r"auth[_-]?token|access[_-]?token|refresh[_-]?token|token|credentials?|密码|口令|密钥")
+_NOT_SECRET_KEY_END = re.compile(
+    r"(?:file|path|env|name|type|url|len|length|count|limit|ids?|ttl|expiry|expires(?:_at|_in)?|tokens|field|"
+    r"policy|min|max|hint|prompt|label|endpoint|header|usage|budget|required|strategy|rotation|manager)$",
+    re.IGNORECASE)
+_PLACEHOLDER_VALUES = {"true", "false", "null", "none", "required", "optional", "string", "redacted", "changeme",
+                       "your_password", "password", "secret", "xxx", "xxxx", "******", "********", "****"}
+
+RULES: tuple[SecretRule, ...] = (
+    _r("PRIVATE_KEY", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
+    _r("AWS_ACCESS_KEY", r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}(?![A-Z0-9])"),
+    _r("CLOUD_SECRET_KEY", r"(?i)(?:aws_secret_access_key|aws_secret_key|secret_access_key|secretaccesskey|"
+                           r"access_key_secret|accesskeysecret|secret_key|secretkey)" + _Q + r"\s*[:=]\s*" + _Q +
+                           r"([A-Za-z0-9/+=]{30,64})", 1),
+    _r("CLOUD_ACCESS_KEY", r"(?<![A-Za-z0-9])(?:LTAI[0-9A-Za-z]{12,24}|AKID[0-9A-Za-z]{32})(?![A-Za-z0-9])"),
+    _r("GOOGLE_API_KEY", r"(?<![A-Za-z0-9])AIza[0-9A-Za-z\-_]{35}(?![A-Za-z0-9\-_])"),
+    _r("GOOGLE_OAUTH_TOKEN", r"(?<![A-Za-z0-9])ya29\.[0-9A-Za-z\-_]{20,}"),
+    _r("GITHUB_TOKEN", r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"),
+    _r("GITLAB_TOKEN", r"(?<![A-Za-z0-9])glpat-[A-Za-z0-9\-_]{20,}"),
+    _r("SLACK_TOKEN", r"(?<![A-Za-z0-9])xox[abposre]-[A-Za-z0-9\-]{10,}"),
+    _r("SLACK_WEBHOOK", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}"),
+    _r("ANTHROPIC_KEY", r"(?<![A-Za-z0-9])sk-ant-[A-Za-z0-9_\-]{20,}"),
+    _r("OPENAI_KEY", r"(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+    _r("STRIPE_KEY", r"(?<![A-Za-z0-9])[sr]k_(?:live|test)_[0-9A-Za-z]{16,}"),
+    _r("JWT", r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    _r("DB_PASSWORD", r"(?i)\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|"
+                      r"oracle|clickhouse)(?:\+[a-z0-9]+)?://[^\s:/@\"'\\]*:([^\s@\"'\\/]+)@", 1),
+    _r("BEARER_TOKEN", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", 1),
+    _r("BASIC_AUTH", r"(?i)\bbasic\s+([A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])", 1),
+)
+
+_ASSIGNMENT = re.compile(
+    r"(?i)(?<![A-Za-z0-9])([A-Za-z0-9_.\-]*(?:" + _KEY_WORDS + r")[A-Za-z0-9_.\-]*)" + _Q +
+    r"[ \t]*(?:[:=]|：|=>)[ \t]*" + _Q + r"([^\s\"'\\,;}{\]\[<>`]{4,200})")
+
+
+class SecretDetector:
+    def find(self, text: str) -> list[Finding]:
+        out: list[Finding] = []
+        for rule in RULES:
+            for m in rule.pattern.finditer(text):
+                start, end = m.span(rule.group)
+                value = text[start:end]
+                out.append(Finding(type=rule.type, start=start, end=end, value=value, layer="secrets",
+                                   key=f"{rule.type}:{value}"))
+        for m in _ASSIGNMENT.finditer(text):
+            key, value = m.group(1), m.group(2)
+            if _NOT_SECRET_KEY_END.search(key) or value.lower() in _PLACEHOLDER_VALUES or value.startswith("$"):
+                continue
+            if value.isdigit() and len(value) < 6:
+                continue
+            start, end = m.span(2)
+            out.append(Finding(type="PASSWORD", start=start, end=end, value=value, layer="secrets",
+                               key=f"PASSWORD:{value}"))
+        return out

@@ -1,0 +1,85 @@
+"""Restore placeholders in a chat-completions stream, chunk by chunk, holding back only a possible placeholder."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from privacy.restore import Restorer
+
+_TEXT_FIELDS = ("content", "reasoning_content")
+
+
+@dataclass
+class _Buffer:
+    held: str = ""
+    last: str = ""  # the last character sent
+    json: bool | None = None  # tool-call arguments: decided on the first non-blank character
+
+
+class RestoringStream:
+    def __init__(self, restorer: Restorer, on_usage: Any = None) -> None:
+        self._r = restorer
+        self._buffers: dict[tuple[int, str, int], _Buffer] = {}
+        self._on_usage = on_usage
+        self._template: dict[str, Any] | None = None
+
+    def _take(self, key: tuple[int, str, int], piece: str, *, final: bool = False) -> str:
+        buf = self._buffers.setdefault(key, _Buffer())
+        text = buf.held + piece
+        if key[1] == "arguments" and buf.json is None and text.strip():
+            buf.json = text.lstrip()[:1] in ("{", "[")
+        cut = len(text) if final else self._r.held_from(text, buf.last)
+        ready, buf.held = text[:cut], text[cut:]
+        if ready:
+            buf.last = ready[-1]
+        return self._r.text(ready, json_escape=bool(buf.json))
+
+    def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+        if chunk.get("usage") and self._on_usage is not None:
+            self._on_usage(chunk["usage"])
+        if not self._r.active or not chunk.get("choices"):
+            return [chunk]
+        self._template = {k: v for k, v in chunk.items() if k not in ("choices", "usage")}
+        chunk = copy.deepcopy(chunk)
+        out: list[dict[str, Any]] = []
+        for choice in chunk["choices"]:
+            index = int(choice.get("index") or 0)
+            delta = choice.get("delta") or {}
+            for field in _TEXT_FIELDS:
+                if isinstance(delta.get(field), str):
+                    delta[field] = self._take((index, field, 0), delta[field])
+            for call in delta.get("tool_calls") or ():
+                function = call.get("function")
+                if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                    function["arguments"] = self._take((index, "arguments", int(call.get("index") or 0)),
+                                                       function["arguments"])
+            if choice.get("finish_reason"):
+                held = self._drain(index)
+                if held is not None:
+                    out.append(held)
+        out.append(chunk)
+        return out
+
+    def _drain(self, index: int) -> dict[str, Any] | None:
+        delta: dict[str, Any] = {}
+        for key, buf in list(self._buffers.items()):
+            if key[0] != index or not buf.held:
+                continue
+            text = self._take(key, "", final=True)
+            if key[1] == "arguments":
+                delta.setdefault("tool_calls", []).append({"index": key[2], "function": {"arguments": text}})
+            else:
+                delta[key[1]] = text
+        if not delta:
+            return None
+        return {**(self._template or {}), "choices": [{"index": index, "delta": delta, "finish_reason": None}]}
+
+    def flush(self) -> list[dict[str, Any]]:
+        out = []
+        for index in sorted({key[0] for key in self._buffers}):
+            held = self._drain(index)
+            if held is not None:
+                out.append(held)
+        return out
