@@ -1,0 +1,68 @@
+"""HTTP handlers for ``GET /v1/usage`` and ``GET /metrics`` (mounted by the gateway's app factory)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from accounting.calls import Meter
+from accounting.database import StoreUnavailable
+from accounting.metrics import CONTENT_TYPE
+from accounting.reports import FORMATS, BadReportRequest, parse_since, render
+from accounting.store import GROUPS
+from accounting.writer import StoreMeter
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _error(status: int, message: str, type_: str, param: str | None = None) -> Response:
+    body = {"error": {"message": message, "type": type_, "param": param, "code": None}}
+    return Response(json.dumps(body), status_code=status, media_type="application/json")
+
+
+def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time) -> Handler:
+    """``GET /v1/usage?by=policy&since=7d&format=json`` — the rows of ``ecgw usage``."""
+
+    async def handle(request: Request) -> Response:
+        if not isinstance(meter, StoreMeter):
+            return _error(503, "Metering is switched off (accounting.enabled: false), so there is no usage to "
+                               "report.", "metering_disabled")
+        by = request.query_params.get("by", "policy")
+        fmt = request.query_params.get("format", "json")
+        if by not in GROUPS:
+            return _error(400, f"Unknown by={by!r}; use one of: {', '.join(GROUPS)}.", "invalid_request_error",
+                          "by")
+        if fmt not in FORMATS:
+            return _error(400, f"Unknown format={fmt!r}; use one of: {', '.join(FORMATS)}.",
+                          "invalid_request_error", "format")
+        try:
+            since = parse_since(request.query_params.get("since"), now=clock())
+            rows = await meter.report(by, since=since)
+        except BadReportRequest as exc:
+            return _error(400, str(exc).replace("--since", "since"), "invalid_request_error", "since")
+        except StoreUnavailable as exc:
+            return _error(503, str(exc), "metering_unavailable")
+        except Exception as exc:  # the database went away between flush and query
+            return _error(503, str(meter.store.unavailable(exc)), "metering_unavailable")
+        if fmt == "json":
+            payload: dict[str, Any] = {"object": "list", "by": by, "since": since, "data": rows}
+            return Response(json.dumps(payload), media_type="application/json")
+        media = {"csv": "text/csv", "md": "text/markdown"}.get(fmt, "text/plain")
+        return Response(render(rows, by=by, fmt=fmt), media_type=f"{media}; charset=utf-8")
+
+    return handle
+
+
+def metrics_endpoint(meter: Meter) -> Handler:
+    """``GET /metrics`` in Prometheus' text format (empty when metering is off)."""
+
+    async def handle(request: Request) -> Response:
+        body = meter.metrics.exposition() if isinstance(meter, StoreMeter) else b""
+        return Response(body, media_type=CONTENT_TYPE)
+
+    return handle

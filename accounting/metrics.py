@@ -1,0 +1,62 @@
+"""Prometheus metrics of the metering pipeline, in a registry of their own (no global state)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from accounting.builder import Row
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+
+
+class MeteringMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.calls = Counter("ecgw_upstream_calls", "Upstream calls by route (edge|cloud), policy, purpose and "
+                             "HTTP status", ["route", "policy", "purpose", "status"], registry=r)
+        self.tokens = Counter("ecgw_tokens", "Tokens by route, model and kind (raw_input, cache_read, cache_write, "
+                              "output) and where the count came from", ["route", "model", "kind", "source"],
+                              registry=r)
+        self.cost = Counter("ecgw_cost_usd", "Cloud cost in USD by model and policy", ["model", "policy"],
+                            registry=r)
+        self.unpriced = Counter("ecgw_unpriced_calls", "Calls to models without a price (cost recorded as null)",
+                                ["model"], registry=r)
+        self.edge_flops = Counter("ecgw_edge_flops", "Edge compute in FLOPs by model", ["model"], registry=r)
+        self.latency = Histogram("ecgw_upstream_latency_seconds", "Upstream call latency", ["route", "streamed"],
+                                 buckets=_LATENCY_BUCKETS, registry=r)
+        self.ttft = Histogram("ecgw_upstream_ttft_seconds", "Upstream time to first token", ["route", "streamed"],
+                              buckets=_LATENCY_BUCKETS, registry=r)
+        self.buffered = Gauge("ecgw_metering_buffered_records", "Records waiting to be written to the store",
+                              registry=r)
+        self.dropped = Counter("ecgw_metering_dropped_records", "Records dropped because the buffer was full",
+                               registry=r)
+        self.written = Counter("ecgw_metering_written_records", "Records written to the store", registry=r)
+        self.write_errors = Counter("ecgw_metering_write_errors", "Failed attempts to write a batch", registry=r)
+
+    def observe(self, rows: Iterable[Row]) -> None:
+        for row in rows:
+            route, model = row["side"], row["model"]
+            self.calls.labels(route, row["policy"], row["purpose"], str(row["status"])).inc()
+            source = row["usage_source"]
+            for kind, field in (("raw_input", "raw_input_tokens"), ("cache_read", "cache_read_tokens"),
+                                ("cache_write", "cache_write_tokens"), ("output", "output_tokens")):
+                if row[field]:
+                    self.tokens.labels(route, model, kind, source).inc(row[field])
+            if row["cost_usd"] is not None:
+                self.cost.labels(model, row["policy"]).inc(row["cost_usd"])
+            elif route == "cloud":
+                self.unpriced.labels(model).inc()
+            if row["edge_flops"] is not None:
+                self.edge_flops.labels(model).inc(row["edge_flops"])
+            streamed = "true" if row["streamed"] else "false"
+            self.latency.labels(route, streamed).observe(row["latency_s"])
+            if row["ttft_s"] is not None:
+                self.ttft.labels(route, streamed).observe(row["ttft_s"])
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)

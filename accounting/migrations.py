@@ -1,0 +1,115 @@
+"""Schema migrations: a versioned table and an append-only list of steps, run at start-up.
+
+Why not alembic: the store is one table; alembic would add a script directory and env.py shipped as package data
+and its own configuration, for the same result. Here each step is a function of a connection, recorded in
+``ecgw_schema_version`` in the same transaction; steps are written against the schema *as it was* (never the
+current ``UsageRecord``), so old databases upgrade step by step. Several workers starting at once are serialised
+by an advisory lock on PostgreSQL and by ``IF NOT EXISTS`` + the version row's primary key on SQLite.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Boolean, Column, Connection, Float, Index, Integer, MetaData, String, Table, select, text
+from sqlalchemy.engine import Engine
+
+VERSION_TABLE = "ecgw_schema_version"
+_LOCK_KEY = 0x6563677701  # "ecgw" + 1: the advisory lock id for migrations
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    apply: Callable[[Connection], None]
+
+
+def _v1_usage_records(conn: Connection) -> None:
+    meta = MetaData()
+    table = Table(
+        "ecgw_usage_records", meta,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("record_id", String(32), nullable=False, unique=True),
+        Column("started_at", Float, nullable=False),
+        Column("day", String(10), nullable=False),
+        Column("request_id", String(64), nullable=False),
+        Column("session_id", String(256), nullable=False),
+        Column("experiment", String(128)),
+        Column("arm", String(128)),
+        Column("policy", String(64), nullable=False),
+        Column("purpose", String(64), nullable=False),
+        Column("side", String(8), nullable=False),
+        Column("provider", String(64), nullable=False),
+        Column("model", String(256), nullable=False),
+        Column("streamed", Boolean, nullable=False),
+        Column("status", Integer, nullable=False),
+        Column("latency_s", Float, nullable=False),
+        Column("ttft_s", Float),
+        Column("prompt_tokens", Integer, nullable=False),
+        Column("cache_read_tokens", Integer, nullable=False),
+        Column("cache_write_tokens", Integer, nullable=False),
+        Column("raw_input_tokens", Integer, nullable=False),
+        Column("output_tokens", Integer, nullable=False),
+        Column("reasoning_tokens", Integer),
+        Column("usage_source", String(16), nullable=False),
+        Column("cost_usd", Float),
+        Column("price_version", String(64)),
+        Column("edge_flops", Float),
+        Column("flops_formula", String(64)),
+    )
+    Index("ix_ecgw_usage_records_started_at", table.c.started_at)
+    Index("ix_ecgw_usage_records_day", table.c.day)
+    Index("ix_ecgw_usage_records_request_id", table.c.request_id)
+    Index("ix_ecgw_usage_records_session_id", table.c.session_id)
+    meta.create_all(conn, checkfirst=True)
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "usage records", _v1_usage_records),
+)
+
+
+class SchemaTooNew(RuntimeError):
+    pass
+
+
+def _version_table() -> Table:
+    return Table(VERSION_TABLE, MetaData(),
+                 Column("version", Integer, primary_key=True, autoincrement=False),
+                 Column("description", String(200), nullable=False),
+                 Column("applied_at", Float, nullable=False))
+
+
+def current_version(engine: Engine) -> int:
+    versions = _version_table()
+    with engine.connect() as conn:
+        versions.create(conn, checkfirst=True)
+        conn.commit()
+        found = conn.execute(select(versions.c.version).order_by(versions.c.version.desc())).first()
+    return int(found[0]) if found else 0
+
+
+def migrate(engine: Engine, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
+    """Apply every migration newer than the database's version; returns the versions applied."""
+    versions = _version_table()
+    applied: list[int] = []
+    known = max((m.version for m in migrations), default=0)
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
+        versions.create(conn, checkfirst=True)
+        done = {int(v) for v in conn.execute(select(versions.c.version)).scalars()}
+        if done and max(done) > known:
+            raise SchemaTooNew(f"the metering database is at schema version {max(done)}, newer than this ecgw "
+                               f"knows ({known}); upgrade ecgw")
+        for migration in sorted(migrations, key=lambda m: m.version):
+            if migration.version in done:
+                continue
+            migration.apply(conn)
+            conn.execute(versions.insert().values(version=migration.version, description=migration.description,
+                                                  applied_at=time.time()))
+            applied.append(migration.version)
+    return applied

@@ -1,0 +1,40 @@
+"""The stored record of one upstream call (the current schema; ``accounting.migrations`` creates it)."""
+
+from __future__ import annotations
+
+from sqlmodel import Field, SQLModel
+
+USAGE_SOURCES = ("upstream", "estimated", "none")
+
+
+class UsageRecord(SQLModel, table=True):
+    __tablename__ = "ecgw_usage_records"
+
+    id: int | None = Field(default=None, primary_key=True)
+    record_id: str = Field(max_length=32, unique=True)  # makes retried batches idempotent
+    started_at: float = Field(index=True)  # unix seconds
+    day: str = Field(max_length=10, index=True)  # UTC date, YYYY-MM-DD
+    request_id: str = Field(max_length=64, index=True)
+    session_id: str = Field(max_length=256, index=True)
+    experiment: str | None = Field(default=None, max_length=128)
+    arm: str | None = Field(default=None, max_length=128)
+    policy: str = Field(max_length=64)
+    purpose: str = Field(max_length=64)
+    side: str = Field(max_length=8)
+    provider: str = Field(max_length=64)
+    model: str = Field(max_length=256)
+    streamed: bool
+    status: int
+    latency_s: float
+    ttft_s: float | None = None
+    prompt_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    raw_input_tokens: int
+    output_tokens: int
+    reasoning_tokens: int | None = None
+    usage_source: str = Field(max_length=16)
+    cost_usd: float | None = None
+    price_version: str | None = Field(default=None, max_length=64)
+    edge_flops: float | None = None
+    flops_formula: str | None = Field(default=None, max_length=64)

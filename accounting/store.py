@@ -1,0 +1,129 @@
+"""The metering store: open (migrate), append batches idempotently, aggregate for reports."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Table, case, distinct, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from accounting.builder import Row
+from accounting.database import StoreUnavailable, make_engine, safe_url
+from accounting.migrations import MIGRATIONS, Migration, SchemaTooNew, migrate
+from accounting.records import UsageRecord
+
+GROUPS: dict[str, str] = {
+    "session": "session_id",
+    "policy": "policy",
+    "experiment": "experiment",
+    "arm": "arm",
+    "model": "model",
+    "purpose": "purpose",
+    "day": "day",
+}
+
+
+def _table() -> Table:
+    table: Table = UsageRecord.__table__  # type: ignore[attr-defined]
+    return table
+
+
+class UsageStore:
+    def __init__(self, engine: Engine, *, url: str | None = None) -> None:
+        self.engine = engine
+        self.url = safe_url(url) if url else engine.url.render_as_string(hide_password=True)
+
+    @classmethod
+    def from_url(cls, database_url: str) -> UsageStore:
+        return cls(make_engine(database_url), url=database_url)
+
+    def unavailable(self, exc: BaseException) -> StoreUnavailable:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        return StoreUnavailable(f"cannot use the metering database at {self.url}: {reason}. Check that it is "
+                                "running and reachable, or set database_url (ECGW_DATABASE_URL).")
+
+    def open(self, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
+        """Bring the schema up to date; raises ``StoreUnavailable`` with the URL (password hidden)."""
+        try:
+            return migrate(self.engine, migrations)
+        except SchemaTooNew as exc:
+            raise StoreUnavailable(f"metering database at {self.url}: {exc}") from None
+        except (SQLAlchemyError, OSError) as exc:
+            raise self.unavailable(exc) from None
+
+    def insert(self, rows: Sequence[Row]) -> None:
+        """Append rows; a row already stored (same ``record_id``, e.g. a retried batch) is skipped."""
+        if not rows:
+            return
+        table = _table()
+        dialect = self.engine.dialect.name
+        if dialect == "postgresql":
+            statement: Any = postgresql.insert(table).on_conflict_do_nothing(index_elements=["record_id"])
+        elif dialect == "sqlite":
+            statement = sqlite.insert(table).on_conflict_do_nothing(index_elements=["record_id"])
+        else:
+            statement = table.insert()
+        with self.engine.begin() as conn:
+            conn.execute(statement, list(rows))
+
+    def count(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(_table())).scalar_one())
+
+    def rows(self, **where: Any) -> list[dict[str, Any]]:
+        """Stored rows, oldest first, optionally filtered by equality on columns (for tests and exports)."""
+        table = _table()
+        query = select(table).order_by(table.c.id)
+        for column, value in where.items():
+            query = query.where(table.c[column] == value)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    def aggregate(self, by: str, *, since: float | None = None) -> list[dict[str, Any]]:
+        """Raw sums per group (see ``accounting.reports`` for the derived figures)."""
+        if by not in GROUPS:
+            raise ValueError(f"unknown grouping {by!r}; use one of {', '.join(GROUPS)}")
+        t = _table()
+        cloud = t.c.side == "cloud"
+        edge = t.c.side == "edge"
+
+        def total(expr: Any, when: Any) -> Any:
+            return func.coalesce(func.sum(case((when, expr), else_=0)), 0)
+
+        group = t.c[GROUPS[by]]
+        query = select(
+            group.label("group"),
+            func.count().label("calls"),
+            func.count(distinct(t.c.request_id)).label("requests"),
+            func.count(distinct(case((cloud, t.c.request_id), else_=None))).label("cloud_requests"),
+            total(1, cloud).label("cloud_calls"),
+            total(1, edge).label("edge_calls"),
+            total(t.c.prompt_tokens, cloud).label("cloud_prompt_tokens"),
+            total(t.c.raw_input_tokens, cloud).label("cloud_raw_input_tokens"),
+            total(t.c.cache_read_tokens, cloud).label("cloud_cache_read_tokens"),
+            total(t.c.cache_write_tokens, cloud).label("cloud_cache_write_tokens"),
+            total(t.c.output_tokens, cloud).label("cloud_output_tokens"),
+            func.coalesce(func.sum(case((cloud, t.c.cost_usd), else_=None)), 0.0).label("cloud_cost_usd"),
+            total(1, cloud & t.c.cost_usd.is_(None)).label("cloud_unpriced_calls"),
+            total(t.c.prompt_tokens, edge).label("edge_prompt_tokens"),
+            total(t.c.output_tokens, edge).label("edge_output_tokens"),
+            func.coalesce(func.sum(case((edge, t.c.edge_flops), else_=None)), 0.0).label("edge_flops"),
+            total(1, t.c.usage_source == "estimated").label("estimated_calls"),
+            func.min(t.c.flops_formula).label("flops_formula_min"),
+            func.max(t.c.flops_formula).label("flops_formula_max"),
+            func.min(t.c.price_version).label("price_version_min"),
+            func.max(t.c.price_version).label("price_version_max"),
+            func.avg(t.c.latency_s).label("mean_latency_s"),
+            func.min(t.c.started_at).label("first_at"),
+            func.max(t.c.started_at).label("last_at"),
+        ).group_by(group).order_by(group)
+        if since is not None:
+            query = query.where(t.c.started_at >= since)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,203 @@
+"""``StoreMeter``: the meter the gateway injects. ``record()`` only enqueues; a background task builds rows (usage,
+price, FLOPs) in a thread and writes them in batches. A database outage keeps rows in a bounded buffer (counted in
+/metrics) and retries with back-off; ``aclose()`` flushes everything, and what still cannot be written at shutdown
+is spilled to a JSON-lines file that the next start writes first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from accounting.builder import RecordBuilder, Row
+from accounting.calls import UpstreamCall
+from accounting.database import StoreUnavailable
+from accounting.metrics import MeteringMetrics
+from accounting.reports import usage_report
+from accounting.settings import WriterSettings
+from accounting.store import UsageStore
+
+log = logging.getLogger("ecgw.accounting")
+
+
+class StoreMeter:
+    def __init__(self, store: UsageStore, builder: RecordBuilder, metrics: MeteringMetrics,
+                 settings: WriterSettings, *, spill_path: Path | None = None,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.store = store
+        self.metrics = metrics
+        self._builder = builder
+        self._settings = settings
+        self._spill_path = spill_path
+        self._sleep = sleep
+        self._clock = clock
+        self._pending: deque[UpstreamCall] = deque()
+        self._unwritten: deque[Row] = deque()
+        self._wake: asyncio.Event | None = None
+        self._lock: asyncio.Lock | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+        self._failing_since: float | None = None
+        self._last_drop_warning = 0.0
+        self.dropped = 0
+        self.written = 0
+
+    # the request path ---------------------------------------------------------------------------------------
+    def record(self, call: UpstreamCall) -> None:
+        if len(self._pending) + len(self._unwritten) >= self._settings.max_buffered:
+            self.dropped += 1
+            self.metrics.dropped.inc()
+            now = self._clock()
+            if now - self._last_drop_warning > 10:
+                self._last_drop_warning = now
+                log.error("metering buffer full (%d records, accounting.writer.max_buffered); dropped %d so far — "
+                          "the database at %s is not keeping up or is down", self._settings.max_buffered,
+                          self.dropped, self.store.url)
+            return
+        self._pending.append(call)
+        if self._wake is not None and len(self._pending) >= self._settings.batch_size:
+            self._wake.set()
+
+    @property
+    def buffered(self) -> int:
+        return len(self._pending) + len(self._unwritten)
+
+    # lifecycle ------------------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Migrate the schema (fails with a clear message if the database is unreachable), replay a spill file,
+        then launch the writer."""
+        await asyncio.to_thread(self.store.open)
+        await asyncio.to_thread(self._replay_spill)
+        self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._task = asyncio.create_task(self._run(), name="ecgw-metering-writer")
+
+    async def aclose(self) -> None:
+        self._closing = True
+        if self._task is not None and self._wake is not None:
+            self._wake.set()
+            await self._task
+            self._task = None
+        deadline = self._clock() + self._settings.shutdown_timeout_s
+        delay = self._settings.retry_initial_s
+        while self.buffered:
+            if await self._flush_once():
+                break
+            if self._clock() + delay > deadline:
+                break
+            await self._sleep(delay)
+            delay = min(delay * 2, self._settings.retry_max_s)
+        if self.buffered:
+            await asyncio.to_thread(self._spill)
+        await asyncio.to_thread(self.store.dispose)
+
+    async def flush(self) -> bool:
+        """Write what is buffered now; False if the database refused."""
+        return await self._flush_once()
+
+    async def report(self, by: str, *, since: float | None = None) -> list[dict[str, Any]]:
+        await self.flush()
+        return await asyncio.to_thread(usage_report, self.store, by, since=since)
+
+    # the writer -------------------------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        assert self._wake is not None
+        delay = self._settings.retry_initial_s
+        while not self._closing:
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=self._settings.flush_interval_s)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            if self._closing:
+                return
+            if await self._flush_once():
+                delay = self._settings.retry_initial_s
+                continue
+            try:  # back off, but wake at once for shutdown
+                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+            except TimeoutError:
+                pass
+            delay = min(delay * 2, self._settings.retry_max_s)
+
+    async def _flush_once(self) -> bool:
+        if self._lock is None:
+            return await asyncio.to_thread(self._build_and_write)
+        async with self._lock:
+            return await asyncio.to_thread(self._build_and_write)
+
+    def _build_and_write(self) -> bool:
+        built: list[Row] = []
+        while self._pending:
+            call = self._pending.popleft()
+            try:
+                built.append(self._builder.build(call))
+            except Exception:  # a bug in building must not stop the writer; the call is logged, not stored
+                log.exception("could not build a usage record for request %s", call.request_id)
+        if built:
+            self.metrics.observe(built)
+            self._unwritten.extend(built)
+        try:
+            while self._unwritten:
+                batch = [self._unwritten[i] for i in range(min(self._settings.batch_size, len(self._unwritten)))]
+                self.store.insert(batch)
+                for _ in batch:
+                    self._unwritten.popleft()
+                self.written += len(batch)
+                self.metrics.written.inc(len(batch))
+        except Exception as exc:
+            self.metrics.write_errors.inc()
+            if self._failing_since is None:
+                self._failing_since = self._clock()
+                log.error("%s; buffering %d records and retrying", self.store.unavailable(exc), self.buffered)
+            return False
+        finally:
+            self.metrics.buffered.set(self.buffered)
+        if self._failing_since is not None:
+            log.warning("metering database at %s is back after %.1f s", self.store.url,
+                        self._clock() - self._failing_since)
+            self._failing_since = None
+        return True
+
+    # spill file ---------------------------------------------------------------------------------------------------
+    def _spill(self) -> None:
+        rows = list(self._unwritten)
+        rows += [self._builder.build(call) for call in self._pending]
+        if not rows:
+            return
+        if self._spill_path is None:
+            log.error("metering database at %s unreachable at shutdown; %d usage records lost (set "
+                      "accounting.spill_path to keep them)", self.store.url, len(rows))
+            return
+        self._spill_path.parent.mkdir(parents=True, exist_ok=True)
+        with self._spill_path.open("a", encoding="utf-8") as out:
+            for row in rows:
+                out.write(json.dumps(row) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        self._unwritten.clear()
+        self._pending.clear()
+        log.error("metering database at %s unreachable at shutdown; %d usage records saved to %s and written at "
+                  "the next start", self.store.url, len(rows), self._spill_path)
+
+    def _replay_spill(self) -> None:
+        path = self._spill_path
+        if path is None or not path.exists():
+            return
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        try:
+            for start in range(0, len(rows), self._settings.batch_size):
+                self.store.insert(rows[start:start + self._settings.batch_size])
+        except Exception as exc:
+            raise StoreUnavailable(f"{self.store.unavailable(exc)} (while writing {len(rows)} records saved in "
+                                   f"{path})") from None
+        path.unlink()
+        log.warning("wrote %d usage records saved at the last shutdown from %s", len(rows), path)
