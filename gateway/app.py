@@ -20,16 +20,27 @@ from gateway.errors import error_response
 from gateway.offline import prepare_offline_environment
 from gateway.policy_choice import PolicyChooser
 from gateway.service import ManagedUpstream, Services
-from gateway.sessions import MemorySessionStore
+from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from gateway.settings import Settings
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
 from privacy.factory import build_protector
 from privacy.protection import Protector
+from privacy.routes import units_endpoint
 from router.policies import builtin_policies
 from router.policy import PolicyRegistry
 from router.step import SessionStateStore
 
 log = logging.getLogger("ecgw")
+
+
+def build_session_store(settings: Settings) -> SessionStateStore:
+    """In memory for one worker; a shared SQLite file as soon as several workers may serve one session."""
+    store = settings.sessions.store
+    if store == "auto":
+        store = "memory" if settings.server.worker_count == 1 else "sqlite"
+    if store == "sqlite":
+        return SQLiteSessionStore(settings.sessions.sqlite_path)
+    return MemorySessionStore()
 
 
 def build_services(
@@ -47,7 +58,7 @@ def build_services(
 
         cloud = LiteLLMUpstream(settings.cloud)
     registry = PolicyRegistry(builtin_policies(), settings.policy.knobs)
-    sessions = sessions or MemorySessionStore()
+    sessions = sessions or build_session_store(settings)
     return Services(
         settings=settings,
         edge=edge or OpenAIHTTPUpstream(settings.edge),
@@ -81,6 +92,8 @@ def create_app(settings: Settings, *, services: Services | None = None) -> FastA
     app.add_route("/v1/models", list_models, methods=["GET"])
     app.add_route("/healthz", healthz, methods=["GET"])
     app.add_route("/readyz", readyz, methods=["GET"])
+    app.add_route("/v1/sessions/{session_id}/units", guarded(services, units_endpoint(services.protector)),
+                  methods=["PUT"])
     app.add_route("/v1/usage", guarded(services, usage_endpoint(services.meter)), methods=["GET"])
     app.add_route("/metrics", metrics_endpoint(services.meter), methods=["GET"])
 

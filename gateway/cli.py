@@ -41,12 +41,16 @@ def serve(args: argparse.Namespace) -> int:
 
     settings = _settings_from(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if settings.server.workers > 1:
+    workers = settings.server.worker_count
+    if workers > 1:
         if args.config:
             os.environ[CONFIG_ENV] = os.path.abspath(args.config)
-        os.environ["ECGW_SERVER__WORKERS"] = str(settings.server.workers)
+        os.environ["ECGW_SERVER__WORKERS"] = str(workers)
+        print(f"ecgw listening on http://{settings.server.host}:{settings.server.port}/v1 with {workers} workers "
+              f"(default policy {settings.policy.default}, edge {settings.edge.base_url}, "
+              f"cloud {settings.cloud.model})", file=sys.stderr)
         uvicorn.run("gateway.cli:app_factory", factory=True, host=settings.server.host, port=settings.server.port,
-                    workers=settings.server.workers, log_level="warning")
+                    workers=workers, log_level="warning")
         return 0
     from gateway.app import create_app
 
@@ -65,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", default=None, help="YAML config file (default: built-in defaults)")
     p.add_argument("--host", default=None)
     p.add_argument("--port", type=int, default=None)
-    p.add_argument("--workers", type=int, default=None, help="worker processes (default from config: 1)")
+    p.add_argument("--workers", type=int, default=None, help="worker processes (default: server.workers, else one per core)")
     p.set_defaults(func=serve)
     for module in COMMAND_MODULES:
         importlib.import_module(module).register(commands)

@@ -38,7 +38,7 @@ class Services:
 
     async def aclose(self) -> None:
         """Flush and close, in the order that loses nothing: upstreams first, then the meter."""
-        for part in (self.edge, self.cloud, self.protector, self.meter):
+        for part in (self.edge, self.cloud, self.protector, self.meter, self.sessions):
             closer: Any = getattr(part, "aclose", None)
             if closer is not None:
                 await closer()

@@ -5,6 +5,7 @@ Built once (``load_settings``) and passed down; nothing reads the environment af
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,7 +32,11 @@ class ServerSettings(_Section):
     api_keys: list[str] = Field(default_factory=list)
     session_keys: dict[str, str] = Field(default_factory=dict)
     max_body_bytes: int = Field(32 * 1024 * 1024, gt=0)
-    workers: int = Field(1, ge=1)
+    workers: int | None = Field(None, ge=1)  # None: one per core
+
+    @property
+    def worker_count(self) -> int:
+        return self.workers or os.cpu_count() or 1
 
 
 class CompatSettings(_Section):
@@ -69,7 +74,8 @@ class PolicySettings(_Section):
 
 
 class SessionSettings(_Section):
-    store: Literal["memory"] = "memory"
+    store: Literal["auto", "memory", "sqlite"] = "auto"
+    sqlite_path: str = "ecgw-sessions.sqlite3"
     fingerprint_fallback: bool = True
 
 

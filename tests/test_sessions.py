@@ -57,3 +57,28 @@ def test_every_upstream_call_is_attributed_to_the_session(gateway):
     _post(gateway, {"X-Session-Id": "attrib"}, model="ecgw/edge-only")
     _post(gateway, {"X-Session-Id": "attrib"}, model="ecgw/cloud-only")
     assert [(c.session_id, c.side) for c in gateway.meter.calls] == [("attrib", "edge"), ("attrib", "cloud")]
+
+
+async def test_sqlite_store_is_shared_between_instances(tmp_path):
+    from gateway.sessions import SQLiteSessionStore
+
+    path = str(tmp_path / "sessions.sqlite3")
+    worker_a, worker_b = SQLiteSessionStore(path), SQLiteSessionStore(path)
+    await worker_a.set("s1", "vault", {"alice@example.com": "[EMAIL_001]"})
+    assert await worker_b.get("s1", "vault") == {"alice@example.com": "[EMAIL_001]"}
+    await worker_b.set("s1", "vault", {"alice@example.com": "[EMAIL_001]", "bob@example.com": "[EMAIL_002]"})
+    assert len(await worker_a.get("s1", "vault")) == 2
+    assert await worker_a.get("s2", "vault") is None
+    await worker_a.aclose()
+    await worker_b.aclose()
+
+
+def test_store_choice_follows_worker_count(tmp_path):
+    from gateway.app import build_session_store
+    from gateway.sessions import MemorySessionStore, SQLiteSessionStore
+    from gateway.settings import load_settings
+
+    one = load_settings(None, server={"workers": 1})
+    assert isinstance(build_session_store(one), MemorySessionStore)
+    many = load_settings(None, server={"workers": 2}, sessions={"sqlite_path": str(tmp_path / "s.sqlite3")})
+    assert isinstance(build_session_store(many), SQLiteSessionStore)

@@ -1,0 +1,54 @@
+"""`ecgw serve --workers 2`: a real multi-process server; a session's sticky policy holds on every worker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import yaml
+
+from benchmarks.contenders import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_two_workers_share_session_state(tmp_path, edge, cloud):
+    port = free_port()
+    config = {"server": {"port": port, "workers": 2},
+              "edge": {"base_url": edge.url + "/v1", "model": "edge-model"},
+              "cloud": {"model": "openai/gpt-test", "api_base": cloud.url + "/v1", "api_key_env": None},
+              "sessions": {"sqlite_path": str(tmp_path / "sessions.sqlite3")},
+              "database_url": f"sqlite:///{tmp_path / 'm.sqlite3'}"}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ECGW_")}
+    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config", str(path)], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline and proc.poll() is None, "ecgw serve --workers 2 did not start"
+            time.sleep(0.3)
+        # First step picks cloud-only explicitly; every later step (on fresh connections, spread over both
+        # workers) must keep it without naming it.
+        body = {"model": "ecgw/cloud-only", "messages": [{"role": "user", "content": "x"}]}
+        assert httpx.post(base + "/v1/chat/completions", json=body, headers={"X-Session-Id": "w"}).status_code == 200
+        for _ in range(12):
+            r = httpx.post(base + "/v1/chat/completions", headers={"X-Session-Id": "w"},
+                           json={"messages": [{"role": "user", "content": "x"}]})
+            assert r.headers["x-ecgw-policy"] == "cloud-only"
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        assert len(children) >= 2
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
