@@ -26,6 +26,7 @@ from gateway.upstreams.openai_http import OpenAIHTTPUpstream
 from privacy.factory import build_protector
 from privacy.protection import Protector
 from privacy.routes import units_endpoint
+from privacy.routes import units_endpoint
 from router.policies import builtin_policies
 from router.policy import PolicyRegistry
 from router.step import SessionStateStore
@@ -92,6 +93,8 @@ def create_app(settings: Settings, *, services: Services | None = None) -> FastA
     app.add_route("/v1/models", list_models, methods=["GET"])
     app.add_route("/healthz", healthz, methods=["GET"])
     app.add_route("/readyz", readyz, methods=["GET"])
+    app.add_route("/v1/sessions/{session_id}/units", guarded(services, units_endpoint(services.protector)),
+                  methods=["PUT"])
     app.add_route("/v1/sessions/{session_id}/units", guarded(services, units_endpoint(services.protector)),
                   methods=["PUT"])
     app.add_route("/v1/usage", guarded(services, usage_endpoint(services.meter)), methods=["GET"])

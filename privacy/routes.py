@@ -1,0 +1,42 @@
+"""``PUT /v1/sessions/{session_id}/units``: register a session's listed units (sensitive_items.json schema).
+
+The gateway mounts this behind its API keys. Units come only from a request body or config files — never from a
+path named in a request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from privacy.units import UnitsDocument
+
+
+def _error(status: int, message: str, code: str) -> Response:
+    return JSONResponse({"error": {"message": message, "type": "invalid_request_error" if status < 500 else code,
+                                   "param": None, "code": code}}, status_code=status)
+
+
+def units_endpoint(protector: Any) -> Callable[[Request], Awaitable[Response]]:
+    async def put_units(request: Request) -> Response:
+        register = getattr(protector, "register_units", None)
+        if register is None:
+            return _error(409, "Privacy protection is disabled (privacy.enabled: false), so units are not used.",
+                          "privacy_disabled")
+        session_id = request.path_params["session_id"]
+        try:
+            document = UnitsDocument.model_validate(json.loads(await request.body()))
+        except (ValueError, ValidationError) as exc:
+            return _error(400, 'Send a JSON body in the sensitive_items.json schema: {"items": [{"entity_id", "name", '
+                               f'"sensitive_fields": [{{"field", "value", "dimension", "weight"}}]}}]}}. ({exc})',
+                          "invalid_units")
+        units = await register(session_id, document)
+        return JSONResponse({"session_id": session_id, "units": len(units),
+                             "unit_ids": [u.unit_id for u in units]})
+
+    return put_units
