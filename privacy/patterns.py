@@ -27,7 +27,7 @@ def _phone_ok(value: str) -> bool:
 
 def _card_ok(value: str) -> bool:
     digits = _digits(value)
-    return 13 <= len(digits) <= 19 and digits[0] in "3456" and luhn_ok(digits) and len(set(digits)) > 2
+    return 13 <= len(digits) <= 19 and digits[0] in "3456" and luhn_ok(digits) and len(set(digits)) > 1
 
 
 def _ip_ok(value: str) -> bool:
@@ -69,15 +69,15 @@ RULES: tuple[PatternRule, ...] = (
                                         r"(?![A-Za-z0-9])"), check=iban_ok, canonical=lambda v: v.replace(" ", "")),
     PatternRule("US_SSN", re.compile(r"(?<![\d\-])(?!000|666|9\d\d)\d{3}([\- ])(?!00)\d{2}\1(?!0000)\d{4}(?![\d\-])"),
                 canonical=_digits),
-    PatternRule("PHONE_NUMBER", re.compile(r"(?<![\d\w+])(?:\+?86[\s\-]?)?1[3-9]\d" + r"(?:[\s\-.]?\d{4}){2}(?!\d)"),
+    PatternRule("PHONE_NUMBER", re.compile(r"(?<![0-9A-Za-z_+])(?:\+?86[\s\-]?)?1[3-9]\d" + r"(?:[\s\-.]?\d{4}){2}(?!\d)"),
                 canonical=lambda v: _digits(v)[-11:]),
-    PatternRule("PHONE_NUMBER", re.compile(r"(?<![\d\w])0\d{2,3}-\d{7,8}(?!\d)"), canonical=_digits),
-    PatternRule("PHONE_NUMBER", re.compile(r"(?<![\d\w+])(?:\+?1[\s.\-]?)?(?:\([2-9]\d{2}\)\s?|[2-9]\d{2}[\s.\-])"
+    PatternRule("PHONE_NUMBER", re.compile(r"(?<![0-9A-Za-z_])0\d{2,3}-\d{7,8}(?!\d)"), canonical=_digits),
+    PatternRule("PHONE_NUMBER", re.compile(r"(?<![0-9A-Za-z_+])(?:\+?1[\s.\-]?)?(?:\([2-9]\d{2}\)\s?|[2-9]\d{2}[\s.\-])"
                                            r"[2-9]\d{2}[\s.\-]\d{4}(?!\d)"), check=_phone_ok,
                 canonical=lambda v: _digits(v)[-10:]),
-    PatternRule("PHONE_NUMBER", re.compile(r"(?<![\d\w+])(?:\+44\s?|0)(?:7\d{3}|20|1\d{2,3})\s?\d{3,4}\s?\d{3,4}(?!\d)"),
+    PatternRule("PHONE_NUMBER", re.compile(r"(?<![0-9A-Za-z_+])(?:\+44\s?|0)(?:7\d{3}|20|1\d{2,3})\s?\d{3,4}\s?\d{3,4}(?!\d)"),
                 check=_phone_ok, canonical=lambda v: _digits(v)[-10:]),
-    PatternRule("PHONE_NUMBER", re.compile(r"(?<![\w+])\+\d{1,3}(?:[\s\-.]?\(?\d{1,5}\)?){2,5}(?![\d])"),
+    PatternRule("PHONE_NUMBER", re.compile(r"(?<![0-9A-Za-z_+])\+\d{1,3}(?:[\s\-.]?\(?\d{1,5}\)?){2,5}(?![\d])"),
                 check=_phone_ok, canonical=_digits),
     PatternRule("PASSPORT", re.compile(r"(?i)(?:passport|护照)(?:\s*(?:no\.?|number|#|号码?))?\s*[:：#]?\s*"
                                        r"([A-Z]{1,2}\d{6,8}|\d{9})(?![A-Za-z0-9])"), group=1, canonical=str.upper),

@@ -1,0 +1,104 @@
+"""The detector layers, one by one, and the checksums behind them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from privacy.checksums import cn_resident_id_ok, iban_ok, luhn_ok
+from privacy.patterns import PatternDetector
+from privacy.secrets import SecretDetector
+from privacy.units import UnitMatcher, units_of
+from tests.privacy.helpers import units_document
+
+
+def types(findings):
+    return {(f.type, f.value) for f in findings}
+
+
+@pytest.mark.parametrize("text", [
+    "call 415-555-0132", "call (415) 555-0132", "call 415.555.0132", "call +1 415 555 0132",
+    "call 4155550132 now", "call 415 555 0132", r"{\"phone\": \"415-555-0132\"}",
+])
+def test_listed_phone_matches_in_any_separator(text):
+    matcher = UnitMatcher(units_of(units_document()))
+    found = [f for f in matcher.find(text) if f.unit_id == "cust-7.phone"]
+    assert len(found) == 1 and found[0].key == "unit:cust-7.phone"
+
+
+def test_listed_values_match_case_folded_and_escaped():
+    matcher = UnitMatcher(units_of(units_document()))
+    text = ("to: maria.gonzalez@ACME-MAIL.com; " + json.dumps({"who": "张伟"}) + " "
+            + json.dumps(json.dumps({"name": "Maria  Gonzalez"})))
+    ids = sorted(f.unit_id for f in matcher.find(text))
+    assert ids == ["cust-7.email", "cust-7.full_name", "emp-2.姓名"]
+
+
+def test_short_numeric_unit_needs_word_boundaries():
+    matcher = UnitMatcher(units_of(units_document()))
+    assert [f.unit_id for f in matcher.find("salary 38500 CNY")] == ["emp-2.salary"]
+    assert matcher.find("order 1385000 and 385001") == []
+
+
+@pytest.mark.parametrize(("text", "type_"), [
+    ("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "AWS_ACCESS_KEY"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "CLOUD_SECRET_KEY"),
+    ("token ghp_" + "a1B2" * 9, "GITHUB_TOKEN"),
+    ("glpat-abcdefghij1234567890", "GITLAB_TOKEN"),
+    ("xoxb-1234567890-abcdefghij", "SLACK_TOKEN"),
+    ("OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx12", "OPENAI_KEY"),
+    ("key sk-ant-api03-abcdefghijklmnopqrstuvwx", "ANTHROPIC_KEY"),
+    ("AIzaSyA1234567890abcdefghijklmnopqrstuv", "GOOGLE_API_KEY"),
+    ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "JWT"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----", "PRIVATE_KEY"),
+    ("DATABASE_URL=postgresql://app:s3cretpw@db.internal:5432/app", "DB_PASSWORD"),
+    ('{"db_password": "Tr0ub4dor&3"}', "PASSWORD"),
+    ("smtp:\n  password: hunter2hunter", "PASSWORD"),
+    ("Authorization: Bearer abcdefghijklmnop1234567890", "BEARER_TOKEN"),
+])
+def test_secrets(text, type_):
+    assert type_ in {f.type for f in SecretDetector().find(text)}
+
+
+def test_secret_lookalikes_are_left_alone():
+    text = "max_tokens: 4096\npassword_file: /etc/app/pw\ntoken_count=12\nsecret: ${VAULT_SECRET}"
+    assert SecretDetector().find(text) == []
+
+
+@pytest.mark.parametrize(("text", "type_", "value"), [
+    ("mail Bob.Smith@Example.com today", "EMAIL_ADDRESS", "Bob.Smith@Example.com"),
+    ("手机 138-1234-5678", "PHONE_NUMBER", "138-1234-5678"),
+    ("手机13812345678。", "PHONE_NUMBER", "13812345678"),
+    ("tel +86 138 1234 5678", "PHONE_NUMBER", "+86 138 1234 5678"),
+    ("座机 010-62345678", "PHONE_NUMBER", "010-62345678"),
+    ("UK mobile +44 7700 900123", "PHONE_NUMBER", "+44 7700 900123"),
+    ("card 4111 1111 1111 1111", "CREDIT_CARD", "4111 1111 1111 1111"),
+    ("IBAN GB82 WEST 1234 5698 7654 32", "IBAN_CODE", "GB82 WEST 1234 5698 7654 32"),
+    ("SSN 123-45-6789", "US_SSN", "123-45-6789"),
+    ("身份证号 11010519491231002X", "CN_RESIDENT_ID", "11010519491231002X"),
+    ("护照号码: E12345678", "PASSPORT", "E12345678"),
+    ("银行卡号：6222 0212 3456 7890 123", "BANK_ACCOUNT", "6222 0212 3456 7890 123"),
+    ("host 10.20.30.40 is up", "IP_ADDRESS", "10.20.30.40"),
+    ("姓名：李娜，年龄 32", "PERSON", "李娜"),
+    ("地址：上海市浦东新区世纪大道100号", "LOCATION", "上海市浦东新区世纪大道100号"),
+])
+def test_pii_patterns(text, type_, value):
+    assert (type_, value) in types(PatternDetector().find(text))
+
+
+@pytest.mark.parametrize("text", [
+    "card 4111 1111 1111 1112",  # Luhn fails
+    "id 110105194912310021",  # check digit fails
+    "see http://127.0.0.1:8080/api and commit 3f2a9c1d4e5b6a7f8e9d0c1b2a3f4e5d6c7b8a9f",
+    "uuid 123e4567-e89b-12d3-a456-426614174000 ticket JIRA-4821 order 20240115",
+    "git@github.com:acme/app.git",
+])
+def test_patterns_leave_lookalikes(text):
+    assert PatternDetector().find(text) == []
+
+
+def test_checksums():
+    assert luhn_ok("4111111111111111") and not luhn_ok("4111111111111112")
+    assert iban_ok("GB82WEST12345698765432") and not iban_ok("GB82WEST12345698765433")
+    assert cn_resident_id_ok("11010519491231002X") and not cn_resident_id_ok("110105194912310021")
