@@ -1,0 +1,254 @@
+"""The built-in harness: one task run = fresh workspace → (warmup) → OpenAI tool-calling agent loop through the
+gateway → OpenClaw transcript → ``gt/`` copied in → ``grade()`` in a subprocess → one ``RunRecord`` on disk.
+
+Every run has its own session id, sent as ``X-Session-Id`` on every model call (and its policy, when set, as
+``X-ECGW-Policy``). A crash, a model error, a timeout or a grader error is recorded as a score of 0 with the
+reason — never a lost run.
+
+Isolation: this version runs the workspace as an ordinary directory and rewrites ``/tmp_workspace`` in tool
+paths and commands to it (``eval.tools.Workspace``), so parallel runs never share files. Graders get the real
+directory as ``workspace_path``; graders that hard-code ``/tmp_workspace`` (most of AceBench's) need the
+workspace mounted there, i.e. a private mount namespace per run (``unshare --mount`` + bind mount) or the
+official Docker harness.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import openai
+
+from eval.grading import run_grader
+from eval.meter import NullSessionMeter, SessionMeter, SessionUsage
+from eval.metrics import RunRecord
+from eval.records import save_run
+from eval.tasks import Task
+from eval.tools import DEFAULT_ALIAS, TOOL_SPECS, Workspace
+from eval.transcript import Transcript
+
+SYSTEM_PROMPT = (
+    "You are a careful assistant working in the workspace {alias}. Use the tools read, write, edit, exec and ls "
+    "to inspect and change files there. When the task is done, answer with a short final message and no tool "
+    "call.")
+
+
+@dataclass(frozen=True)
+class HarnessConfig:
+    base_url: str  # the gateway's OpenAI base URL, ending in /v1
+    api_key: str = "ecgw-eval"
+    model: str = "ecgw"
+    policy: str | None = None
+    experiment: str = "eval"
+    max_steps: int = 40
+    timeout_cap_s: float | None = None  # caps each task's own timeout_seconds
+    request_timeout_s: float = 300.0
+    grader_timeout_s: float = 300.0
+    grader_env: Mapping[str, str] = field(default_factory=dict)  # the judge endpoint, PATH, …
+    temperature: float | None = None
+
+
+class RunTimeout(Exception):
+    pass
+
+
+ClientFactory = Callable[[HarnessConfig, str], openai.OpenAI]
+
+
+def default_client(config: HarnessConfig, session_id: str) -> openai.OpenAI:
+    headers = {"X-Session-Id": session_id}
+    if config.policy:
+        headers["X-ECGW-Policy"] = config.policy
+    return openai.OpenAI(base_url=config.base_url, api_key=config.api_key, default_headers=headers,
+                         max_retries=0, timeout=config.request_timeout_s)
+
+
+class AgentHarness:
+    def __init__(self, config: HarnessConfig, *, meter: SessionMeter | None = None,
+                 client_factory: ClientFactory = default_client, clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.meter = meter or NullSessionMeter()
+        self.client_factory = client_factory
+        self.clock = clock
+
+    def session_id(self, task: Task, run: int) -> str:
+        return f"{self.config.experiment}/{self.config.policy or 'default'}/{task.id}/run{run}"
+
+    # ------------------------------------------------------------------------------------------------------------
+
+    def run(self, task: Task, run: int, run_dir: Path, *, workspace_source: Path | None = None) -> RunRecord:
+        """Run ``task`` once in ``run_dir`` (created; replaced if present) and write ``result.json`` there."""
+        started = self.clock()
+        session_id = self.session_id(task, run)
+        if run_dir.exists():
+            shutil.rmtree(run_dir)
+        run_dir.mkdir(parents=True)
+        source = workspace_source or task.workspace_dir()
+        root = run_dir / "workspace"
+        transcript = Transcript(session_id, cwd=DEFAULT_ALIAS, model=self.config.model)
+        extra: dict[str, Any] = {"session_id": session_id, "policy": self.config.policy,
+                                 "experiment": self.config.experiment, "steps": 0}
+        error: str | None = None
+        score = 0.0
+        details: Mapping[str, Any] = {}
+        warmup: subprocess.Popen[bytes] | None = None
+        try:
+            if not source.is_dir():
+                raise FileNotFoundError(f"workspace not found at {source} (AceBench's workspaces are a separate "
+                                        "download; pass its directory)")
+            shutil.copytree(source, root, ignore=shutil.ignore_patterns("gt"))
+            workspace = Workspace(root, exec_timeout_s=min(120.0, self._timeout(task)))
+            units = source / "gt" / "sensitive_items.json"
+            if units.is_file():
+                self.meter.register_units(session_id, units)
+            warmup = self._warmup(task, workspace, run_dir)
+            extra["steps"], extra["finish"] = self._agent_loop(task, workspace, transcript, session_id,
+                                                               started + self._timeout(task))
+        except RunTimeout as exc:
+            error = str(exc)
+        except openai.APIStatusError as exc:
+            error = f"model call failed: HTTP {exc.status_code}: {_message(exc)}"
+        except openai.APIError as exc:
+            error = f"model call failed: {type(exc).__name__}: {exc}"
+        except Exception as exc:  # a crash of the harness or the workspace is a recorded 0, not a lost run
+            error = f"run crashed: {type(exc).__name__}: {exc}"
+        finally:
+            _stop(warmup)
+        transcript_path = run_dir / "chat.jsonl"
+        transcript.write(transcript_path)
+        if error is None:
+            if (source / "gt").is_dir():
+                shutil.copytree(source / "gt", root / "gt", dirs_exist_ok=True)
+            outcome = run_grader(task.grade_source, workspace_path=str(root), transcript=transcript.entries,
+                                 timeout_s=self.config.grader_timeout_s, env=self._grader_env(),
+                                 cwd=run_dir, filename=str(task.path))
+            score, details, error = outcome.score, outcome.details, outcome.error
+        usage = self._usage(session_id)
+        record = RunRecord(task_id=task.id, run=run, overall_score=0.0 if error else score, error=error,
+                           cloud=usage.cloud, cloud_cost_usd=usage.cloud_cost_usd, edge_flops=usage.edge_flops,
+                           leaks=usage.leaks)
+        extra.update(grade_details=dict(details), flops_formula=usage.flops_formula,
+                     wall_s=round(self.clock() - started, 3), transcript=str(transcript_path))
+        save_run(run_dir / "result.json", record, extra)
+        return record
+
+    # ------------------------------------------------------------------------------------------------------------
+
+    def _timeout(self, task: Task) -> float:
+        cap = self.config.timeout_cap_s
+        return float(task.timeout_seconds) if cap is None else min(float(task.timeout_seconds), cap)
+
+    def _grader_env(self) -> dict[str, str]:
+        import os
+
+        return {**os.environ, **self.config.grader_env}
+
+    def _usage(self, session_id: str) -> SessionUsage:
+        try:
+            return self.meter.session_usage(session_id)
+        except Exception:  # the score stands; missing metering shows as zero usage, noted in the record
+            return SessionUsage()
+
+    def _warmup(self, task: Task, workspace: Workspace, run_dir: Path) -> subprocess.Popen[bytes] | None:
+        if not task.warmup_commands:
+            return None
+        with (run_dir / "warmup.log").open("wb") as log:
+            process = subprocess.Popen(["bash", "-c", workspace.translate(task.warmup)], cwd=workspace.root,
+                                       stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       start_new_session=True, env=workspace.env)
+        try:
+            process.wait(timeout=min(120.0, self._timeout(task)))
+        except subprocess.TimeoutExpired:
+            pass  # its background services keep running; the process group is stopped after the run
+        return process
+
+    def _agent_loop(self, task: Task, workspace: Workspace, transcript: Transcript, session_id: str,
+                    deadline: float) -> tuple[int, str]:
+        client = self.client_factory(self.config, session_id)
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM_PROMPT.format(alias=workspace.alias)},
+            {"role": "user", "content": task.prompt}]
+        transcript.user(task.prompt)
+        for step in range(1, self.config.max_steps + 1):
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                raise RunTimeout(f"timeout: the task's {self._timeout(task):g} s ran out after {step - 1} steps")
+            kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages, "tools": TOOL_SPECS,
+                                      "timeout": min(remaining, self.config.request_timeout_s)}
+            if self.config.temperature is not None:
+                kwargs["temperature"] = self.config.temperature
+            try:
+                response = client.chat.completions.create(**kwargs)
+            except openai.APITimeoutError:
+                if self.clock() >= deadline:
+                    raise RunTimeout(f"timeout: the task's {self._timeout(task):g} s ran out during a model "
+                                     f"call at step {step}") from None
+                raise
+            if not response.choices:
+                raise RuntimeError(f"the model's response at step {step} has no choices")
+            message = response.choices[0].message
+            calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+                     for c in (message.tool_calls or []) if getattr(c, "function", None) is not None]
+            transcript.assistant(message.content, calls, reasoning=getattr(message, "reasoning_content", None),
+                                 usage=_usage_dict(response.usage),
+                                 stop_reason=None if calls else _stop_reason(response.choices[0].finish_reason))
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content}
+            if calls:
+                entry["tool_calls"] = [{"id": c["id"], "type": "function",
+                                        "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls]
+            messages.append(entry)
+            if not calls:
+                return step, "stop"
+            for call in calls:
+                result = workspace.call(call["name"], call["arguments"] or "{}")
+                transcript.tool_result(call["id"], call["name"], result.text, result.is_error)
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result.text})
+        return self.config.max_steps, "max_steps"
+
+
+def _usage_dict(usage: Any) -> dict[str, int]:
+    if usage is None:
+        return {}
+    details = getattr(usage, "prompt_tokens_details", None)
+    return {"prompt_tokens": usage.prompt_tokens or 0, "completion_tokens": usage.completion_tokens or 0,
+            "cached_tokens": (getattr(details, "cached_tokens", 0) or 0) if details else 0}
+
+
+def _stop_reason(finish: str | None) -> str:
+    return {"length": "length", "tool_calls": "toolUse"}.get(finish or "stop", "stop")
+
+
+def _message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return str(exc.message)
+
+
+def _stop(process: subprocess.Popen[bytes] | None) -> None:
+    if process is None:
+        return
+    import os
+
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def load_result(run_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
+    return data
