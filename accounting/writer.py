@@ -47,6 +47,7 @@ class StoreMeter:
         self._closing = False
         self._failing_since: float | None = None
         self._last_drop_warning = 0.0
+        self._opened = False
         self.dropped = 0
         self.written = 0
 
@@ -75,6 +76,7 @@ class StoreMeter:
         """Migrate the schema (fails with a clear message if the database is unreachable), replay a spill file,
         then launch the writer."""
         await asyncio.to_thread(self.store.open)
+        self._opened = True
         await asyncio.to_thread(self._replay_spill)
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
@@ -146,6 +148,9 @@ class StoreMeter:
             self.metrics.observe(built)
             self._unwritten.extend(built)
         try:
+            if not self._opened:  # closed without having been started: the schema may not exist yet
+                self.store.open()
+                self._opened = True
             while self._unwritten:
                 batch = [self._unwritten[i] for i in range(min(self._settings.batch_size, len(self._unwritten)))]
                 self.store.insert(batch)
