@@ -36,11 +36,18 @@ def safe_url(database_url: str) -> str:
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Python's sqlite3 would run DDL outside any transaction; let SQLAlchemy's begin() decide instead.
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.close()
+
+
+def _sqlite_begin(conn: Any) -> None:
+    """``BEGIN``, or ``BEGIN IMMEDIATE`` (a write lock up front) where a connection asks for it: migrations."""
+    conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
 
 
 def make_engine(database_url: str) -> Engine:
@@ -50,6 +57,7 @@ def make_engine(database_url: str) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False},
                                poolclass=StaticPool if memory else None)
         event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
     if url.get_backend_name() == "postgresql":
         return create_engine(url, pool_pre_ping=True, pool_size=2, max_overflow=2,

@@ -97,7 +97,7 @@ def migrate(engine: Engine, migrations: Sequence[Migration] = MIGRATIONS) -> lis
     versions = _version_table()
     applied: list[int] = []
     known = max((m.version for m in migrations), default=0)
-    with engine.begin() as conn:
+    with engine.connect().execution_options(sqlite_begin="BEGIN IMMEDIATE") as conn, conn.begin():
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
         versions.create(conn, checkfirst=True)

@@ -197,12 +197,16 @@ class StoreMeter:
         path = self._spill_path
         if path is None or not path.exists():
             return
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:  # another worker replayed it first
+            return
+        rows = [json.loads(line) for line in lines if line.strip()]
         try:
             for start in range(0, len(rows), self._settings.batch_size):
                 self.store.insert(rows[start:start + self._settings.batch_size])
         except Exception as exc:
             raise StoreUnavailable(f"{self.store.unavailable(exc)} (while writing {len(rows)} records saved in "
                                    f"{path})") from None
-        path.unlink()
+        path.unlink(missing_ok=True)
         log.warning("wrote %d usage records saved at the last shutdown from %s", len(rows), path)

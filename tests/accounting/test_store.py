@@ -121,3 +121,38 @@ def test_unsupported_or_invalid_urls_are_explained() -> None:
         make_engine("nonsense")
     with pytest.raises(StoreUnavailable, match="unsupported database"):
         make_engine("mysql://u:p@h/db")
+
+
+def test_a_failing_migration_rolls_back_its_ddl(database_url: str) -> None:
+    """DDL is transactional on both databases (SQLite's driver would otherwise autocommit it)."""
+    store = UsageStore.from_url(database_url)
+    store.open()
+
+    def broken(conn: object) -> None:
+        conn.execute(text("CREATE TABLE ecgw_half_done (x INTEGER)"))  # type: ignore[attr-defined]
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        migrate(store.engine, (*MIGRATIONS, Migration(2, "broken", broken)))
+    from sqlalchemy import inspect
+
+    with store.engine.connect() as conn:
+        assert not inspect(conn).has_table("ecgw_half_done")
+    store.dispose()
+
+
+def test_workers_starting_together_migrate_once(tmp_path: Path) -> None:
+    import concurrent.futures
+
+    url = f"sqlite:///{tmp_path / 'race.sqlite3'}"
+
+    def open_store(_: int) -> list[int]:
+        store = UsageStore.from_url(url)
+        try:
+            return store.open()
+        finally:
+            store.dispose()
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(open_store, range(8)))
+    assert sorted(v for r in results for v in r) == [1]
