@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from privacy.findings import Finding, resolve_overlaps
+from privacy.keyhints import KeyHintDetector
 from privacy.ner import EntityRecognizer
 from privacy.prose import prose_segments
 from privacy.settings import LayerSettings
@@ -27,10 +28,28 @@ class Target:
 
     text: str
     prose: bool = True
+    label: str | None = None  # the JSON key the value sits under, if any
 
 
 def _entity_pattern(value: str) -> re.Pattern[str]:
     return re.compile("|".join(_literal_pattern(form) for form in _escaped_forms(value)))
+
+
+_PROPAGATE = ("patterns", "keys")
+
+
+def _everywhere(text: str, findings: list[Finding]) -> list[Finding]:
+    """A name or address found once (after a label) is found wherever else it appears in the same text."""
+    extra: list[Finding] = []
+    for f in findings:
+        if f.layer in _PROPAGATE and f.type in ("PERSON", "LOCATION"):
+            start = text.find(f.value)
+            while start >= 0:
+                if start != f.start:
+                    extra.append(Finding(type=f.type, start=start, end=start + len(f.value), value=f.value,
+                                         layer=f.layer, key=f.key))
+                start = text.find(f.value, start + 1)
+    return findings + extra
 
 
 class LayeredDetector:
@@ -41,6 +60,7 @@ class LayeredDetector:
         self._patterns = patterns
         self._ner = ner if layers.ner else None
         self._max_segment_chars = max_segment_chars
+        self._keys = KeyHintDetector()
 
     def detect(self, targets: list[Target], units: UnitMatcher | None) -> list[list[Finding]]:
         """Findings per target, non-overlapping and sorted. Raises ``DetectionError``."""
@@ -60,9 +80,10 @@ class LayeredDetector:
                 found[i].extend(self._secrets.find(target.text))
             if self._layers.patterns:
                 found[i].extend(self._patterns.find(target.text))
+                found[i].extend(self._keys.find(target.text, target.label))
         if self._ner is not None:
             self._add_entities(targets, found)
-        return [resolve_overlaps(f) for f in found]
+        return [resolve_overlaps(_everywhere(target.text, f)) for target, f in zip(targets, found, strict=True)]
 
     def _add_entities(self, targets: list[Target], found: list[list[Finding]]) -> None:
         assert self._ner is not None

@@ -91,7 +91,7 @@ RULES: tuple[PatternRule, ...] = (
     PatternRule("DATE_OF_BIRTH", re.compile(r"(?i)(?:\bdob|date of birth|birth ?date|birthday|出生日期|生日)\s*[:：]?\s*"
                                             r"(\d{4}[\-/.年]\d{1,2}[\-/.月]\d{1,2}日?|\d{1,2}[\-/.]\d{1,2}[\-/.]\d{4})"),
                 group=1),
-    PatternRule("PERSON", re.compile(r"(?:姓名|联系人|客户姓名|收件人|收货人|负责人|患者|申请人|持卡人|户主)\s*[:：]\s*"
+    PatternRule("PERSON", re.compile(r"(?:姓名|联系人|客户姓名|收件人|发件人|寄件人|收货人|负责人|患者|申请人|持卡人|户主)\s*[:：]\s*"
                                      r"([" + _CJK + r"·]{2,5})"), group=1),
     PatternRule("LOCATION", re.compile(r"(?:地址|住址|家庭住址|收货地址|居住地)\s*[:：]\s*([^\s\"'，,;；|]{4,60})"), group=1),
     PatternRule("LOCATION", re.compile(r"(?i)\b(?:home |mailing |street |billing |shipping )?address\s*[:：]\s*"

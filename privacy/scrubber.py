@@ -111,7 +111,7 @@ def _leaves(value: Any, path: str, out: list[_Leaf]) -> None:
     for key, item in items:
         where = _path(path, key)
         if isinstance(item, str):
-            out.append(_Leaf(where, value, key, Target(item, prose=True)))
+            out.append(_Leaf(where, value, key, Target(item, prose=True, label=str(key) if isinstance(value, dict) else None)))
         elif isinstance(item, int | float) and not isinstance(item, bool) and abs(item) >= _NUMBER_MIN:
             out.append(_Leaf(where, value, key, Target(str(item), prose=False)))
         elif isinstance(item, dict | list):
