@@ -39,6 +39,8 @@ class PolicyChooser:
         # A client that names one of the configured models directly gets that side, unprotected by no policy.
         self._direct = {edge_model: "edge-only", cloud_model: "cloud-only"}
         self._experiments = experiments or ExperimentsSettings()
+        for name in registry.names:
+            registry.get(name)  # builds every policy now: bad knobs fail at startup, naming the key
         self._check_experiments()
 
     def _check_experiments(self) -> None:

@@ -82,3 +82,12 @@ def purposes(meter: MemoryMeter) -> list[tuple[str, str]]:
 
 def user(text: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": text}]
+
+
+def start_policy(start: Any, policy: str, knobs: dict[str, Any] | None = None, **overrides: Any) -> RunningGateway:
+    """A gateway whose default policy is ``policy``, with its own in-memory session state."""
+    settings: dict[str, Any] = {"policy": {"default": policy, "knobs": {policy: knobs or {}}},
+                                "sessions": {"store": "memory"}}
+    settings.update(overrides)
+    gw: RunningGateway = start(**settings)
+    return gw

@@ -11,14 +11,14 @@ import pytest
 
 from tests.conftest import RunningGateway
 from tests.fakes.model_server import ModelServer, Reply, ToolCall
-from tests.policies.helpers import TOOLS, ask, purposes, user
+from tests.policies.helpers import TOOLS, ask, purposes, start_policy, user
 
 CONFIDENT = {"Sure": 0.97, "Yes": 0.02, "OK": 0.01}  # H ≈ 0.15 nats
 UNSURE = {f"t{i}": 1.0 for i in range(20)}  # uniform over 20: H = ln 20 ≈ 3.0 nats
 
 
 def _gateway(start: Callable[..., RunningGateway], **knobs: Any) -> RunningGateway:
-    return start(policy={"default": "step-routing", "knobs": {"step-routing": knobs}})
+    return start_policy(start, "step-routing", knobs)
 
 
 @pytest.mark.parametrize("stream", [False, True])
