@@ -123,18 +123,22 @@ class PrivacyProtector:
         return PrivacyProtection(scrubbed, on_usage=on_usage)
 
     def _record(self, scrubbed: ScrubbedRequest, session_id: str, request_id: str, experiment: str | None) -> str:
+        """Enqueue the audit rows; they are built (hashes, JSON) on the writer thread, off the request path."""
         assert self._audit is not None and self._hasher is not None
         call_id = uuid.uuid4().hex
-        hasher = self._hasher
-        findings = [PrivacyFinding(call_id=call_id, session_id=session_id, type=a.finding.type,
-                                   layer=a.finding.layer, action=a.action, location=a.finding.location,
-                                   value_hash=hasher(a.finding.value), unit_id=a.finding.unit_id,
-                                   field=a.finding.field, dimension=a.finding.dimension)
-                    for a in scrubbed.applied]
-        call = PrivacyCall(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
-                           created_at=time.time(), body=body_json(scrubbed.body), findings=len(findings))
-        store = self._audit.store
-        self._audit.submit(lambda: store.write_call(call, findings))
+        hasher, store, created = self._hasher, self._audit.store, time.time()
+        applied, body = scrubbed.applied, dict(scrubbed.body)  # the upstream may set keys on the original
+
+        def write() -> None:
+            findings = [PrivacyFinding(call_id=call_id, session_id=session_id, type=a.finding.type,
+                                       layer=a.finding.layer, action=a.action, location=a.finding.location,
+                                       value_hash=hasher(a.finding.value), unit_id=a.finding.unit_id,
+                                       field=a.finding.field, dimension=a.finding.dimension) for a in applied]
+            call = PrivacyCall(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
+                               created_at=created, body=body_json(body), findings=len(findings))
+            store.write_call(call, findings)
+
+        self._audit.submit(write)
         return call_id
 
     async def register_units(self, session_id: str, document: UnitsDocument) -> list[Unit]:
