@@ -79,7 +79,7 @@ class AgentHarness:
         self.clock = clock
 
     def session_id(self, task: Task, run: int) -> str:
-        return f"{self.config.experiment}/{self.config.policy or 'default'}/{task.id}/run{run}"
+        return f"{self.config.experiment}:{self.config.policy or 'default'}:{task.id}:run{run}"
 
     # ------------------------------------------------------------------------------------------------------------
 

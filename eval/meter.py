@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import quote
 
 import httpx
@@ -67,21 +67,22 @@ class GatewaySessionMeter:
         response = self._client.get("/v1/usage", params={"by": "session", "format": "json"})
         if response.status_code >= 400:
             raise GatewayMeterError(f"reading usage failed: HTTP {response.status_code}: {response.text[:300]}")
-        rows: Sequence[dict[str, object]] = json.loads(response.text).get("data") or []
-        row = next((r for r in rows if r.get("group") == session_id), None)
-        if row is None:
+        rows: Sequence[dict[str, Any]] = json.loads(response.text).get("data") or []
+        found = next((r for r in rows if r.get("group") == session_id), None)
+        if found is None:
             return SessionUsage()
+        row: dict[str, Any] = found
 
         def count(key: str) -> int:
-            return int(row.get(key) or 0)  # type: ignore[union-attr, call-overload]
+            return int(row.get(key) or 0)
 
         raw, cache_read, cache_write = (count("cloud_raw_input_tokens"), count("cloud_cache_read_tokens"),
                                         count("cloud_cache_write_tokens"))
         return SessionUsage(
             cloud=CloudUsage(prompt=raw + cache_read + cache_write, cache_read=cache_read, cache_write=cache_write,
                              output=count("cloud_output_tokens")),
-            cloud_cost_usd=float(row.get("cloud_cost_usd") or 0.0),  # type: ignore[arg-type]
-            edge_flops=float(row.get("edge_pflops") or 0.0) * 1e15,  # type: ignore[arg-type]
+            cloud_cost_usd=float(row.get("cloud_cost_usd") or 0.0),
+            edge_flops=float(row.get("edge_pflops") or 0.0) * 1e15,
             flops_formula=str(row.get("flops_formula") or ""),
         )
 

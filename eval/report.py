@@ -24,7 +24,13 @@ DASH = "—"
 
 
 def _num(value: float | None, digits: int = 2) -> str:
-    return DASH if value is None else f"{value:.{digits}f}"
+    """Two decimals, as the paper prints; a small non-zero value keeps two significant digits instead of
+    printing as 0.00 (a small suite's cloud tokens are thousands, not millions)."""
+    if value is None:
+        return DASH
+    if value != 0 and abs(value) < 10 ** -digits:
+        return f"{value:.1e}"
+    return f"{value:.{digits}f}"
 
 
 def headers(summaries: Sequence[PolicySummary]) -> list[str]:
@@ -40,7 +46,7 @@ def row(summary: PolicySummary) -> list[str]:
         summary.policy,
         _num(summary.completion),
         _num(summary.pass_k),
-        f"{tokens.raw:.2f}/{tokens.cache_read:.2f}/{tokens.output:.2f}",
+        f"{_num(tokens.raw)}/{_num(tokens.cache_read)}/{_num(tokens.output)}",
         _num(summary.cost_usd),
         _num(summary.edge_pflops),
         _num(summary.privacy_exposure),
@@ -148,7 +154,8 @@ def completion_plot(summaries: Sequence[PolicySummary], axis: Axis, *, edge: str
     ax.set_ylabel("Completion (%)")
     ax.set_title(f"Completion vs {axis.label.split(' (')[0].lower()}")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="best")
     figure.tight_layout()
     return figure
 

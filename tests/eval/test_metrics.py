@@ -7,8 +7,21 @@ from typing import Any
 import pytest
 
 from eval.metrics import (
-    CloudUsage, Price, RunRecord, TokenTotals, UnitLeak, call_cost, cloud_cost, cloud_tokens, completion,
-    edge_pflops, exposure, pass_k, privacy, run_privacy, summarize,
+    CloudUsage,
+    Price,
+    RunRecord,
+    TokenTotals,
+    UnitLeak,
+    call_cost,
+    cloud_cost,
+    cloud_tokens,
+    completion,
+    edge_pflops,
+    exposure,
+    pass_k,
+    privacy,
+    run_privacy,
+    summarize,
 )
 
 TASKS = [f"t{i}" for i in range(128)]

@@ -4,7 +4,13 @@ from pathlib import Path
 
 from eval.metrics import PolicySummary, TokenTotals
 from eval.report import (
-    COST, EXPOSURE, beats_interpolation, completion_plot, html_table, markdown_table, write_report,
+    COST,
+    EXPOSURE,
+    beats_interpolation,
+    completion_plot,
+    html_table,
+    markdown_table,
+    write_report,
 )
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -37,6 +43,12 @@ def test_markdown_table_has_the_numbers() -> None:
     assert lines[5] == "| sketch | 46.32 | 14.06 | 0.07/0.00/0.03 | 0.58 | 148.45 | — |"
     assert "Edge FLOPs formula: 2·N_active·T." in text
     assert "step-routing 43.50" in text and "cloud-only 2" in text
+
+
+def test_small_values_do_not_print_as_zero() -> None:
+    small = summary("tiny", 50.0, 50.0, (0.000412, 0.0, 0.0000315), 0.00123, 0.0, 12.5)
+    assert markdown_table([small]).splitlines()[2] == (
+        "| tiny | 50.00 | 50.00 | 4.1e-04/0.00/3.1e-05 | 1.2e-03 | 0.00 | 12.50 |")
 
 
 def test_html_table_escapes_and_has_rows() -> None:

@@ -1,0 +1,137 @@
+"""``ecgw eval tasks|run|report`` — wired into the gateway's CLI through ``register(subparsers)``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from eval.tasks import TaskFormatError, load_tasks
+
+DEFAULT_GATEWAY = "http://127.0.0.1:4000"
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    try:
+        tasks = load_tasks(Path(args.dir))
+    except (TaskFormatError, FileNotFoundError) as exc:
+        print(f"ecgw eval tasks: {exc}", file=sys.stderr)
+        return 1
+    for task in tasks:
+        mark = "P" if task.privacy_annotated else "-"
+        print(f"{mark} {task.timeout_seconds:>5}s  {task.agent_category:<32} {task.id}")
+    print(f"{len(tasks)} tasks, {sum(t.privacy_annotated for t in tasks)} privacy-annotated")
+    return 0
+
+
+def _judge_env(args: argparse.Namespace) -> dict[str, str]:
+    env = {}
+    for name in ("OPENROUTER_BASE_URL", "OPENROUTER_API_KEY", "JUDGE_MODEL"):
+        value = getattr(args, name.lower(), None)
+        if value:
+            env[name] = value
+    return env
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from eval.grid import GridSpec, run_grid
+    from eval.harness import AgentHarness, HarnessConfig
+    from eval.meter import GatewaySessionMeter, NullSessionMeter, SessionMeter
+    from eval.report import markdown_table
+
+    try:
+        tasks = load_tasks(Path(args.suite))
+    except (TaskFormatError, FileNotFoundError) as exc:
+        print(f"ecgw eval run: {exc}", file=sys.stderr)
+        return 1
+    if args.tasks:
+        wanted = set(args.tasks.split(","))
+        tasks = [t for t in tasks if t.id in wanted]
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    if not policies or not tasks:
+        print("ecgw eval run: nothing to run (no policies or no tasks selected)", file=sys.stderr)
+        return 2
+    gateway = args.gateway_url.rstrip("/")
+    api_key = args.api_key or os.environ.get("ECGW_API_KEY") or "ecgw-eval"
+    meter: SessionMeter = NullSessionMeter() if args.no_metering else GatewaySessionMeter(gateway, api_key=api_key)
+
+    def harness_for(policy: str) -> AgentHarness:
+        config = HarnessConfig(base_url=gateway + "/v1", api_key=api_key, model=args.model, policy=policy,
+                               experiment=args.experiment, max_steps=args.max_steps,
+                               timeout_cap_s=args.timeout_cap, grader_env=_judge_env(args))
+        return AgentHarness(config, meter=meter)
+
+    spec = GridSpec(policies=policies, repeat=args.repeat, parallel=args.parallel, out=Path(args.out))
+    summaries = run_grid(spec, tasks, harness_for, suite=Path(args.suite), progress=not args.no_progress)
+    sys.stdout.write(markdown_table(summaries))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from eval.grid import MANIFEST, summarize_dir
+    from eval.report import write_report
+
+    out = Path(args.dir)
+    if not (out / MANIFEST).is_file():
+        print(f"ecgw eval report: {out} has no {MANIFEST}; run `ecgw eval run --out {out}` first", file=sys.stderr)
+        return 1
+    summaries = summarize_dir(out)
+    files = write_report(Path(args.to) if args.to else out, summaries, title=args.title, edge=args.edge_policy,
+                         cloud=args.cloud_policy)
+    print(files.markdown.read_text(encoding="utf-8"))
+    for path in (files.html, files.cost_plot, files.exposure_plot):
+        print(f"wrote {path}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("eval", help="run agent benchmarks through the gateway and report the paper's table")
+    commands = p.add_subparsers(dest="eval_command", required=True)
+
+    t = commands.add_parser("tasks", help="load and list a suite's task files (checks that every file parses)")
+    t.add_argument("dir", help="a suite directory (with tasks/) or a tasks directory")
+    t.set_defaults(func=cmd_tasks)
+
+    r = commands.add_parser("run", help="run every task under every policy, N times, through the gateway")
+    r.add_argument("--suite", required=True, help="suite directory (tasks/ and workspace/)")
+    r.add_argument("--policies", required=True, help="comma-separated policy names, e.g. edge-only,cloud-only")
+    r.add_argument("--repeat", type=int, default=3, help="runs per task (default 3, as Pass^3 needs)")
+    r.add_argument("--parallel", type=int, default=1, help="runs at the same time (default 1)")
+    r.add_argument("--out", required=True, help="output directory; finished runs there are skipped")
+    r.add_argument("--tasks", default=None, help="comma-separated task ids to run (default: all)")
+    r.add_argument("--gateway-url", default=DEFAULT_GATEWAY, help=f"gateway root URL (default {DEFAULT_GATEWAY})")
+    r.add_argument("--api-key", default=None, help="gateway key (default: $ECGW_API_KEY)")
+    r.add_argument("--model", default="ecgw", help="model name sent to the gateway")
+    r.add_argument("--experiment", default="eval", help="experiment name, part of every session id")
+    r.add_argument("--max-steps", type=int, default=40, help="agent steps per run (default 40)")
+    r.add_argument("--timeout-cap", type=float, default=None, help="cap on each task's timeout_seconds")
+    r.add_argument("--no-metering", action="store_true", help="don't read usage or register units at the gateway")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    for name in ("OPENROUTER_BASE_URL", "OPENROUTER_API_KEY", "JUDGE_MODEL"):
+        r.add_argument("--" + name.lower().replace("_", "-"), dest=name.lower(), default=os.environ.get(name),
+                       help=f"grader judge setting (default: ${name})")
+    r.set_defaults(func=cmd_run)
+
+    rep = commands.add_parser("report", help="the table (Markdown, HTML) and plots (PNG) of a run directory")
+    rep.add_argument("dir", help="the --out directory of `ecgw eval run`")
+    rep.add_argument("--to", default=None, help="where to write the report (default: the run directory)")
+    rep.add_argument("--title", default="ecgw evaluation")
+    rep.add_argument("--edge-policy", default="edge-only", help="left end of the interpolation line")
+    rep.add_argument("--cloud-policy", default="cloud-only", help="right end of the interpolation line")
+    rep.set_defaults(func=cmd_report)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m eval.cli ...`` until the gateway's CLI lists this module."""
+    parser = argparse.ArgumentParser(prog="ecgw")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,121 @@
+"""The experiment grid: every (policy, task, repeat) run once, in parallel, resumably; then a summary per policy.
+
+Layout under ``out``::
+
+    grid.json                                  the manifest: suite, policies, repeat, task ids
+    <policy>/<task id>/run<k>/result.json      one record per run (a finished run is skipped on resume)
+    <policy>/<task id>/run<k>/chat.jsonl       its transcript; workspace/ its files
+    <policy>/summary.json                      the policy's row of the table
+    summaries.json                             all rows
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from eval.harness import AgentHarness
+from eval.metrics import PolicySummary, Price, RunRecord, TokenTotals, summarize
+from eval.records import record_from_json
+from eval.tasks import Task
+
+MANIFEST = "grid.json"
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    policies: Sequence[str]
+    repeat: int = 3
+    parallel: int = 1
+    out: Path = Path("eval_out")
+
+
+def run_dir(out: Path, policy: str, task_id: str, run: int) -> Path:
+    return out / _safe(policy) / task_id / f"run{run}"
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _finished(path: Path) -> bool:
+    try:
+        record_from_json(json.loads((path / "result.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return True
+
+
+def run_grid(spec: GridSpec, tasks: Sequence[Task], harness_for: Callable[[str], AgentHarness], *,
+             suite: Path | None = None, progress: bool = True) -> list[PolicySummary]:
+    """Run what is missing, then summarise everything on disk. ``harness_for(policy)`` builds a policy's harness."""
+    spec.out.mkdir(parents=True, exist_ok=True)
+    manifest = {"suite": str(suite) if suite else None, "policies": list(spec.policies), "repeat": spec.repeat,
+                "task_ids": [t.id for t in tasks]}
+    (spec.out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    harnesses = {policy: harness_for(policy) for policy in spec.policies}
+    todo = [(policy, task, run) for policy in spec.policies for task in tasks for run in range(spec.repeat)
+            if not _finished(run_dir(spec.out, policy, task.id, run))]
+    bar = _progress(len(todo), progress)
+    with ThreadPoolExecutor(max_workers=max(spec.parallel, 1)) as pool:
+        futures = {pool.submit(harnesses[p].run, t, r, run_dir(spec.out, p, t.id, r)): (p, t.id, r)
+                   for p, t, r in todo}
+        for future in as_completed(futures):
+            future.result()  # the harness records failures itself; anything raised here is a bug worth seeing
+            bar(futures[future])
+    return summarize_dir(spec.out)
+
+
+def _progress(total: int, enabled: bool) -> Callable[[tuple[str, str, int]], None]:
+    if not enabled or total == 0:
+        return lambda item: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="run", desc="eval")
+
+    def step(item: tuple[str, str, int]) -> None:
+        bar.set_postfix_str(f"{item[0]} {item[1]} #{item[2]}", refresh=False)
+        bar.update(1)
+        if bar.n >= total:
+            bar.close()
+
+    return step
+
+
+def summarize_dir(out: Path, *, price: Price | None = None) -> list[PolicySummary]:
+    """Rebuild every policy's summary from the run records on disk and write ``summary.json`` files."""
+    manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    task_ids: list[str] = manifest["task_ids"]
+    runs = int(manifest["repeat"])
+    summaries = []
+    for policy in manifest["policies"]:
+        records: list[RunRecord] = []
+        formulas: set[str] = set()
+        for path in sorted((out / _safe(policy)).glob("*/run*/result.json")):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            record = record_from_json(data)
+            if record.task_id in task_ids and record.run < runs:
+                records.append(record)
+                if data.get("flops_formula"):
+                    formulas.add(str(data["flops_formula"]))
+        summary = summarize(policy, task_ids, records, runs=runs, price=price,
+                            flops_formula="; ".join(sorted(formulas)))
+        (out / _safe(policy)).mkdir(parents=True, exist_ok=True)
+        (out / _safe(policy) / "summary.json").write_text(json.dumps(summary_to_json(summary), indent=2) + "\n",
+                                                         encoding="utf-8")
+        summaries.append(summary)
+    (out / "summaries.json").write_text(json.dumps([summary_to_json(s) for s in summaries], indent=2) + "\n",
+                                        encoding="utf-8")
+    return summaries
+
+
+def summary_to_json(summary: PolicySummary) -> dict[str, Any]:
+    return asdict(summary)
+
+
+def summary_from_json(data: dict[str, Any]) -> PolicySummary:
+    return PolicySummary(**{**data, "tokens": TokenTotals(**data["tokens"])})
