@@ -6,11 +6,11 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
-from fastapi.exceptions import RequestValidationError
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from accounting.calls import Meter
 from accounting.endpoints import metrics_endpoint, usage_endpoint
@@ -25,7 +25,6 @@ from gateway.settings import Settings
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
 from privacy.factory import build_protector
 from privacy.protection import Protector
-from privacy.routes import units_endpoint
 from privacy.routes import units_endpoint
 from router.policies import builtin_policies
 from router.policy import PolicyRegistry
@@ -74,48 +73,43 @@ def build_services(
     )
 
 
-def create_app(settings: Settings, *, services: Services | None = None) -> FastAPI:
+def create_app(settings: Settings, *, services: Services | None = None) -> Starlette:
     services = services or build_services(settings)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await services.start()
         try:
             yield
         finally:
             await services.aclose()
 
-    app = FastAPI(title="edgecloud-gateway", lifespan=lifespan, docs_url=None, redoc_url=None)
-    app.state.services = services
-    # Plain Starlette routes: no per-request dependency solving on the hot path.
-    app.add_route("/v1/chat/completions", ChatCompletions(services).handle, methods=["POST"])
-    app.add_route("/chat/completions", ChatCompletions(services).handle, methods=["POST"])
-    app.add_route("/v1/models", list_models, methods=["GET"])
-    app.add_route("/healthz", healthz, methods=["GET"])
-    app.add_route("/readyz", readyz, methods=["GET"])
-    app.add_route("/v1/sessions/{session_id}/units", guarded(services, units_endpoint(services.protector)),
-                  methods=["PUT"])
-    app.add_route("/v1/sessions/{session_id}/units", guarded(services, units_endpoint(services.protector)),
-                  methods=["PUT"])
-    app.add_route("/v1/usage", guarded(services, usage_endpoint(services.meter)), methods=["GET"])
-    app.add_route("/metrics", metrics_endpoint(services.meter), methods=["GET"])
-
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> Response:
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
         message = {404: f"No route {request.url.path}; the gateway serves /v1/chat/completions and /v1/models.",
                    405: f"{request.method} is not allowed on {request.url.path}."}.get(exc.status_code,
                                                                                    str(exc.detail))
         return error_response(exc.status_code, message, "invalid_request_error")
 
-    @app.exception_handler(RequestValidationError)
-    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        return error_response(400, f"Invalid request: {exc.errors()}", "invalid_request_error")
-
-    @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error on %s", request.url.path, exc_info=exc)
         return error_response(500, "The gateway failed on this request; see its log.", "internal_error")
 
+    chat = ChatCompletions(services).handle
+    routes = [
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/chat/completions", chat, methods=["POST"]),
+        Route("/v1/models", list_models, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/v1/sessions/{session_id}/units", guarded(services, units_endpoint(services.protector)),
+              methods=["PUT"]),
+        Route("/v1/usage", guarded(services, usage_endpoint(services.meter)), methods=["GET"]),
+        Route("/metrics", metrics_endpoint(services.meter), methods=["GET"]),
+    ]
+    # Plain Starlette: the chat route is the hot path of every agent step, and FastAPI's extra per-request
+    # middleware (telemetry, body limit, exit stacks) buys nothing for raw-Request endpoints.
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={HTTPException: http_error, Exception: unexpected})
+    app.state.services = services
     return app
-
-
