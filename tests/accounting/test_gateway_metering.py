@@ -133,3 +133,21 @@ def test_metrics_endpoint(start_metered_gateway: Callable[..., MeteredGateway]) 
     assert 'ecgw_tokens_total{kind="output",model="openai/gpt-test",route="cloud",source="upstream"}' in text
     assert "ecgw_cost_usd_total" in text and "ecgw_upstream_latency_seconds_bucket" in text
     assert "ecgw_metering_buffered_records 0.0" in text and "ecgw_metering_dropped_records_total 0.0" in text
+
+
+def test_edge_stream_and_json_meter_the_same(start_metered_gateway: Callable[..., MeteredGateway],
+                                             edge: ModelServer) -> None:
+    gw = start_metered_gateway(accounting={"edge_models": EDGE_MODELS})
+    figures = []
+    for stream in (False, True):
+        edge.reset()
+        _ask(gw, _body("warm the prefix cache"))
+        [record] = _records(gw, _ask(gw, _body("now the real question", stream=stream)))
+        assert record["streamed"] is stream and record["usage_source"] == "upstream"
+        figures.append({k: record[k] for k in TOKEN_FIELDS})
+    assert figures[0] == figures[1] and figures[0]["cache_read_tokens"] >= 16
+
+
+def test_usage_endpoint_when_metering_is_off(gateway: Any) -> None:
+    response = httpx.get(gateway.base_url + "/usage")
+    assert response.status_code == 503 and "accounting.enabled" in response.json()["error"]["message"]
