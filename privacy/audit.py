@@ -98,21 +98,36 @@ def normalise_for_hash(value: str) -> str:
 
 
 class Hasher:
-    def __init__(self, key: bytes) -> None:
-        self._key = key
+    """HMAC-SHA256 of the normalised value; the key is given, or fetched on first use (e.g. from the database)."""
+
+    def __init__(self, key: bytes | Callable[[], bytes]) -> None:
+        self._key: bytes | None = key if isinstance(key, bytes) else None
+        self._load = None if isinstance(key, bytes) else key
 
     def __call__(self, value: str) -> str:
+        if self._key is None:
+            assert self._load is not None
+            self._key = self._load()
         return hmac.new(self._key, normalise_for_hash(value).encode(), hashlib.sha256).hexdigest()[:32]
 
 
 class AuditStore:
+    """Connects on first use (the writer thread), never at construction: a database that is down delays the
+    audit, not the gateway's start (the metering store reports it)."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        SQLModel.metadata.create_all(engine, tables=TABLES)
+        self._ready = False
+
+    def ensure(self) -> None:
+        if not self._ready:
+            SQLModel.metadata.create_all(self.engine, tables=TABLES)
+            self._ready = True
 
     def hash_key(self, configured: str | None) -> bytes:
         if configured:
             return configured.encode()
+        self.ensure()
         with Session(self.engine) as db:
             row = db.get(PrivacyKey, 1)
             if row is None:
@@ -127,12 +142,14 @@ class AuditStore:
             return row.key.encode()
 
     def write_call(self, call: PrivacyCall, findings: list[PrivacyFinding]) -> None:
+        self.ensure()
         with Session(self.engine) as db:
             db.add(call)
             db.add_all(findings)
             db.commit()
 
     def write_usage(self, call_id: str, usage: dict[str, Any]) -> None:
+        self.ensure()
         with Session(self.engine) as db:
             row = db.get(PrivacyCall, call_id)
             if row is None:
@@ -145,6 +162,7 @@ class AuditStore:
             db.commit()
 
     def write_units(self, session_id: str, units: list[PrivacyUnit]) -> None:
+        self.ensure()
         with Session(self.engine) as db:
             for old in db.exec(select(PrivacyUnit).where(PrivacyUnit.session_id == session_id)):
                 db.delete(old)

@@ -44,7 +44,8 @@ def build_privacy_protector(settings: PrivacySettings, *, database_url: str | No
     if settings.audit and database_url:
         store = AuditStore(make_engine(database_url))
         audit = AuditWriter(store)
-        hasher = Hasher(store.hash_key(settings.hash_key))
+        configured = settings.hash_key
+        hasher = Hasher(lambda: store.hash_key(configured))
     scrubber = Scrubber(detector or build_detector(settings), ActionTable(settings))
     return PrivacyProtector(settings, sessions=sessions, scrubber=scrubber,
                             units=UnitRegistry(sessions, settings.units_files), audit=audit, hasher=hasher)

@@ -53,7 +53,7 @@ class PresidioRecognizer:
             "models": [{"lang_code": "en", "model_name": self._settings.model_name}],
         })
         nlp_engine = provider.create_engine()
-        nlp = nlp_engine.nlp["en"]
+        nlp = nlp_engine.nlp["en"]  # type: ignore[attr-defined]
         keep = [name for name in ("tok2vec", "ner") if name in nlp.pipe_names]
         nlp.select_pipes(enable=keep)  # tagger, parser and lemmatizer add time and no entities
         registry = RecognizerRegistry(supported_languages=["en"])

