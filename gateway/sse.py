@@ -14,14 +14,29 @@ def encode(chunk: dict[str, Any]) -> bytes:
     return b"data: " + dumps(chunk) + b"\n\n"
 
 
-async def parse(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
+async def lines(pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """Complete lines from arbitrary byte pieces, however long a line is."""
+    buffer = b""
+    async for piece in pieces:
+        buffer += piece
+        while True:
+            end = buffer.find(b"\n")
+            if end < 0:
+                break
+            yield buffer[:end].rstrip(b"\r")
+            buffer = buffer[end + 1:]
+    if buffer:
+        yield buffer
+
+
+async def parse(source: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
     """Chunks from an upstream's SSE lines; stops at ``[DONE]``; an ``error`` event is yielded as is."""
-    async for line in lines:
-        if not line.startswith("data:"):
+    async for line in source:
+        if not line.startswith(b"data:"):
             continue
         data = line[5:].strip()
         if not data:
             continue
-        if data == "[DONE]":
+        if data == b"[DONE]":
             return
         yield loads(data)
