@@ -47,7 +47,7 @@ def ask(gw: RunningGateway, messages: list[dict[str, Any]], *, stream: bool, ses
     raw = client(gw).chat.completions.with_raw_response.create(stream=stream, **kwargs)
     hdrs = {k.lower(): v for k, v in raw.headers.items()}
     if not stream:
-        done = raw.parse()
+        done: Any = raw.parse()
         choice = done.choices[0]
         calls = [(c.function.name, c.function.arguments) for c in choice.message.tool_calls or ()]
         return Answer(choice.message.content, calls, choice.finish_reason, hdrs, done.usage)
@@ -56,7 +56,8 @@ def ask(gw: RunningGateway, messages: list[dict[str, Any]], *, stream: bool, ses
     finish = None
     usage = None
     chunks = []
-    for chunk in raw.parse():
+    parsed: Any = raw.parse()
+    for chunk in parsed:
         chunks.append(chunk)
         if chunk.usage:
             usage = chunk.usage

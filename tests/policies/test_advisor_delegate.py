@@ -66,7 +66,9 @@ def test_advisor_called_once(start_gateway: Callable[..., RunningGateway], edge:
 def test_advisor_called_several_times_up_to_max(start_gateway: Callable[..., RunningGateway], edge: ModelServer,
                                                 cloud: ModelServer, stream: bool) -> None:
     gw = _advisor(start_gateway, max_consults=2)
-    ask_call = lambda q: Reply(None, tool_calls=[ToolCall("ask_cloud_advisor", json.dumps({"question": q}))])  # noqa: E731
+    def ask_call(question: str) -> Reply:
+        return Reply(None, tool_calls=[ToolCall("ask_cloud_advisor", json.dumps({"question": question}))])
+
     edge.script(ask_call("one"), ask_call("two"), Reply(None, tool_calls=[ToolCall("write_file", '{"path": "x"}')]))
     cloud.script(Reply("advice one"), Reply("advice two"))
     answer = ask(gw, user("task"), stream=stream, tools=TOOLS)
