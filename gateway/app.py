@@ -102,7 +102,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
-        Route("/v1/sessions/{session_id}/units", guarded(services, units_endpoint(services.protector)),
+        Route("/v1/sessions/{session_id:path}/units", guarded(services, units_endpoint(services.protector)),
               methods=["PUT"]),
         Route("/v1/usage", guarded(services, usage_endpoint(services.meter)), methods=["GET"]),
         Route("/metrics", metrics_endpoint(services.meter), methods=["GET"]),

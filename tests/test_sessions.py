@@ -82,3 +82,12 @@ def test_store_choice_follows_worker_count(tmp_path):
     assert isinstance(build_session_store(one), MemorySessionStore)
     many = load_settings(None, server={"workers": 2}, sessions={"sqlite_path": str(tmp_path / "s.sqlite3")})
     assert isinstance(build_session_store(many), SQLiteSessionStore)
+
+
+def test_session_ids_with_slashes_work_for_units(gateway):
+    response = httpx.put(gateway.base_url + "/sessions/exp:advisor/task-7/run-1/units",
+                         json={"items": [{"entity_id": "u1", "name": "card", "sensitive_fields": [
+                             {"field": "card", "value": "4111 1111 1111 1111", "dimension": "financial",
+                              "weight": 1.0}]}]})
+    assert response.status_code == 200
+    assert response.json()["session_id"] == "exp:advisor/task-7/run-1"
