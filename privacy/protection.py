@@ -26,7 +26,8 @@ class Protection(Protocol):
 class Protector(Protocol):
     """Raises ``router.errors.PrivacyUnavailable``-like errors when it cannot protect (fail closed)."""
 
-    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str) -> Protection: ...
+    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
+                      experiment: str | None = None) -> Protection: ...
 
 
 class _PassThroughRestorer:
@@ -51,5 +52,6 @@ class _PassThroughProtection:
 class PassThroughProtector:
     """Sends the body unchanged. Only for `privacy.enabled: false`; every cloud call still passes here."""
 
-    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str) -> Protection:
+    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
+                      experiment: str | None = None) -> Protection:
         return _PassThroughProtection(body)

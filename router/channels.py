@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from accounting.calls import Meter, UpstreamCall
-from privacy.protection import Protector
+from privacy.protection import Protection, Protector
 from router.errors import UpstreamError
 from router.step import CallContext, RouteTracker
 
@@ -173,17 +173,18 @@ class CloudChannel(_MeteredChannel):
         super().__init__(upstream, meter, context, route)
         self._protector = protector
 
+    async def _protect(self, body: dict[str, Any]) -> Protection:
+        ctx = self._context
+        return await self._protector.protect(body, session_id=ctx.session_id, request_id=ctx.request_id,
+                                             experiment=ctx.experiment)
+
     async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
-        protection = await self._protector.protect(
-            body, session_id=self._context.session_id, request_id=self._context.request_id
-        )
+        protection = await self._protect(body)
         response = await self._complete(protection.body, purpose)
         return protection.restore(response)
 
     async def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]:
-        protection = await self._protector.protect(
-            body, session_id=self._context.session_id, request_id=self._context.request_id
-        )
+        protection = await self._protect(body)
         restorer = protection.stream_restorer()
         async for chunk in self._stream(protection.body, purpose):
             for out in restorer.feed(chunk):

@@ -20,7 +20,8 @@ class CanaryProtector:
     def __init__(self) -> None:
         self.protected: list[dict[str, Any]] = []
 
-    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str) -> Protection:
+    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
+                      experiment: str | None = None) -> Protection:
         import json
 
         scrubbed = json.loads(json.dumps(body).replace(CANARY, "[SECRET_001]"))
@@ -29,7 +30,8 @@ class CanaryProtector:
 
 
 class BrokenProtector:
-    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str) -> Protection:
+    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
+                      experiment: str | None = None) -> Protection:
         raise PrivacyUnavailable("detector 'secrets' crashed")
 
 
