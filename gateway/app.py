@@ -21,11 +21,11 @@ from gateway.offline import prepare_offline_environment
 from gateway.policy_choice import PolicyChooser
 from gateway.service import ManagedUpstream, Services
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
-from gateway.settings import Settings
+from gateway.settings import ConfigError, Settings
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
 from privacy.factory import build_protector
 from privacy.protection import Protector
-from privacy.routes import units_endpoint
+from privacy.routes import session_privacy_endpoint, units_endpoint
 from router.policies import builtin_policies
 from router.policy import PolicyRegistry
 from router.step import SessionStateStore
@@ -43,6 +43,18 @@ def build_session_store(settings: Settings) -> SessionStateStore:
     return MemorySessionStore()
 
 
+def build_router(settings: Settings) -> tuple[PolicyRegistry, PolicyChooser]:
+    """Every policy built with its knobs and every experiment arm checked; cheap (no litellm), so ``ecgw serve``
+    also calls it before it starts workers. A bad value raises ``ConfigError`` naming the key."""
+    registry = PolicyRegistry(builtin_policies(), settings.policy.knobs)
+    try:
+        chooser = PolicyChooser(registry, settings.policy.default, edge_model=settings.edge.model,
+                                cloud_model=settings.cloud.model, experiments=settings.experiments)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return registry, chooser
+
+
 def build_services(
     settings: Settings,
     *,
@@ -57,15 +69,14 @@ def build_services(
         from gateway.upstreams.cloud import LiteLLMUpstream  # imports litellm: once, here
 
         cloud = LiteLLMUpstream(settings.cloud)
-    registry = PolicyRegistry(builtin_policies(), settings.policy.knobs)
+    registry, chooser = build_router(settings)
     sessions = sessions or build_session_store(settings)
     return Services(
         settings=settings,
         edge=edge or OpenAIHTTPUpstream(settings.edge),
         cloud=cloud,
         policies=registry,
-        chooser=PolicyChooser(registry, settings.policy.default, edge_model=settings.edge.model,
-                              cloud_model=settings.cloud.model, experiments=settings.experiments),
+        chooser=chooser,
         protector=protector or build_protector(settings.privacy, database_url=settings.database_url,
                                                sessions=sessions),
         meter=meter or build_meter(settings.accounting, database_url=settings.database_url),
@@ -104,6 +115,8 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         Route("/readyz", readyz, methods=["GET"]),
         Route("/v1/sessions/{session_id:path}/units", guarded(services, units_endpoint(services.protector)),
               methods=["PUT"]),
+        Route("/v1/sessions/{session_id:path}/privacy",
+              guarded(services, session_privacy_endpoint(services.protector)), methods=["GET"]),
         Route("/v1/usage", guarded(services, usage_endpoint(services.meter)), methods=["GET"]),
         Route("/metrics", metrics_endpoint(services.meter), methods=["GET"]),
     ]

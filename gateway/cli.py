@@ -40,6 +40,9 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     settings = _settings_from(args)
+    from gateway.app import build_router
+
+    build_router(settings)  # policies and experiments: fail here, once, not in every worker
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     workers = settings.server.worker_count
     if workers > 1:
