@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.errors import ClientError
+from gateway.settings import ConfigError
 from router.experiments import Assignment, ExperimentsSettings, arm_of, assign
 from router.policy import PolicyRegistry
 from router.step import SessionState
@@ -33,30 +34,33 @@ class PolicyChooser:
     def __init__(self, registry: PolicyRegistry, default: str, *, edge_model: str, cloud_model: str,
                  experiments: ExperimentsSettings | None = None) -> None:
         if default not in registry:
-            raise ValueError(f"policy.default is {default!r}; expected one of {', '.join(registry.names)}")
+            raise ConfigError(f"policy.default is {default!r}; expected one of {', '.join(registry.names)}")
         self._registry = registry
         self._default = default
         # A client that names one of the configured models directly gets that side, unprotected by no policy.
         self._direct = {edge_model: "edge-only", cloud_model: "cloud-only"}
         self._experiments = experiments or ExperimentsSettings()
         for name in registry.names:
-            registry.get(name)  # builds every policy now: bad knobs fail at startup, naming the key
+            try:
+                registry.get(name)  # builds every policy now: bad knobs fail at startup, naming the key
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
         self._check_experiments()
 
     def _check_experiments(self) -> None:
-        """Every arm names a known policy with valid knob overrides (fails at startup, naming the key)."""
+        """Every arm names a known policy with valid knob overrides (``ConfigError`` at startup, naming the key)."""
         for name, experiment in self._experiments.definitions.items():
             for arm_name, arm in experiment.arms.items():
                 where = f"experiments.definitions.{name}.arms.{arm_name}"
                 if arm.policy not in self._registry:
-                    raise ValueError(f"{where}.policy is {arm.policy!r}; expected one of "
+                    raise ConfigError(f"{where}.policy is {arm.policy!r}; expected one of "
                                      f"{', '.join(self._registry.names)}")
                 checker = getattr(self._registry.get(arm.policy), "check_overrides", None)
                 if arm.knobs and checker is not None:
                     try:
                         checker(arm.knobs)
                     except ValueError as exc:
-                        raise ValueError(f"{where}.knobs: {exc}") from None
+                        raise ConfigError(f"{where}.knobs: {exc}") from None
 
     def _check(self, name: str, where: str) -> str:
         if name not in self._registry:

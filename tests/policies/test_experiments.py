@@ -8,6 +8,7 @@ from typing import Any
 import openai
 import pytest
 
+from gateway.settings import ConfigError
 from router.experiments import ExperimentSettings, assign
 from tests.conftest import RunningGateway
 from tests.fakes.model_server import ModelServer
@@ -100,8 +101,8 @@ def test_unknown_arm_is_a_client_error(start_gateway: Callable[..., RunningGatew
 def test_bad_arm_config_fails_at_startup(start_gateway: Callable[..., RunningGateway]) -> None:
     bad = {"active": None, "definitions": {"e": {"arms": {"a": {"policy": "step-routing",
                                                                 "knobs": {"tau": "high"}}}}}}
-    with pytest.raises(ValueError, match=r"experiments.definitions.e.arms.a.knobs.*tau"):
+    with pytest.raises(ConfigError, match=r"experiments.definitions.e.arms.a.knobs.*tau"):
         start_gateway(experiments=bad)
     unknown = {"active": None, "definitions": {"e": {"arms": {"a": {"policy": "nope"}}}}}
-    with pytest.raises(ValueError, match="nope"):
+    with pytest.raises(ConfigError, match="nope"):
         start_gateway(experiments=unknown)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from gateway.settings import ConfigError
 from tests.conftest import RunningGateway
 from tests.fakes.model_server import ModelServer, Reply
 from tests.policies.helpers import TOOLS, ask, purposes, start_policy, user
@@ -109,7 +110,7 @@ def test_table_scorer(start_gateway: Callable[..., RunningGateway], edge: ModelS
 
 
 def test_table_scorer_missing_file_fails_at_startup(start_gateway: Callable[..., RunningGateway]) -> None:
-    with pytest.raises(ValueError, match="table_path"):
+    with pytest.raises(ConfigError, match="table_path"):
         _start(start_gateway, "task-routing", scorer="table", table_path="/nonexistent/routes.json")
 
 
@@ -170,5 +171,5 @@ def test_random_matched_takes_the_matched_arms_rate() -> None:
     assert policy.probability(policy.knobs.default) == 0.42
     unmeasured = RandomMatched({"p": 0.1, "match": {"experiment": "e", "arm": "other"}}, cloud_rates=lambda e, a: None)
     assert unmeasured.probability(unmeasured.knobs.default) == 0.1
-    with pytest.raises(ValueError, match="p"):
+    with pytest.raises(ValueError, match="set p"):
         RandomMatchedKnobs.model_validate({})
