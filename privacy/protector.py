@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import time
 import uuid
@@ -13,6 +14,7 @@ from privacy.detector import DetectionError
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
 from privacy.protection import Protection, StreamRestorer
 from privacy.registry import UnitRegistry
+from privacy.report import session_exposure
 from privacy.restore import Restorer
 from privacy.scrubber import Applied, DetectionCache, Scrubber, ScrubResult, prepare
 from privacy.settings import PrivacySettings
@@ -158,6 +160,24 @@ class PrivacyProtector:
             store.write_units(session_id, rows)
 
         self._audit.submit(write)
+
+    async def session_exposure(self, session_id: str) -> dict[str, Any] | None:
+        """The session's per-unit exposure from the audit (``privacy.report.session_exposure``), read on the audit
+        writer's thread after every write this process queued before it; None when the audit is off."""
+        if self._audit is None:
+            return None
+        store = self._audit.store
+        done: concurrent.futures.Future[dict[str, Any]] = concurrent.futures.Future()
+
+        def read() -> None:
+            try:
+                store.ensure()
+                done.set_result(session_exposure(store.engine, session_id))
+            except Exception as exc:  # handed to the caller; the writer must not retry a read
+                done.set_exception(exc)
+
+        self._audit.submit(read)
+        return await asyncio.wrap_future(done)
 
     async def start(self) -> None:
         if self._audit is not None and self.units.file_units():

@@ -74,6 +74,24 @@ def session_report(engine: Engine, session_id: str) -> dict[str, Any]:
     }
 
 
+EXPOSURE_FORMULA = ("exposure = 100 − privacy × 100; privacy = 1 − Σ w·leak / Σ w over the session's listed units; "
+                    "leak = 1 when the unit's raw value reached the cloud")
+
+
+def session_exposure(engine: Engine, session_id: str) -> dict[str, Any]:
+    """``session_report`` plus what a benchmark harness needs per unit: ``leak`` (1.0 when the raw value reached the
+    cloud, else 0.0), and the session's ``privacy`` (1 − Σ w·leak / Σ w) and ``exposure_pct`` (100 − privacy × 100);
+    both None when the session has no listed units."""
+    report = session_report(engine, session_id)
+    for unit in report["units"]:
+        unit["leak"] = 1.0 if unit["status"] == "exposed" else 0.0
+    known = report["units_known"] > 0
+    report["privacy"] = 1 - report["exposure"] if known else None
+    report["exposure_pct"] = 100 * report["exposure"] if known else None
+    report["formula"] = EXPOSURE_FORMULA
+    return report
+
+
 def benchmark_export(engine: Engine, session_ids: list[str]) -> list[dict[str, Any]]:
     """Lines in the benchmark's ``cloud_assistant_audit.jsonl`` schema: what each cloud call carried."""
     with Session(engine) as db:

@@ -40,3 +40,22 @@ def units_endpoint(protector: Any) -> Callable[[Request], Awaitable[Response]]:
                              "unit_ids": [u.unit_id for u in units]})
 
     return put_units
+
+
+def session_privacy_endpoint(protector: Any) -> Callable[[Request], Awaitable[Response]]:
+    """``GET /v1/sessions/{session_id}/privacy``: the session's per-unit exposure from the audit (what reached the
+    cloud raw vs protected), for harnesses that talk to the gateway over HTTP only."""
+
+    async def get_privacy(request: Request) -> Response:
+        read = getattr(protector, "session_exposure", None)
+        if read is None:
+            return _error(409, "Privacy protection is disabled (privacy.enabled: false), so nothing is audited.",
+                          "privacy_disabled")
+        session_id = request.path_params["session_id"]
+        report = await read(session_id)
+        if report is None:
+            return _error(409, "The privacy audit is off (privacy.audit: false); turn it on to measure exposure.",
+                          "audit_disabled")
+        return JSONResponse(report)
+
+    return get_privacy
