@@ -107,3 +107,20 @@ def test_ab_reads_the_metering_store(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["ab", "--experiment", "e", "--database-url", url]) == 0
     out = capsys.readouterr().out
     assert "| a | 1 | 2 | 0.500 | 1 | 10 | 5 | 2 | 0.0100 |" in out
+
+
+def test_arm_rates_are_cached_for_their_ttl() -> None:
+    from router.rates import ArmRates
+
+    now = [0.0]
+    reads: list[tuple[str, str]] = []
+
+    def rows_of(experiment: str, arm: str) -> list[dict[str, object]]:
+        reads.append((experiment, arm))
+        return [r for r in ROWS if r["arm"] == arm]
+
+    rates = ArmRates(rows_of, ttl_s=60, clock=lambda: now[0])
+    assert rates("e", "a") == 0.5 and rates("e", "a") == 0.5 and reads == [("e", "a")]
+    now[0] = 61.0
+    assert rates("e", "a") == 0.5 and len(reads) == 2
+    assert rates("e", "nobody") is None
