@@ -44,11 +44,17 @@ class RandomMatched:
     name: ClassVar[str] = "random-matched"
 
     def __init__(self, knobs: Mapping[str, Any] | None = None, *, cloud_rates: CloudRateSource | None = None) -> None:
-        self.knobs = KnobBook(self.name, RandomMatchedKnobs, knobs if knobs else {"p": 0.5})
         self._rates = cloud_rates
+        self.knobs = KnobBook(self.name, RandomMatchedKnobs, knobs if knobs else {"p": 0.5})
+        self._check(self.knobs.default)
+
+    def _check(self, knobs: RandomMatchedKnobs) -> None:
+        if knobs.match is not None and knobs.p is None and self._rates is None:
+            raise ValueError("policy.knobs.random-matched.match: no measured rates are wired into this gateway; "
+                             "set p as well (used until a rate is measured)")
 
     def check_overrides(self, overrides: Mapping[str, Any]) -> None:
-        self.knobs.check(overrides)
+        self._check(self.knobs.for_step(overrides))
 
     def probability(self, knobs: RandomMatchedKnobs) -> float:
         if knobs.match is not None and self._rates is not None:

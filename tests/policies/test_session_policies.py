@@ -173,3 +173,10 @@ def test_random_matched_takes_the_matched_arms_rate() -> None:
     assert unmeasured.probability(unmeasured.knobs.default) == 0.1
     with pytest.raises(ValueError, match="set p"):
         RandomMatchedKnobs.model_validate({})
+
+
+def test_random_matched_match_without_rates_needs_p() -> None:
+    from router.policies.random_matched import RandomMatched
+
+    with pytest.raises(ValueError, match="set p as well"):
+        RandomMatched({"match": {"experiment": "e", "arm": "a"}})
