@@ -134,7 +134,7 @@ class AgentHarness:
         record = RunRecord(task_id=task.id, run=run, overall_score=0.0 if error else score, error=error,
                            cloud=usage.cloud, cloud_cost_usd=usage.cloud_cost_usd, edge_flops=usage.edge_flops,
                            leaks=usage.leaks)
-        extra.update(grade_details=dict(details), flops_formula=usage.flops_formula,
+        extra.update(grade_details=dict(details), flops_formula=usage.flops_formula, privacy=usage.privacy,
                      wall_s=round(self.clock() - started, 3), transcript=str(transcript_path))
         save_run(run_dir / "result.json", record, extra)
         return record

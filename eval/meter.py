@@ -1,6 +1,6 @@
 """What the harness learns from the gateway about one session: registering its sensitivity units beforehand, and
-its cloud tokens, cost and edge FLOPs afterwards — over HTTP only (``PUT /v1/sessions/{id}/units``,
-``GET /v1/usage?by=session``)."""
+its cloud tokens, cost, edge FLOPs and per-unit privacy exposure afterwards — over HTTP only
+(``PUT /v1/sessions/{id}/units``, ``GET /v1/usage?by=session``, ``GET /v1/sessions/{id}/privacy``)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ class SessionUsage:
     cloud_cost_usd: float = 0.0
     edge_flops: float = 0.0
     flops_formula: str = ""
-    leaks: tuple[UnitLeak, ...] | None = None
+    leaks: tuple[UnitLeak, ...] | None = None  # per listed unit: 1.0 when its raw value reached the cloud
+    privacy: dict[str, Any] | None = None  # the gateway's summary: cloud calls, units known/exposed/protected
 
 
 class SessionMeter(Protocol):
@@ -69,8 +70,9 @@ class GatewaySessionMeter:
             raise GatewayMeterError(f"reading usage failed: HTTP {response.status_code}: {response.text[:300]}")
         rows: Sequence[dict[str, Any]] = json.loads(response.text).get("data") or []
         found = next((r for r in rows if r.get("group") == session_id), None)
-        if found is None:
-            return SessionUsage()
+        if found is None:  # no model call was metered; the audit may still know the session's units
+            leaks, privacy = self.session_privacy(session_id)
+            return SessionUsage(leaks=leaks, privacy=privacy)
         row: dict[str, Any] = found
 
         def count(key: str) -> int:
@@ -78,13 +80,34 @@ class GatewaySessionMeter:
 
         raw, cache_read, cache_write = (count("cloud_raw_input_tokens"), count("cloud_cache_read_tokens"),
                                         count("cloud_cache_write_tokens"))
+        leaks, privacy = self.session_privacy(session_id)
         return SessionUsage(
             cloud=CloudUsage(prompt=raw + cache_read + cache_write, cache_read=cache_read, cache_write=cache_write,
                              output=count("cloud_output_tokens")),
             cloud_cost_usd=float(row.get("cloud_cost_usd") or 0.0),
             edge_flops=float(row.get("edge_pflops") or 0.0) * 1e15,
             flops_formula=str(row.get("flops_formula") or ""),
+            leaks=leaks,
+            privacy=privacy,
         )
+
+    def session_privacy(self, session_id: str) -> tuple[tuple[UnitLeak, ...] | None, dict[str, Any] | None]:
+        """Per-unit leaks from the gateway's audit (deterministic: leak = 1 when the raw value reached the cloud),
+        and its summary; ``(None, None)`` when the gateway does not audit (privacy or its audit switched off)."""
+        response = self._client.get(f"/v1/sessions/{quote(session_id, safe='')}/privacy")
+        if response.status_code in (404, 409):
+            return None, None
+        if response.status_code >= 400:
+            raise GatewayMeterError(f"reading privacy exposure for {session_id} failed: HTTP "
+                                    f"{response.status_code}: {response.text[:300]}")
+        report: dict[str, Any] = response.json()
+        units = report.get("units") or []
+        leaks = tuple(UnitLeak(float(u.get("weight") or 0.0), float(u.get("leak") or 0.0), str(u.get("unit_id", "")))
+                      for u in units)
+        summary = {key: report.get(key) for key in ("cloud_calls", "units_known", "units_exposed", "units_protected",
+                                                    "exposure_pct")}
+        summary["exposed"] = sorted(str(u.get("unit_id")) for u in units if u.get("leak"))
+        return (leaks if leaks else None), summary
 
     def close(self) -> None:
         self._client.close()
