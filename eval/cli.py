@@ -61,7 +61,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     def harness_for(policy: str) -> AgentHarness:
         config = HarnessConfig(base_url=gateway + "/v1", api_key=api_key, model=args.model, policy=policy,
                                experiment=args.experiment, max_steps=args.max_steps,
-                               timeout_cap_s=args.timeout_cap, grader_env=_judge_env(args))
+                               timeout_cap_s=args.timeout_cap, grader_env=_judge_env(args),
+                               temperature=args.temperature, max_tokens=args.max_tokens)
         return AgentHarness(config, meter=meter)
 
     spec = GridSpec(policies=policies, repeat=args.repeat, parallel=args.parallel, out=Path(args.out))
@@ -108,6 +109,8 @@ def register(subparsers: Any) -> None:
     r.add_argument("--experiment", default="eval", help="experiment name, part of every session id")
     r.add_argument("--max-steps", type=int, default=40, help="agent steps per run (default 40)")
     r.add_argument("--timeout-cap", type=float, default=None, help="cap on each task's timeout_seconds")
+    r.add_argument("--max-tokens", type=int, default=None, help="max_tokens of every model call (default: unset)")
+    r.add_argument("--temperature", type=float, default=None, help="temperature of every model call (default: unset)")
     r.add_argument("--no-metering", action="store_true", help="don't read usage or register units at the gateway")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     for name in ("OPENROUTER_BASE_URL", "OPENROUTER_API_KEY", "JUDGE_MODEL"):

@@ -53,6 +53,7 @@ class HarnessConfig:
     grader_timeout_s: float = 300.0
     grader_env: Mapping[str, str] = field(default_factory=dict)  # the judge endpoint, PATH, …
     temperature: float | None = None
+    max_tokens: int | None = None  # per model call; None: the gateway's / model's default
 
 
 class RunTimeout(Exception):
@@ -184,6 +185,8 @@ class AgentHarness:
                                       "timeout": min(remaining, self.config.request_timeout_s)}
             if self.config.temperature is not None:
                 kwargs["temperature"] = self.config.temperature
+            if self.config.max_tokens is not None:
+                kwargs["max_tokens"] = self.config.max_tokens
             try:
                 response = client.chat.completions.create(**kwargs)
             except openai.APITimeoutError:
