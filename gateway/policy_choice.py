@@ -108,30 +108,32 @@ class PolicyChooser:
                      session: SessionState) -> PolicyDecision:
         """An explicit choice wins and becomes the session's; otherwise the session keeps what it had."""
         name = self.explicit(headers, body)
+        forced = None if name is not None else self.forced_arm(headers)
+        sticky = await session.get(STICKY_KEY)
+        stored = await session.get(ARM_KEY)
         if name is not None:
-            await self._remember(session, name, None)
-            return PolicyDecision(name)
-        assignment = self.forced_arm(headers)
-        if assignment is None:
-            assignment = self._stored_arm(await session.get(ARM_KEY))
-            if assignment is None:
-                sticky = await session.get(STICKY_KEY)
-                if isinstance(sticky, str) and sticky in self._registry:
-                    return PolicyDecision(sticky)
-                active = self._experiments.active
-                if active is None:
-                    await self._remember(session, self._default, None)
-                    return PolicyDecision(self._default)
-                assignment = assign(active, self._experiments.definitions[active], session.session_id)
-        await self._remember(session, assignment.policy, assignment)
-        return PolicyDecision(assignment.policy, assignment.experiment, assignment.arm, assignment.knobs)
-
-    async def _remember(self, session: SessionState, policy: str, assignment: Assignment | None) -> None:
-        if await session.get(STICKY_KEY) != policy:
-            await session.set(STICKY_KEY, policy)
-        arm = None if assignment is None else {"experiment": assignment.experiment, "arm": assignment.arm}
-        if await session.get(ARM_KEY) != arm:
+            decision = PolicyDecision(name)
+        elif forced is not None:
+            decision = self._of(forced)
+        elif (kept := self._stored_arm(stored)) is not None:
+            decision = self._of(kept)
+        elif isinstance(sticky, str) and sticky in self._registry:
+            return PolicyDecision(sticky)
+        elif self._experiments.active is not None:
+            active = self._experiments.active
+            decision = self._of(assign(active, self._experiments.definitions[active], session.session_id))
+        else:
+            decision = PolicyDecision(self._default)
+        if sticky != decision.policy:
+            await session.set(STICKY_KEY, decision.policy)
+        arm = None if decision.arm is None else {"experiment": decision.experiment, "arm": decision.arm}
+        if stored != arm:
             await session.set(ARM_KEY, arm)
+        return decision
+
+    @staticmethod
+    def _of(assignment: Assignment) -> PolicyDecision:
+        return PolicyDecision(assignment.policy, assignment.experiment, assignment.arm, assignment.knobs)
 
     async def choose(self, headers: Mapping[str, str], body: Mapping[str, Any], session: SessionState) -> str:
         return (await self.decide(headers, body, session)).policy

@@ -44,6 +44,12 @@ class Composer:
         self._head: dict[str, Any] | None = None
         self._role_sent = False
         self._usage: dict[str, Any] = {}
+        self._text_sent = False
+        self._turn_text = False
+
+    def begin_turn(self) -> None:
+        """A new upstream turn starts: its text is set off from the earlier turns' text by a blank line."""
+        self._turn_text = False
 
     def _base(self, chunk: Mapping[str, Any]) -> dict[str, Any]:
         if self._head is None:
@@ -67,6 +73,11 @@ class Composer:
                     if delta.get("content") == "":
                         delta.pop("content")
                 self._role_sent = True
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                if self._text_sent and not self._turn_text:
+                    delta["content"] = "\n\n" + text
+                self._text_sent = self._turn_text = True
             if not delta and not choice.get("logprobs"):
                 continue
             choices.append({"index": choice.get("index", 0), "delta": delta,
@@ -127,6 +138,7 @@ class Turn:
                 slot["function"]["arguments"] += function["arguments"]
 
     async def relay(self, chunks: AsyncIterator[dict[str, Any]], composer: Composer) -> AsyncIterator[dict[str, Any]]:
+        composer.begin_turn()
         async for chunk in chunks:
             stripped_choices = []
             for choice in chunk.get("choices") or ():

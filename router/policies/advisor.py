@@ -30,6 +30,8 @@ ADVISOR_PROMPT = ("You advise a smaller agent model that is working on a task wi
                   "transcript, then answer its question with concrete, actionable advice in at most {words} "
                   "words: what to do next and what to watch out for. Do not call tools.")
 
+STATE_KEY = "advisor"
+
 LIMIT_REACHED = "The advisor cannot be consulted again in this step; continue on your own."
 
 
@@ -159,6 +161,11 @@ class Advisor:
                     reason = "stop"
                 for chunk in composer.finish("tool_calls" if client_calls else reason):
                     yield chunk
+                if consults:
+                    state = dict(await step.session.get(STATE_KEY) or {})
+                    state["consults"] = int(state.get("consults") or 0) + consults
+                    state["steps_with_advice"] = int(state.get("steps_with_advice") or 0) + 1
+                    await step.session.set(STATE_KEY, state)
                 return
             # Resolve the advisor first; client tool calls of the same message are dropped and re-asked.
             answered = [{**c, "id": call_id(c)} for c in asked]

@@ -168,3 +168,16 @@ def test_tool_choice_none_injects_nothing(start_gateway: Callable[..., RunningGa
     gw = _delegate(start_gateway)
     ask(gw, user("x"), stream=False, tools=TOOLS, tool_choice="none")
     assert _names(edge.requests[0]["tools"]) == ["read_file", "write_file"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_text_of_successive_turns_is_set_apart(start_gateway: Callable[..., RunningGateway], edge: ModelServer,
+                                               cloud: ModelServer, stream: bool) -> None:
+    gw = _advisor(start_gateway)
+    edge.script(Reply("Let me check.", tool_calls=[ToolCall("ask_cloud_advisor", "{}")]), Reply("Done."))
+    cloud.script(Reply("advice"))
+    answer = ask(gw, user("task"), stream=stream, tools=TOOLS)
+    assert answer.content == "Let me check.\n\nDone."
+    import asyncio
+
+    assert asyncio.run(gw.services.sessions.get("s1", "advisor")) == {"consults": 1, "steps_with_advice": 1}
