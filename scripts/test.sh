@@ -7,9 +7,15 @@ port_free() { "$VENV_PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.
 VENV_PY=.venv/bin/python
 
 PG_DIR=""
+VLLM_PORT=""
+VLLM_STARTER=""
+VLLM_LOG=""
 cleanup() {
   scripts/llama.sh stop || true
   if [ -n "$PG_DIR" ]; then scripts/postgres.sh stop "$PG_DIR" || true; fi
+  if [ -n "$VLLM_STARTER" ]; then kill -- "-$VLLM_STARTER" 2>/dev/null || true; fi
+  if [ -n "$VLLM_PORT" ]; then scripts/vllm.sh stop "$VLLM_PORT" || true; fi
+  if [ -n "$VLLM_LOG" ]; then rm -f "$VLLM_LOG" "$VLLM_LOG.failed"; fi
 }
 trap cleanup EXIT
 
@@ -21,5 +27,16 @@ export ECGW_TEST_LLAMA_URL="http://127.0.0.1:$LLAMA_PORT/v1"
 PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ecgw-pg.XXXXXX")
 ECGW_TEST_POSTGRES_URL=$(scripts/postgres.sh start "$(port_free)" "$PG_DIR")
 export ECGW_TEST_POSTGRES_URL
+
+# The real vLLM edge for tests/real (installed once into ~/.cache/ecgw): it needs about a minute to start, so it
+# starts in the background while the rest of the suite runs; tests/real/helpers.py waits for it.
+VLLM_PORT=$(port_free)
+VLLM_LOG=$(mktemp "${TMPDIR:-/tmp}/ecgw-vllm.XXXXXX")
+setsid bash -c 'scripts/vllm.sh start "$1" >"$2" 2>&1 || touch "$2.failed"' _ "$VLLM_PORT" "$VLLM_LOG" &
+VLLM_STARTER=$!
+export ECGW_TEST_VLLM_URL="http://127.0.0.1:$VLLM_PORT/v1" ECGW_TEST_VLLM_LOG="$VLLM_LOG"
+
+# The real OpenClaw agent and its Node (installed once into ~/.cache/ecgw): exports ECGW_TEST_OPENCLAW/_NODE_BIN.
+if OPENCLAW_ENV=$(scripts/openclaw.sh env); then eval "$OPENCLAW_ENV"; else echo "OpenClaw is not available" >&2; fi
 
 .venv/bin/python -m pytest -q "$@"

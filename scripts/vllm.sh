@@ -56,7 +56,7 @@ start() {
       >"$log" 2>&1 </dev/null &
   echo $! >"$(pidfile "$port")"
   local pid; pid=$(cat "$(pidfile "$port")")
-  for _ in $(seq 1 600); do
+  for _ in $(seq 1 960); do
     if curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1; then
       echo "vLLM $VLLM_VERSION ready on 127.0.0.1:$port (pid $pid, model $MODEL_NAME)" >&2
       return 0
@@ -66,7 +66,7 @@ start() {
     fi
     sleep 0.5
   done
-  echo "vLLM not ready after 300 s; log: $log" >&2
+  echo "vLLM not ready after 480 s; log follows" >&2; tail -50 "$log" >&2
   stop "$port"
   return 1
 }
@@ -79,7 +79,7 @@ stop() {
   kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
   for _ in $(seq 1 100); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.1; done
   kill -KILL -- "-$pid" 2>/dev/null || true
-  rm -f "$file"
+  rm -f "$file" "$(logfile "$port")"
 }
 
 case "${1:-}" in
