@@ -37,7 +37,8 @@ def build_session_store(settings: Settings) -> SessionStateStore:
     """In memory for one worker; a shared SQLite file as soon as several workers may serve one session."""
     store = settings.sessions.store
     if store == "auto":
-        store = "memory" if settings.server.worker_count == 1 else "sqlite"
+        # `ecgw serve` sets server.workers in every worker it starts; an app built in-process is one worker.
+        store = "sqlite" if (settings.server.workers or 1) > 1 else "memory"
     if store == "sqlite":
         return SQLiteSessionStore(settings.sessions.sqlite_path)
     return MemorySessionStore()

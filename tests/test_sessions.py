@@ -80,6 +80,8 @@ def test_store_choice_follows_worker_count(tmp_path):
 
     one = load_settings(None, server={"workers": 1})
     assert isinstance(build_session_store(one), MemorySessionStore)
+    in_process = load_settings(None)  # an app built in-process (tests, embedding) is one worker
+    assert isinstance(build_session_store(in_process), MemorySessionStore)
     many = load_settings(None, server={"workers": 2}, sessions={"sqlite_path": str(tmp_path / "s.sqlite3")})
     assert isinstance(build_session_store(many), SQLiteSessionStore)
 
