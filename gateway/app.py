@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -15,6 +16,7 @@ from starlette.routing import Route
 from accounting.calls import Meter
 from accounting.endpoints import metrics_endpoint, usage_endpoint
 from accounting.factory import build_meter
+from accounting.store import UsageStore
 from gateway.api import ChatCompletions, guarded, healthz, list_models, readyz
 from gateway.errors import error_response
 from gateway.offline import prepare_offline_environment
@@ -27,6 +29,8 @@ from privacy.factory import build_protector
 from privacy.protection import Protector
 from privacy.routes import session_privacy_endpoint, units_endpoint
 from router.policies import builtin_policies
+from router.policies.random_matched import CloudRateSource
+from router.rates import ArmRates
 from router.policy import PolicyRegistry
 from router.step import SessionStateStore
 
@@ -44,10 +48,29 @@ def build_session_store(settings: Settings) -> SessionStateStore:
     return MemorySessionStore()
 
 
-def build_router(settings: Settings) -> tuple[PolicyRegistry, PolicyChooser]:
+def measured_rates(meter: Meter) -> CloudRateSource | None:
+    """Arms' measured cloud-call rates from the metering store, for ``random-matched``'s ``match`` knob (read at
+    most once a minute per arm). None when metering keeps no store; a failed read falls back to the knob's p."""
+    store = getattr(meter, "store", None)
+    if not isinstance(store, UsageStore):
+        return None
+
+    def rows_of(experiment: str, arm: str) -> list[dict[str, Any]]:
+        try:
+            return store.rows(experiment=experiment, arm=arm)
+        except Exception:  # a metering database that cannot be read must not fail the step
+            log.warning("cannot read measured rates for %s/%s; random-matched uses its p", experiment, arm,
+                        exc_info=True)
+            return []
+
+    return ArmRates(rows_of)
+
+
+def build_router(settings: Settings, *, cloud_rates: CloudRateSource | None = None
+                 ) -> tuple[PolicyRegistry, PolicyChooser]:
     """Every policy built with its knobs and every experiment arm checked; cheap (no litellm), so ``ecgw serve``
     also calls it before it starts workers. A bad value raises ``ConfigError`` naming the key."""
-    registry = PolicyRegistry(builtin_policies(), settings.policy.knobs)
+    registry = PolicyRegistry(builtin_policies(cloud_rates=cloud_rates), settings.policy.knobs)
     try:
         chooser = PolicyChooser(registry, settings.policy.default, edge_model=settings.edge.model,
                                 cloud_model=settings.cloud.model, experiments=settings.experiments)
@@ -70,7 +93,8 @@ def build_services(
         from gateway.upstreams.cloud import LiteLLMUpstream  # imports litellm: once, here
 
         cloud = LiteLLMUpstream(settings.cloud)
-    registry, chooser = build_router(settings)
+    meter = meter or build_meter(settings.accounting, database_url=settings.database_url)
+    registry, chooser = build_router(settings, cloud_rates=measured_rates(meter))
     sessions = sessions or build_session_store(settings)
     return Services(
         settings=settings,
@@ -80,7 +104,7 @@ def build_services(
         chooser=chooser,
         protector=protector or build_protector(settings.privacy, database_url=settings.database_url,
                                                sessions=sessions),
-        meter=meter or build_meter(settings.accounting, database_url=settings.database_url),
+        meter=meter,
         sessions=sessions,
     )
 
