@@ -1,4 +1,4 @@
-"""``ecgw eval tasks|run|report`` — wired into the gateway's CLI through ``register(subparsers)``."""
+"""``ecgw eval tasks|run|acebench|report`` — wired into the gateway's CLI through ``register(subparsers)``."""
 
 from __future__ import annotations
 
@@ -88,6 +88,57 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_acebench(args: argparse.Namespace) -> int:
+    import re
+
+    from eval.acebench import AceBenchAdapter, session_id
+    from eval.grid import run_dir, summarize_dir
+    from eval.meter import GatewaySessionMeter, NullSessionMeter, SessionMeter
+    from eval.report import markdown_table
+
+    root = Path(args.acebench_dir)
+    if not (root / "eval" / "run_batch.py").is_file() and not (args.join_only or args.dry_run):
+        print(f"ecgw eval acebench: {root} has no eval/run_batch.py; pass the benchmark's checkout "
+              "(git clone https://github.com/OpenBMB/AceBench)", file=sys.stderr)
+        return 1
+    try:
+        tasks = load_tasks(root)
+    except (TaskFormatError, FileNotFoundError) as exc:
+        print(f"ecgw eval acebench: {exc}", file=sys.stderr)
+        return 1
+    if args.tasks:
+        wanted = set(args.tasks.split(","))
+        tasks = [t for t in tasks if t.id in wanted]
+    if args.task_filter:
+        pattern = re.compile(args.task_filter)
+        tasks = [t for t in tasks if pattern.search(t.path.name)]
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    if not policies or not tasks:
+        print("ecgw eval acebench: nothing to run (no policies or no tasks selected)", file=sys.stderr)
+        return 2
+    gateway = args.gateway_url.rstrip("/")
+    api_key = args.api_key or os.environ.get("ECGW_API_KEY")
+    meter: SessionMeter = NullSessionMeter() if args.dry_run else GatewaySessionMeter(gateway, api_key=api_key)
+    container = (args.container_gateway_url or gateway).rstrip("/")
+    adapter = AceBenchAdapter(root, meter, container if container.endswith("/v1") else container + "/v1",
+                              experiment=args.experiment, api_key=api_key, python=args.python,
+                              extra_args=tuple(args.run_batch_arg or ()), context_window=args.context_window,
+                              max_tokens=args.max_tokens)
+    out = Path(args.out)
+    if args.dry_run:
+        for policy in policies:
+            for task in tasks:
+                for run in range(args.repeat):
+                    _, _, command = adapter.prepare(task, run, policy, out)
+                    print(f"# {session_id(args.experiment, policy, task.id, run)} "
+                          f"({run_dir(out, policy, task.id, run)}/models.json)")
+                    print(" ".join(command))
+        return 0
+    adapter.run_grid(tasks, policies, repeat=args.repeat, out=out, parallel=args.parallel, join_only=args.join_only)
+    sys.stdout.write(markdown_table(summarize_dir(out)))
+    return 0
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("eval", help="run agent benchmarks through the gateway and report the paper's table")
     commands = p.add_subparsers(dest="eval_command", required=True)
@@ -117,6 +168,34 @@ def register(subparsers: Any) -> None:
         r.add_argument("--" + name.lower().replace("_", "-"), dest=name.lower(), default=os.environ.get(name),
                        help=f"grader judge setting (default: ${name})")
     r.set_defaults(func=cmd_run)
+
+    a = commands.add_parser("acebench", help="run the benchmark's official harness (Docker + OpenClaw) with the "
+                                             "gateway as its only model, then join the gateway's metering and audit")
+    a.add_argument("--acebench-dir", required=True, help="the benchmark's checkout (eval/run_batch.py, tasks/, "
+                                                         "workspace/ from its separate download)")
+    a.add_argument("--policies", required=True, help="comma-separated policy names; each is the model ecgw/<policy>")
+    a.add_argument("--out", required=True, help="output directory (the same layout as `ecgw eval run`)")
+    a.add_argument("--repeat", type=int, default=3, help="runs per task (default 3)")
+    a.add_argument("--parallel", type=int, default=1, help="run_batch.py processes at the same time (default 1)")
+    a.add_argument("--tasks", default=None, help="comma-separated task ids (default: all)")
+    a.add_argument("--task-filter", default=None, help="regex on task file names, e.g. 'task_9_|task_10_'")
+    a.add_argument("--gateway-url", default=DEFAULT_GATEWAY, help=f"gateway root URL for metering and units "
+                                                                  f"(default {DEFAULT_GATEWAY})")
+    a.add_argument("--container-gateway-url", default=None,
+                   help="the gateway as the task containers reach it, e.g. http://172.17.0.1:4000 "
+                        "(default: --gateway-url)")
+    a.add_argument("--api-key", default=None, help="gateway key (default: $ECGW_API_KEY); given to run_batch.py as "
+                                                   "$MY_PROXY_API_KEY, never written into the models config")
+    a.add_argument("--experiment", default="acebench", help="experiment name, part of every session id")
+    a.add_argument("--python", default=sys.executable, help="python that runs run_batch.py (the benchmark's venv)")
+    a.add_argument("--run-batch-arg", action="append", default=None,
+                   help="extra argument for run_batch.py (repeatable), e.g. --run-batch-arg=--privacy-judge-mode=off")
+    a.add_argument("--context-window", type=int, default=None, help="contextWindow of the model in OpenClaw's config")
+    a.add_argument("--max-tokens", type=int, default=None, help="maxTokens of the model in OpenClaw's config")
+    a.add_argument("--dry-run", action="store_true", help="write the models configs and print the commands only")
+    a.add_argument("--join-only", action="store_true",
+                   help="don't run; re-join benchmark outputs already under --out with the gateway's figures")
+    a.set_defaults(func=cmd_acebench)
 
     rep = commands.add_parser("report", help="the table (Markdown, HTML) and plots (PNG) of a run directory")
     rep.add_argument("dir", help="the --out directory of `ecgw eval run`")
