@@ -121,9 +121,12 @@ class StoreMeter:
             self._wake.clear()
             if self._closing:
                 return
-            if await self._flush_once():
-                delay = self._settings.retry_initial_s
-                continue
+            try:
+                if await self._flush_once():
+                    delay = self._settings.retry_initial_s
+                    continue
+            except Exception:  # never let the writer die: records would pile up unseen
+                log.exception("metering writer failed; retrying")
             try:  # back off, but wake at once for shutdown
                 await asyncio.wait_for(self._wake.wait(), timeout=delay)
             except TimeoutError:

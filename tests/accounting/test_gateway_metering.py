@@ -107,8 +107,10 @@ def test_failed_upstream_calls_are_recorded(start_metered_gateway: Callable[...,
     assert record["status"] >= 500 and record["usage_source"] == "none" and record["output_tokens"] == 0
 
 
-def test_usage_endpoint_needs_a_key_and_groups(start_metered_gateway: Callable[..., MeteredGateway]) -> None:
-    gw = start_metered_gateway(server={"api_keys": ["sk-test"]}, accounting={"edge_models": EDGE_MODELS})
+def test_usage_endpoint_needs_a_key_and_groups(start_metered_gateway: Callable[..., MeteredGateway],
+                                               database_url: str) -> None:
+    gw = start_metered_gateway(server={"api_keys": ["sk-test"]}, accounting={"edge_models": EDGE_MODELS},
+                               database_url=database_url)
     _ask(gw, _body("one"), authorization="Bearer sk-test", **{"x-session-id": "a"})
     _ask(gw, _body("two"), authorization="Bearer sk-test", **{"x-session-id": "b"})
     assert httpx.get(gw.base_url + "/usage").status_code == 401
