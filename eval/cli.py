@@ -62,7 +62,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = HarnessConfig(base_url=gateway + "/v1", api_key=api_key, model=args.model, policy=policy,
                                experiment=args.experiment, max_steps=args.max_steps,
                                timeout_cap_s=args.timeout_cap, grader_env=_judge_env(args),
-                               temperature=args.temperature, max_tokens=args.max_tokens)
+                               temperature=args.temperature, max_tokens=args.max_tokens,
+                               isolation=args.isolation)
         return AgentHarness(config, meter=meter)
 
     spec = GridSpec(policies=policies, repeat=args.repeat, parallel=args.parallel, out=Path(args.out))
@@ -162,6 +163,9 @@ def register(subparsers: Any) -> None:
     r.add_argument("--timeout-cap", type=float, default=None, help="cap on each task's timeout_seconds")
     r.add_argument("--max-tokens", type=int, default=None, help="max_tokens of every model call (default: unset)")
     r.add_argument("--temperature", type=float, default=None, help="temperature of every model call (default: unset)")
+    r.add_argument("--isolation", choices=["auto", "namespace", "rewrite"], default="auto",
+                   help="per-run workspace at /tmp_workspace: a mount namespace per run (needs root/CAP_SYS_ADMIN), "
+                        "or rewriting /tmp_workspace to the run's directory; auto picks the first that works")
     r.add_argument("--no-metering", action="store_true", help="don't read usage or register units at the gateway")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     for name in ("OPENROUTER_BASE_URL", "OPENROUTER_API_KEY", "JUDGE_MODEL"):

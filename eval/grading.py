@@ -12,7 +12,7 @@ import json
 import math
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,11 +43,14 @@ class GradeOutcome:
 
 def run_grader(source: str, *, workspace_path: str, transcript: Sequence[Mapping[str, Any]] = (),
                timeout_s: float = 300.0, env: Mapping[str, str] | None = None, cwd: Path | None = None,
-               python: str = sys.executable, filename: str = "<grade>") -> GradeOutcome:
+               python: str = sys.executable, filename: str = "<grade>",
+               wrap: Callable[[list[str]], list[str]] | None = None) -> GradeOutcome:
+    """``wrap`` turns the grader's command into one that runs inside the run's mount namespace."""
     payload = json.dumps({"source": source, "filename": filename,
                           "kwargs": {"transcript": list(transcript), "workspace_path": workspace_path}})
+    argv = [python, "-c", _RUNNER]
     try:
-        done = subprocess.run([python, "-c", _RUNNER], input=payload.encode(), capture_output=True,
+        done = subprocess.run(wrap(argv) if wrap else argv, input=payload.encode(), capture_output=True,
                               timeout=timeout_s, env=dict(env) if env is not None else None, cwd=cwd)
     except subprocess.TimeoutExpired:
         return GradeOutcome(0.0, error=f"grader timed out after {timeout_s:g} s")

@@ -5,11 +5,12 @@ Every run has its own session id, sent as ``X-Session-Id`` on every model call (
 ``X-ECGW-Policy``). A crash, a model error, a timeout or a grader error is recorded as a score of 0 with the
 reason — never a lost run.
 
-Isolation: this version runs the workspace as an ordinary directory and rewrites ``/tmp_workspace`` in tool
-paths and commands to it (``eval.tools.Workspace``), so parallel runs never share files. Graders get the real
-directory as ``workspace_path``; graders that hard-code ``/tmp_workspace`` (most of AceBench's) need the
-workspace mounted there, i.e. a private mount namespace per run (``unshare --mount`` + bind mount) or the
-official Docker harness.
+Isolation (``eval.isolation``): where mount namespaces work (root or CAP_SYS_ADMIN), each run's workspace is
+bind-mounted at ``/tmp_workspace`` in a namespace of its own, and the agent's commands, the warm-up and the
+grader run there, so parallel runs never see each other and nothing is rewritten. Elsewhere the fallback keeps
+the workspace an ordinary directory and rewrites ``/tmp_workspace`` in tool paths, commands and warm-up lines to
+it; graders then get the real directory as ``workspace_path`` (graders that hard-code ``/tmp_workspace`` need a
+namespace or the official Docker harness). The record says which was used, and why not namespaces.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ from typing import Any
 import openai
 
 from eval.grading import run_grader
+from eval.isolation import Isolation, Mode, PathRewriting, choose
 from eval.meter import NullSessionMeter, SessionMeter, SessionUsage
 from eval.metrics import RunRecord
 from eval.records import save_run
 from eval.tasks import Task
-from eval.tools import DEFAULT_ALIAS, TOOL_SPECS, Workspace
+from eval.tools import DEFAULT_ALIAS, TOOL_SPECS, Workspace, Wrap
 from eval.transcript import Transcript
 
 SYSTEM_PROMPT = (
@@ -54,6 +56,7 @@ class HarnessConfig:
     grader_env: Mapping[str, str] = field(default_factory=dict)  # the judge endpoint, PATH, …
     temperature: float | None = None
     max_tokens: int | None = None  # per model call; None: the gateway's / model's default
+    isolation: Mode = "auto"  # auto: a mount namespace per run when possible, else path rewriting
 
 
 class RunTimeout(Exception):
@@ -100,12 +103,16 @@ class AgentHarness:
         score = 0.0
         details: Mapping[str, Any] = {}
         warmup: subprocess.Popen[bytes] | None = None
+        isolation: Isolation = PathRewriting()
         try:
+            isolation, why = choose(self.config.isolation)
+            extra.update(isolation=isolation.name, isolation_note=why)
             if not source.is_dir():
                 raise FileNotFoundError(f"workspace not found at {source} (AceBench's workspaces are a separate "
                                         "download; pass its directory)")
             shutil.copytree(source, root, ignore=shutil.ignore_patterns("gt"))
-            workspace = Workspace(root, exec_timeout_s=min(120.0, self._timeout(task)))
+            workspace = Workspace(root, exec_timeout_s=min(120.0, self._timeout(task)),
+                                  wrap=_wrapper(isolation, root))
             units = source / "gt" / "sensitive_items.json"
             if units.is_file():
                 self.meter.register_units(session_id, units)
@@ -127,9 +134,11 @@ class AgentHarness:
         if error is None:
             if (source / "gt").is_dir():
                 shutil.copytree(source / "gt", root / "gt", dirs_exist_ok=True)
-            outcome = run_grader(task.grade_source, workspace_path=str(root), transcript=transcript.entries,
-                                 timeout_s=self.config.grader_timeout_s, env=self._grader_env(),
-                                 cwd=run_dir, filename=str(task.path))
+            wrap = _wrapper(isolation, root)
+            outcome = run_grader(task.grade_source, workspace_path=DEFAULT_ALIAS if wrap else str(root),
+                                 transcript=transcript.entries, timeout_s=self.config.grader_timeout_s,
+                                 env=self._grader_env(), cwd=run_dir, filename=str(task.path),
+                                 wrap=(lambda argv: wrap(argv, str(run_dir.resolve()))) if wrap else None)
             score, details, error = outcome.score, outcome.details, outcome.error
         usage = self._usage(session_id)
         record = RunRecord(task_id=task.id, run=run, overall_score=0.0 if error else score, error=error,
@@ -161,7 +170,7 @@ class AgentHarness:
         if not task.warmup_commands:
             return None
         with (run_dir / "warmup.log").open("wb") as log:
-            process = subprocess.Popen(["bash", "-c", workspace.translate(task.warmup)], cwd=workspace.root,
+            process = subprocess.Popen(workspace.shell(task.warmup), cwd=workspace.root,
                                        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        start_new_session=True, env=workspace.env)
         try:
@@ -214,6 +223,14 @@ class AgentHarness:
                 transcript.tool_result(call["id"], call["name"], result.text, result.is_error)
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": result.text})
         return self.config.max_steps, "max_steps"
+
+
+def _wrapper(isolation: Isolation, root: Path) -> Wrap | None:
+    """Commands of this run inside its mount namespace, or None for the path-rewriting fallback."""
+    if isinstance(isolation, PathRewriting):
+        return None
+    resolved = root.resolve()
+    return lambda argv, cwd: isolation.wrap(argv, root=resolved, cwd=cwd)
 
 
 def _usage_dict(usage: Any) -> dict[str, int]:

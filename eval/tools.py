@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_ALIAS = "/tmp_workspace"
+Wrap = Callable[[list[str], str], list[str]]  # (argv, working directory as the run sees it) → argv to execute
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
 LS_LIMIT = 500
@@ -88,11 +89,15 @@ class Workspace:
     """One run's workspace: ``root`` on disk, known to the agent as ``alias``."""
 
     def __init__(self, root: Path, *, alias: str = DEFAULT_ALIAS, exec_timeout_s: float = 120.0,
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None, wrap: Wrap | None = None) -> None:
+        """``wrap(argv, cwd)``: run commands in the run's mount namespace, where the workspace *is* at ``alias``
+        (``eval.isolation``); commands are then not rewritten. Without it every ``alias`` in a command is
+        rewritten to ``root`` (the fallback)."""
         self.root = root.resolve()
         self.alias = alias.rstrip("/")
         self.exec_timeout_s = exec_timeout_s
         self.env = dict(os.environ if env is None else env)
+        self.wrap = wrap
         self._tools: dict[str, Callable[[Mapping[str, Any]], str]] = {
             "read": self.read, "write": self.write, "edit": self.edit, "exec": self.exec, "ls": self.ls}
 
@@ -112,6 +117,12 @@ class Workspace:
 
     def shown(self, path: Path) -> str:
         return self.alias + str(path)[len(str(self.root)):] if self.translated else str(path)
+
+    def shell(self, command: str, cwd: Path | None = None) -> list[str]:
+        """``bash -c command`` as this run executes it: inside its namespace, or with the alias rewritten."""
+        if self.wrap is None:
+            return ["bash", "-c", self.translate(command)]
+        return self.wrap(["bash", "-c", command], self.shown(cwd or self.root))
 
     # the tools ---------------------------------------------------------------------------------------------
 
@@ -179,12 +190,12 @@ class Workspace:
         return f"Successfully replaced text in {self.shown(path)}."
 
     def exec(self, args: Mapping[str, Any]) -> str:
-        command = self.translate(str(_first(args, "command", "cmd")))
+        command = str(_first(args, "command", "cmd"))
         workdir_arg = _first(args, "workdir", "cwd", required=False)
         workdir = self.resolve(str(workdir_arg)) if workdir_arg else self.root
         timeout = float(_first(args, "timeout", required=False) or self.exec_timeout_s)
         try:
-            done = subprocess.run(["bash", "-c", command], cwd=workdir, env=self.env, capture_output=True,
+            done = subprocess.run(self.shell(command, workdir), cwd=workdir, env=self.env, capture_output=True,
                                   timeout=timeout, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise ToolError(f"Command timed out after {timeout:g} seconds") from None
