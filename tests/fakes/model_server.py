@@ -4,6 +4,13 @@ It speaks the real wire format (JSON and SSE, tool-call deltas with index/id/nam
 top_logprobs, reasoning_content, a final usage chunk when ``stream_options.include_usage``), keeps an
 actual prefix cache of earlier prompts so ``cached_tokens`` is computed, not invented, and records every
 request body it receives. Tests script replies with ``Reply`` objects; unscripted requests get a default.
+
+``dialect="vllm"`` adds what a real vLLM (0.32, checked in tests/real/test_vllm.py) does differently from the
+plain shape: ``finish_reason`` on the last content chunk (no separate empty chunk), the sampled token listed
+first in ``top_logprobs`` (then the most likely others, k in all, so not sorted), tool-call deltas with
+``content: null``, a first tool-call delta without ``arguments``, ids ``chatcmpl-tool-…``, ``content: ""``
+next to tool calls, ``reasoning`` instead of ``reasoning_content``, ``created_cache_tokens`` in the usage
+details, and the null fields it always sends (``refusal``, ``stop_reason``, ``token_ids`` …).
 """
 
 from __future__ import annotations
@@ -70,13 +77,16 @@ class Reply:
 
 
 class ModelServer:
-    """``ModelServer(name, usage_style="openai"|"deepseek")``; ``.app`` is the ASGI app."""
+    """``ModelServer(name, usage_style="openai"|"deepseek", dialect="plain"|"vllm")``; ``.app`` is the ASGI app."""
 
     def __init__(self, name: str = "fake", *, usage_style: str = "openai", model: str = "fake-model",
-                 responder: Callable[[dict[str, Any]], Reply] | None = None) -> None:
+                 responder: Callable[[dict[str, Any]], Reply] | None = None, dialect: str = "plain") -> None:
+        if dialect not in ("plain", "vllm"):
+            raise ValueError(f"dialect must be 'plain' or 'vllm', not {dialect!r}")
         self.name = name
         self.model = model
         self.usage_style = usage_style
+        self.dialect = dialect
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.cancelled = 0
@@ -137,16 +147,23 @@ class ModelServer:
             usage["prompt_cache_hit_tokens"] = cached
             usage["prompt_cache_miss_tokens"] = len(prompt) - cached
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        elif self.dialect == "vllm":
+            usage["prompt_tokens_details"] = {"cached_tokens": cached, "created_cache_tokens": len(prompt) - cached}
         else:
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
         return usage
 
-    @staticmethod
-    def _logprob_entry(token: str, top: dict[str, float], k: int) -> dict[str, Any]:
+    def _logprob_entry(self, token: str, top: dict[str, float], k: int) -> dict[str, Any]:
         total = sum(top.values())
         ranked = sorted(top.items(), key=lambda kv: -kv[1])[: max(k, 1)]
         tops = [{"token": t, "logprob": math.log(p / total), "bytes": list(t.encode())} for t, p in ranked]
         chosen = next((e for e in tops if e["token"] == token), tops[0])
+        if self.dialect == "vllm" and k:
+            # vLLM: the sampled token first, then the most likely others, k entries in all
+            everything = [{"token": t, "logprob": math.log(p / total), "bytes": list(t.encode())}
+                          for t, p in sorted(top.items(), key=lambda kv: -kv[1])]
+            chosen = next((e for e in everything if e["token"] == token), everything[0])
+            tops = [chosen, *[e for e in everything if e is not chosen]][:k]
         return {"token": chosen["token"], "logprob": chosen["logprob"], "bytes": chosen["bytes"],
                 "top_logprobs": tops[:k] if k else []}
 
@@ -197,16 +214,25 @@ class ModelServer:
                 self._stream(rid, created, reply, content, out_text_tokens, logprobs, finish,
                              usage if include_usage else None),
                 media_type="text/event-stream")
+        vllm = self.dialect == "vllm"
+        if vllm and content is None and reply.tool_calls:
+            content = ""
         message: dict[str, Any] = {"role": "assistant", "content": content}
-        if reply.reasoning is not None:
-            message["reasoning_content"] = reply.reasoning
+        if vllm:
+            message.update(refusal=None, annotations=None, audio=None, function_call=None)
+        if reply.reasoning is not None or vllm:
+            message["reasoning" if vllm else "reasoning_content"] = reply.reasoning
         if reply.tool_calls:
-            message["tool_calls"] = [{"id": c.id, "type": "function",
+            message["tool_calls"] = [{"id": self._call_id(c), "type": "function",
                                       "function": {"name": c.name, "arguments": c.arguments}}
                                      for c in reply.tool_calls]
+        choice: dict[str, Any] = {"index": 0, "message": message, "logprobs": logprobs, "finish_reason": finish}
+        if vllm:
+            choice.update(stop_reason=None, token_ids=None)
         result: dict[str, Any] = {"id": rid, "object": "chat.completion", "created": created, "model": self.model,
-                                  "choices": [{"index": 0, "message": message, "logprobs": logprobs,
-                                               "finish_reason": finish}]}
+                                  "choices": [choice]}
+        if vllm:
+            result["system_fingerprint"] = None
         if usage is not None:
             result["usage"] = usage
         return JSONResponse(result)
@@ -214,33 +240,48 @@ class ModelServer:
     async def _stream(self, rid: str, created: int, reply: Reply, content: str | None, out_tokens: list[str],
                       logprobs: dict[str, Any] | None, finish: str,
                       usage: dict[str, Any] | None) -> AsyncIterator[bytes]:
+        vllm = self.dialect == "vllm"
+
         def chunk(delta: dict[str, Any], finish_reason: str | None = None,
                   lp: dict[str, Any] | None = None) -> bytes:
+            choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": lp, "finish_reason": finish_reason}
+            if vllm and "role" not in delta:
+                choice["token_ids"] = None
+                if finish_reason:
+                    choice["stop_reason"] = None
             data = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": self.model,
-                    "choices": [{"index": 0, "delta": delta, "logprobs": lp, "finish_reason": finish_reason}]}
+                    "choices": [choice]}
             return b"data: " + json.dumps(data).encode() + b"\n\n"
 
+        # vLLM ends a text-only answer on its last content chunk; the plain shape sends a separate empty one.
+        finish_on_last = vllm and bool(out_tokens) and not reply.tool_calls
         try:
             yield chunk({"role": "assistant", "content": ""})
             for piece in tokens_of(reply.reasoning or ""):
                 await self._pause(reply)
-                yield chunk({"reasoning_content": piece + " "})
+                yield chunk({"reasoning" if vllm else "reasoning_content": piece + " "})
             for i, token in enumerate(out_tokens):
                 await self._pause(reply)
                 lp = {"content": [logprobs["content"][i]]} if logprobs else None
-                text = token if i == len(out_tokens) - 1 else token + " "
-                yield chunk({"content": text}, lp=lp)
+                last = i == len(out_tokens) - 1
+                text = token if last else token + " "
+                yield chunk({"content": text}, finish if (last and finish_on_last) else None, lp=lp)
             for index, call in enumerate(reply.tool_calls):
                 await self._pause(reply)
-                yield chunk({"tool_calls": [{"index": index, "id": call.id, "type": "function",
-                                             "function": {"name": call.name, "arguments": ""}}]})
+                if vllm:
+                    yield chunk({"content": None, "tool_calls": [{"id": self._call_id(call), "type": "function",
+                                                                  "index": index, "function": {"name": call.name}}]})
+                else:
+                    yield chunk({"tool_calls": [{"index": index, "id": call.id, "type": "function",
+                                                 "function": {"name": call.name, "arguments": ""}}]})
                 text = call.arguments
                 step = max(1, len(text) // 3)
                 for start in range(0, len(text), step):
                     await self._pause(reply)
-                    yield chunk({"tool_calls": [{"index": index,
-                                                 "function": {"arguments": text[start:start + step]}}]})
-            yield chunk({}, finish)
+                    piece = {"tool_calls": [{"index": index, "function": {"arguments": text[start:start + step]}}]}
+                    yield chunk({"content": None, **piece} if vllm else piece)
+            if not finish_on_last:
+                yield chunk({}, finish)
             if usage is not None:
                 data = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": self.model,
                         "choices": [], "usage": usage}
@@ -249,6 +290,9 @@ class ModelServer:
         except asyncio.CancelledError:
             self.cancelled += 1
             raise
+
+    def _call_id(self, call: ToolCall) -> str:
+        return "chatcmpl-tool-" + call.id.removeprefix("call_") if self.dialect == "vllm" else call.id
 
     @staticmethod
     async def _pause(reply: Reply) -> None:
