@@ -1,4 +1,11 @@
-"""Usage reports: derived figures per group, in the paper's units, as table / JSON / CSV / Markdown."""
+"""Usage reports: derived figures per group, in the paper's units, as table / JSON / CSV / Markdown.
+
+Definitions (per group): ``requests`` = distinct client requests; ``cloud_calls``/``edge_calls`` = upstream calls
+(probes, plans and advice included); ``cloud_call_rate`` = share of requests that called the cloud at least once;
+``cache_hit_rate`` = cloud cache-read tokens / cloud prompt tokens; ``estimated_share`` = share of calls whose
+tokens are a tokenizer estimate; ``cloud_unpriced_calls`` = cloud calls with ``cost_usd`` null (unknown model);
+``edge_pflops`` = Σ edge FLOPs / 1e15 under ``flops_formula`` ("mixed" when records used several). ``day`` is UTC.
+"""
 
 from __future__ import annotations
 

@@ -44,11 +44,14 @@ def test_gpt54_long_context_tier_applies_above_272k_prompt_tokens(shipped: Price
     assert price.cost(long_call) == pytest.approx((100_000 * 5 + 200_000 * 0.5 + 1_000 * 22.5) / 1e6)
 
 
-def test_cloud_only_gpt54_parity_with_the_leaderboard(shipped: Pricer) -> None:
-    """raw 5.46M, cache 22.92M, output 1.02M → $34.69, priced per call (each call under the 272k tier)."""
+@pytest.mark.parametrize(("cloud", "model"), [("gpt-5.4", "openai/gpt-5.4"),
+                                               ("deepseek-v4-pro", "deepseek/deepseek-v4-pro")])
+def test_cloud_only_parity_with_the_leaderboard(shipped: Pricer, cloud: str, model: str) -> None:
+    """GPT-5.4: raw 5.46M, cache 22.92M, output 1.02M → $34.69, priced per call (each call under the 272k
+    tier; priced as one 28M-token call it would wrongly take the long-context tier)."""
     row = next(r for r in json.loads(LEADERBOARD.read_text())["rows"]
-               if r["strategy"] == "cloud-only" and r.get("cloud") == "gpt-5.4")
-    price = shipped.price("openai/gpt-5.4")
+               if r["strategy"] == "cloud-only" and r.get("cloud") == cloud)
+    price = shipped.price(model)
     assert price is not None
     calls = 2_000  # the benchmark's tokens spread over agent steps of realistic size
     raw, cache, out = (round(row[k] * 1e6 / calls) for k in ("raw", "cache", "out"))
