@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -13,6 +15,7 @@ from starlette.responses import Response, StreamingResponse
 from gateway import sse
 from gateway.errors import ClientError, error_body, error_response
 from gateway.jsonio import dumps
+from gateway.metrics import RequestMetrics
 from gateway.service import Services
 from gateway.sessions import identify_session
 from gateway.wire import client_wants_usage, parse_chat_request
@@ -105,22 +108,42 @@ def _error_event(exc: BaseException, request_id: str) -> bytes:
     return b"data: " + dumps(body) + b"\n\n"
 
 
+@dataclass
+class _Outcome:
+    """What the metrics need to know about one request, filled in as it is served."""
+
+    started: float
+    policy: str = "none"
+    route: RouteTracker | None = None
+    streamed: bool = False
+
+    def observe(self, metrics: RequestMetrics, status: int) -> None:
+        route = self.route.route if self.route is not None else "none"
+        metrics.observe(route=route, policy=self.policy, status=status, streamed=self.streamed,
+                        seconds=time.perf_counter() - self.started)
+
+
 class ChatCompletions:
     """``POST /v1/chat/completions``."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, metrics: RequestMetrics) -> None:
         self._s = services
+        self._metrics = metrics
 
     async def handle(self, request: Request) -> Response:
         request_id = "req-" + uuid.uuid4().hex[:20]
+        outcome = _Outcome(started=time.perf_counter())
         try:
-            return await self._handle(request, request_id)
+            response = await self._handle(request, request_id, outcome)
         except ClientDisconnect:
-            return Response(status_code=499)
+            response = Response(status_code=499)
         except Exception as exc:
-            return _failure(exc, request_id)
+            response = _failure(exc, request_id)
+        if not isinstance(response, StreamingResponse):  # a stream is observed when it ends
+            outcome.observe(self._metrics, response.status_code)
+        return response
 
-    async def _handle(self, request: Request, request_id: str) -> Response:
+    async def _handle(self, request: Request, request_id: str, outcome: _Outcome) -> Response:
         s = self._s
         key = authenticate(s, request)
         body = parse_chat_request(await _read_body(request, s.settings.server.max_body_bytes))
@@ -129,10 +152,10 @@ class ChatCompletions:
                                          fingerprint_fallback=s.settings.sessions.fingerprint_fallback)
         session = SessionState(session_id, s.sessions)
         decision = await s.chooser.decide(request.headers, body, session)
-        policy_name = decision.policy
+        policy_name = outcome.policy = decision.policy
         context = CallContext(request_id=request_id, session_id=session_id, policy=policy_name,
                               experiment=decision.experiment, arm=decision.arm)
-        route = RouteTracker()
+        route = outcome.route = RouteTracker()
         step = Step(
             request=body,
             context=context,
@@ -164,14 +187,16 @@ class ChatCompletions:
             await _aclose(chunks)
             raise
         headers["x-ecgw-route"] = route.route
+        outcome.streamed = True
         return StreamingResponse(
-            self._relay(first, chunks, client_wants_usage(body), request_id),
+            self._relay(first, chunks, client_wants_usage(body), request_id, outcome),
             media_type="text/event-stream",
             headers={**headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
         )
 
     async def _relay(self, first: dict[str, Any] | None, chunks: AsyncIterator[dict[str, Any]],
-                     wants_usage: bool, request_id: str) -> AsyncIterator[bytes]:
+                     wants_usage: bool, request_id: str, outcome: _Outcome) -> AsyncIterator[bytes]:
+        status = 499  # the client went away before the end
         try:
             if first is not None:
                 if wants_usage or not _usage_only(first):
@@ -180,12 +205,13 @@ class ChatCompletions:
                     if not wants_usage and _usage_only(chunk):
                         continue
                     yield sse.encode(_strip_usage(chunk, wants_usage))
+            status = 200
             yield sse.DONE
-        except (UpstreamError, PrivacyUnavailable, PrivacyBlocked) as exc:
-            yield _error_event(exc, request_id)
         except Exception as exc:
+            status = exc.status if isinstance(exc, UpstreamError) else 503 if isinstance(exc, PrivacyUnavailable) else 500
             yield _error_event(exc, request_id)
         finally:
+            outcome.observe(self._metrics, status)
             await _aclose(chunks)
 
 

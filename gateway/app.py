@@ -19,6 +19,7 @@ from accounting.factory import build_meter
 from accounting.store import UsageStore
 from gateway.api import ChatCompletions, guarded, healthz, list_models, readyz
 from gateway.errors import error_response
+from gateway.metrics import RequestMetrics
 from gateway.offline import prepare_offline_environment
 from gateway.policy_choice import PolicyChooser
 from gateway.service import ManagedUpstream, Services
@@ -30,8 +31,8 @@ from privacy.protection import Protector
 from privacy.routes import session_privacy_endpoint, units_endpoint
 from router.policies import builtin_policies
 from router.policies.random_matched import CloudRateSource
-from router.rates import ArmRates
 from router.policy import PolicyRegistry
+from router.rates import ArmRates
 from router.step import SessionStateStore
 
 log = logging.getLogger("ecgw")
@@ -131,7 +132,14 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         log.exception("unhandled error on %s", request.url.path, exc_info=exc)
         return error_response(500, "The gateway failed on this request; see its log.", "internal_error")
 
-    chat = ChatCompletions(services).handle
+    request_metrics = RequestMetrics()
+    chat = ChatCompletions(services, request_metrics).handle
+    metering_metrics = metrics_endpoint(services.meter)
+
+    async def metrics(request: Request) -> Response:
+        metering = await metering_metrics(request)
+        return Response(request_metrics.exposition() + bytes(metering.body), media_type=metering.media_type)
+
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/chat/completions", chat, methods=["POST"]),
@@ -143,7 +151,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         Route("/v1/sessions/{session_id:path}/privacy",
               guarded(services, session_privacy_endpoint(services.protector)), methods=["GET"]),
         Route("/v1/usage", guarded(services, usage_endpoint(services.meter)), methods=["GET"]),
-        Route("/metrics", metrics_endpoint(services.meter), methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
     ]
     # Plain Starlette: the chat route is the hot path of every agent step, and FastAPI's extra per-request
     # middleware (telemetry, body limit, exit stacks) buys nothing for raw-Request endpoints.

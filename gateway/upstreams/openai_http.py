@@ -56,7 +56,7 @@ class OpenAIHTTPUpstream:
             async with self._client().get(self._base + "/models",
                                           timeout=aiohttp.ClientTimeout(total=3.0)) as response:
                 status = response.status
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiohttp.ClientError) as exc:
             return False, f"{self._base}/models: {type(exc).__name__}"
         return status < 500, f"{self._base}/models: HTTP {status}"
 
@@ -104,7 +104,7 @@ class OpenAIHTTPUpstream:
             async with self._client().post(self._url, data=payload) as response:
                 raw = await response.read()
                 status = response.status
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiohttp.ClientError) as exc:
             raise self._fault(exc) from None
         if status != 200:
             raise self._status_error(status, raw)
@@ -139,5 +139,5 @@ class OpenAIHTTPUpstream:
                     # Stopped early (client gone, policy cancelled): drop the connection so the server stops.
                     if not response.content.at_eof():
                         response.close()
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiohttp.ClientError) as exc:
             raise self._fault(exc) from None
