@@ -142,7 +142,8 @@ def pinned_config(base_url: str, session_id: str, models: list[str]) -> dict[str
                     # context and keep the answer short (vLLM: --max-model-len 8192).
                     "contextWindow": 32768, "maxTokens": 48,
                     "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                    "compat": {"requiresStringContent": True, "supportsUsageInStreaming": True}}
+                    # vLLM takes list-typed content, so no requiresStringContent: OpenClaw sends a content list
+                    "compat": {"supportsUsageInStreaming": True}}
                    for model in models]}}}}
 
 
@@ -189,11 +190,12 @@ def check_the_gateway_served_openclaw(gateway: Gateway, envelope: dict[str, Any]
         body = json.loads(post.body)
         assert body["stream"] is True and body["model"] == f"ecgw/{policy}"
         assert body["tools"] and body.get("tool_choice") == "auto"
-        assert all(isinstance(m.get("content"), str) for m in body["messages"])  # requiresStringContent
+        assert all(isinstance(m.get("content"), str | list) for m in body["messages"])
         assert post.headers["content-type"].startswith("application/json")
         assert post.response.startswith(b"data: ") and post.response.rstrip().endswith(b"data: [DONE]")
     first = json.loads(posts[0].body)
     assert first["messages"][0]["role"] == "system" and len(first["messages"][0]["content"]) > 5000
+    assert any(isinstance(m["content"], list) for m in first["messages"])  # passed to vLLM as it came
     assert (first.get("stream_options") or {}).get("include_usage") is True  # supportsUsageInStreaming
     # one session, the header's; the policy the model alias named; every upstream call metered with usage
     calls = gateway.meter.calls
