@@ -14,11 +14,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from accounting.calls import Meter
+from accounting.database import StoreUnavailable
 from accounting.endpoints import metrics_endpoint, usage_endpoint
 from accounting.factory import build_meter
 from accounting.store import UsageStore
 from gateway.api import ChatCompletions, guarded, healthz, list_models, readyz
-from gateway.errors import error_response
+from gateway.errors import StartupError, error_response
 from gateway.metrics import RequestMetrics
 from gateway.offline import prepare_offline_environment
 from gateway.policy_choice import PolicyChooser
@@ -78,6 +79,20 @@ def build_router(settings: Settings, *, cloud_rates: CloudRateSource | None = No
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     return registry, chooser
+
+
+def preflight(settings: Settings) -> None:
+    """What ``ecgw serve`` checks once, before it binds a port or starts workers: policies and experiments
+    (``ConfigError``), and the metering database, migrated here once rather than raced by every worker."""
+    build_router(settings)
+    if settings.accounting.enabled:
+        store = UsageStore.from_url(settings.database_url)
+        try:
+            store.open()
+        except StoreUnavailable as exc:
+            raise StartupError(str(exc)) from None
+        finally:
+            store.dispose()
 
 
 def build_services(

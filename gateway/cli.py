@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from gateway.errors import StartupError
 from gateway.settings import ConfigError, Settings, load_settings
 
 CONFIG_ENV = "ECGW_CONFIG_FILE"
@@ -40,9 +41,9 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     settings = _settings_from(args)
-    from gateway.app import build_router
+    from gateway.app import preflight
 
-    build_router(settings)  # policies and experiments: fail here, once, not in every worker
+    preflight(settings)  # fail here, once, with a message, not in every worker with a traceback
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     workers = settings.server.worker_count
     if workers > 1:
@@ -88,6 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"ecgw: {exc}", file=sys.stderr)
         return 2
+    except StartupError as exc:
+        print(f"ecgw: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

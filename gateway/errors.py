@@ -9,6 +9,10 @@ from starlette.responses import Response
 from gateway.jsonio import dumps
 
 
+class StartupError(Exception):
+    """Something the gateway needs at start is not there (e.g. the metering database); the message says what."""
+
+
 class ClientError(Exception):
     """Bad input from the client; ``status`` and ``message`` go back as they are."""
 
