@@ -15,7 +15,6 @@ from privacy.scrubber import ActionTable, Scrubber
 from privacy.secrets import SecretDetector
 from privacy.settings import NerSettings, PrivacySettings
 
-
 _RECOGNIZERS: dict[str, PresidioRecognizer] = {}
 
 

@@ -14,8 +14,8 @@ from gateway.offline import prepare_offline_environment
 from gateway.service import Services
 from gateway.settings import Settings, load_settings
 from privacy.protection import Protector
-from tests.fakes.model_server import ModelServer
 from tests.door import GuardedCloud
+from tests.fakes.model_server import ModelServer
 from tests.fakes.threaded import ThreadedServer
 
 prepare_offline_environment()

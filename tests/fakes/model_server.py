@@ -130,7 +130,7 @@ class ModelServer:
         best = 0
         for earlier in self._cache:
             n = 0
-            for a, b in zip(earlier, prompt):
+            for a, b in zip(earlier, prompt, strict=False):
                 if a != b:
                     break
                 n += 1
