@@ -11,6 +11,9 @@ import math
 import openai
 import pytest
 
+from accounting.flops import FlopsCalculator
+from accounting.settings import EdgeModel
+from accounting.usage import normalise
 from tests.real.helpers import VLLM_MODEL, vllm_url
 
 pytestmark = pytest.mark.real_vllm
@@ -97,9 +100,17 @@ def test_repeated_long_prefix_is_reported_as_cached_tokens(real, stream):
     assert first.prompt_tokens > 512
     cached = second.prompt_tokens_details.cached_tokens
     assert cached >= 512 and cached < second.prompt_tokens, second
-    # what the meter saw is what vLLM reported: the cache read is attributed to the edge call
+    # what the meter saw is what vLLM reported: a cache read of the edge call, credited in its FLOPs
     metered = gw.meter.calls[-1].usage
     assert metered is not None and metered["prompt_tokens_details"]["cached_tokens"] == cached
+    tokens = normalise(metered)  # what accounting stores as usage_source "upstream"
+    assert tokens is not None and tokens.cache_read == cached and tokens.cache_write == 0
+    assert tokens.raw_input == second.prompt_tokens - cached
+    models = {VLLM_MODEL: EdgeModel(params=135e6)}
+    credited = FlopsCalculator(models).flops(VLLM_MODEL, tokens)
+    full = FlopsCalculator(models, formula="no-cache-credit").flops(VLLM_MODEL, tokens)
+    assert credited == 2 * 135e6 * (tokens.raw_input + tokens.output)
+    assert full is not None and credited is not None and full - credited == 2 * 135e6 * cached
 
 
 def test_required_tool_call_passes_through(real):
