@@ -7,6 +7,7 @@ import concurrent.futures
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from privacy.audit import AuditWriter, Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, body_json
@@ -31,18 +32,33 @@ _INLINE_CHARS = 4000  # detect inline below this many new characters; above it, 
 class ScrubbedRequest:
     """The outcome of a scrub: the body that may leave, what was found where, and the placeholders live now."""
 
-    def __init__(self, body: dict[str, Any], applied: list[Applied], values: dict[str, str]) -> None:
+    def __init__(self, body: dict[str, Any], by_slot: list[tuple[str, Sequence[Applied]]],
+                 values: dict[str, str]) -> None:
         self.body = body
-        self.applied = applied
         self.values = values
+        self._by_slot = by_slot
+        self._applied: list[Applied] | None = None
+
+    @property
+    def applied(self) -> list[Applied]:
+        """Every finding with its full location. Built on first use (the audit's writer thread), not on the
+        request path: a long history carries hundreds of findings that each step would otherwise relocate."""
+        if self._applied is None:
+            self._applied = [Applied(a.finding.at(location + a.finding.location), a.action)
+                             for location, results in self._by_slot for a in results]
+        return self._applied
 
 
 class PrivacyProtection:
     def __init__(self, scrubbed: ScrubbedRequest, *, on_usage: Any = None) -> None:
         self.body = scrubbed.body
-        self.findings = scrubbed.applied
+        self._scrubbed = scrubbed
         self._restorer = Restorer(scrubbed.values)
         self._on_usage = on_usage
+
+    @property
+    def findings(self) -> list[Applied]:
+        return self._scrubbed.applied
 
     def restore(self, response: dict[str, Any]) -> dict[str, Any]:
         if self._on_usage is not None and isinstance(response.get("usage"), dict):
@@ -92,7 +108,7 @@ class PrivacyProtector:
                 result = self._scrubber.apply(p, f, vault)
                 self._cache.put(keys[i], result)
                 results[i] = result
-        applied: list[Applied] = []
+        by_slot: list[tuple[str, Sequence[Applied]]] = []
         for slot, maybe in zip(slots, results, strict=True):
             assert maybe is not None
             result = maybe
@@ -100,10 +116,10 @@ class PrivacyProtector:
                 raise PrivacyBlocked(f"{slot.location} holds {result.blocked}; the step stays on the edge")
             if result.text != slot.text:
                 slot.set(result.text)
-            applied.extend(Applied(a.finding.at(slot.location + a.finding.location), a.action)
-                           for a in result.applied)
+            if result.applied:
+                by_slot.append((slot.location, result.applied))
         await vault.save(self._sessions, session_id)
-        return ScrubbedRequest(copy_, applied, dict(vault.values))
+        return ScrubbedRequest(copy_, by_slot, dict(vault.values))
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None) -> Protection:
@@ -130,9 +146,10 @@ class PrivacyProtector:
         assert self._audit is not None and self._hasher is not None
         call_id = uuid.uuid4().hex
         hasher, store, created = self._hasher, self._audit.store, time.time()
-        applied, body = scrubbed.applied, dict(scrubbed.body)  # the upstream may set keys on the original
+        body = dict(scrubbed.body)  # the upstream may set keys on the original
 
         def write() -> None:
+            applied = scrubbed.applied
             findings = [PrivacyFinding(call_id=call_id, session_id=session_id, type=a.finding.type,
                                        layer=a.finding.layer, action=a.action, location=a.finding.location,
                                        value_hash=hasher(a.finding.value), unit_id=a.finding.unit_id,
