@@ -41,7 +41,7 @@ def _completion_text(response: dict[str, Any]) -> str:
     parts: list[str] = []
     for choice in response.get("choices") or ():
         message = choice.get("message") or {}
-        for key in ("content", "reasoning_content"):
+        for key in ("content", "reasoning_content", "reasoning"):
             value = message.get(key)
             if isinstance(value, str):
                 parts.append(value)
@@ -55,7 +55,7 @@ def _completion_text(response: dict[str, Any]) -> str:
 def _chunk_text(chunk: dict[str, Any], parts: list[str]) -> None:
     for choice in chunk.get("choices") or ():
         delta = choice.get("delta") or {}
-        for key in ("content", "reasoning_content"):
+        for key in ("content", "reasoning_content", "reasoning"):
             value = delta.get(key)
             if isinstance(value, str):
                 parts.append(value)
