@@ -3,7 +3,8 @@
 # served by llama-cpp-python's OpenAI-compatible server, in its own venv outside the repo.
 #   scripts/llama.sh install      build (once, ~5 min on 2 cores) and install into the cache
 #   scripts/llama.sh start PORT   start on 127.0.0.1:PORT, wait until ready, write PID file
-#   scripts/llama.sh stop         stop the server started by `start`
+#   scripts/llama.sh stop PORT    stop the server started by `start PORT` (one PID file per port, so two
+#                                 test runs side by side do not stop each other's server)
 #   scripts/llama.sh gguf         print the path of the .gguf file
 set -euo pipefail
 
@@ -11,8 +12,6 @@ LLAMA_VERSION=0.3.36
 CACHE=${ECGW_CACHE:-$HOME/.cache/ecgw}
 VENV=$CACHE/llama-venv-$LLAMA_VERSION
 WHEELS=$CACHE/wheels
-PIDFILE=$CACHE/llama-server.pid
-LOG=$CACHE/llama-server.log
 PY=${PYTHON:-python3}
 
 install() {
@@ -46,8 +45,9 @@ PY
 
 start() {
   local port=${1:?usage: llama.sh start PORT}
+  local PIDFILE=$CACHE/llama-server-$port.pid LOG=$CACHE/llama-server-$port.log
   install
-  stop >/dev/null 2>&1 || true
+  stop "$port" >/dev/null 2>&1 || true
   local model
   model=$(gguf)
   "$VENV/bin/python" -m llama_cpp.server --model "$model" --model_alias smollm2 \
@@ -69,6 +69,8 @@ start() {
 }
 
 stop() {
+  local port=${1:?usage: llama.sh stop PORT}
+  local PIDFILE=$CACHE/llama-server-$port.pid
   [ -f "$PIDFILE" ] || return 0
   local pid; pid=$(cat "$PIDFILE")
   kill "$pid" 2>/dev/null || true
@@ -80,7 +82,7 @@ stop() {
 case "${1:-}" in
   install) install ;;
   start) shift; start "$@" ;;
-  stop) stop ;;
+  stop) shift; stop "$@" ;;
   gguf) gguf ;;
-  *) echo "usage: $0 install|start PORT|stop|gguf" >&2; exit 2 ;;
+  *) echo "usage: $0 install|start PORT|stop PORT|gguf" >&2; exit 2 ;;
 esac

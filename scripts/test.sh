@@ -7,11 +7,12 @@ port_free() { "$VENV_PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.
 VENV_PY=.venv/bin/python
 
 PG_DIR=""
+LLAMA_PORT=""
 VLLM_PORT=""
 VLLM_STARTER=""
 VLLM_LOG=""
 cleanup() {
-  scripts/llama.sh stop || true
+  if [ -n "$LLAMA_PORT" ]; then scripts/llama.sh stop "$LLAMA_PORT" || true; fi
   if [ -n "$PG_DIR" ]; then scripts/postgres.sh stop "$PG_DIR" || true; fi
   if [ -n "$VLLM_STARTER" ]; then kill -- "-$VLLM_STARTER" 2>/dev/null || true; fi
   if [ -n "$VLLM_PORT" ]; then scripts/vllm.sh stop "$VLLM_PORT" || true; fi
