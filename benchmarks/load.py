@@ -1,5 +1,8 @@
 """A closed-loop load generator: ``concurrency`` workers send requests back to back; per-request latency and
-time to first byte are recorded. Bounded in count and time; loopback only."""
+time to first byte are recorded. Bounded in count and time; loopback only.
+
+aiohttp, not httpx: on these 2 cores an httpx request costs ~1,200 µs of client CPU against ~200 µs, and a
+generator that saturates first measures itself."""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import aiohttp
+import orjson
 
 
 @dataclass
@@ -32,22 +36,21 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-async def _one(client: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str],
+async def _one(client: aiohttp.ClientSession, url: str, payload: bytes, stream: bool, headers: dict[str, str],
                result: LoadResult) -> None:
     t0 = time.perf_counter()
     try:
-        if body.get("stream"):
-            async with client.stream("POST", url, json=body, headers=headers) as response:
+        async with client.post(url, data=payload, headers=headers) as response:
+            if stream:
                 first = True
-                async for _ in response.aiter_raw():
+                async for _ in response.content.iter_any():
                     if first:
                         result.ttfb_s.append(time.perf_counter() - t0)
                         first = False
-                ok = response.status_code == 200
-        else:
-            response = await client.post(url, json=body, headers=headers)
-            ok = response.status_code == 200
-    except httpx.HTTPError:
+            else:
+                await response.read()
+            ok = response.status == 200
+    except (aiohttp.ClientError, TimeoutError):
         ok = False
     if ok:
         result.latencies_s.append(time.perf_counter() - t0)
@@ -59,16 +62,18 @@ async def run_load(url: str, body: dict[str, Any], *, concurrency: int, requests
                    headers: dict[str, str] | None = None, session_per_worker: bool = True) -> LoadResult:
     result = LoadResult()
     remaining = requests
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(limits=limits, timeout=timeout_s) as client:
+    payload = orjson.dumps(body)
+    stream = bool(body.get("stream"))
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=timeout_s)) as client:
         async def worker(n: int) -> None:
             nonlocal remaining
-            hdrs = dict(headers or {})
+            hdrs = {"content-type": "application/json", **(headers or {})}
             if session_per_worker:
                 hdrs["X-Session-Id"] = f"bench-{n}"
             while remaining > 0:
                 remaining -= 1
-                await _one(client, url, body, hdrs, result)
+                await _one(client, url, payload, stream, hdrs, result)
 
         start = time.perf_counter()
         await asyncio.wait_for(asyncio.gather(*(worker(i) for i in range(concurrency))), timeout=timeout_s)
