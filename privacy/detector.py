@@ -52,6 +52,13 @@ def _everywhere(text: str, findings: list[Finding]) -> list[Finding]:
     return findings + extra
 
 
+def _covered(text: str, findings: list[Finding]) -> bool:
+    """A value an earlier layer already found whole (a name under a ``name`` key, a city under ``city``):
+    NER could only find it again, at ~3 ms a segment."""
+    start, end = len(text) - len(text.lstrip()), len(text.rstrip())
+    return any(f.start <= start and f.end >= end for f in findings)
+
+
 class LayeredDetector:
     def __init__(self, layers: LayerSettings, *, secrets: TextDetector, patterns: TextDetector,
                  ner: EntityRecognizer | None, max_segment_chars: int = 4000) -> None:
@@ -90,7 +97,7 @@ class LayeredDetector:
         owners: list[int] = []
         segments: list[str] = []
         for i, target in enumerate(targets):
-            if not target.prose:
+            if not target.prose or _covered(target.text, found[i]):
                 continue
             for segment in prose_segments(target.text, self._max_segment_chars):
                 owners.append(i)
