@@ -1,14 +1,19 @@
 """The walk over an OpenAI chat-completions request: every string that would leave for the cloud.
 
 Slots: message ``content`` (string or text parts), ``reasoning_content``, ``name``; tool-call ``arguments``
-(JSON-aware, keys kept) and legacy ``function_call.arguments``; tool ``description`` and parameter descriptions;
-the ``user`` field. Tool and function *names* are left alone: the agent needs them to work. Non-text content
-parts (images, audio, files) are reported separately so the caller can apply the ``images`` setting.
+(JSON-aware, keys kept; an object instead of a JSON string too) and legacy ``function_call.arguments``; tool
+``description`` and parameter descriptions; the ``user`` field. Then every other string anywhere in the body
+(``reasoning``, ``prediction``, ``response_format`` schemas, ``stop``, vendor extras): the gateway passes unknown
+fields through, so the walk cannot rely on a list of known ones. Left alone: JSON keys, tool and function
+*names* (the agent needs them), and structural values (``model``, ``role``, ``type``, ids, ``tool_choice``).
+Non-text content parts (images, audio, files) are reported separately so the caller can apply the ``images``
+setting.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -24,11 +29,61 @@ class Slot:
     set: Callable[[str], None]
 
 
-def _setter(container: dict[str, Any] | list[Any], key: Any) -> Callable[[str], None]:
-    def set_value(value: str) -> None:
-        container[key] = value
+class _Setter:
+    """Writes a scrubbed string back where it came from; knows where that is, so the walk can tell what it
+    already covered."""
 
-    return set_value
+    def __init__(self, container: dict[str, Any] | list[Any], key: Any) -> None:
+        self.container = container
+        self.key = key
+
+    def __call__(self, value: str) -> None:
+        self.container[self.key] = value
+
+
+class _ObjectSetter(_Setter):
+    """For tool-call arguments sent as an object rather than a JSON string: scrubbed as JSON text, put back as
+    an object."""
+
+    def __call__(self, value: str) -> None:
+        self.container[self.key] = json.loads(value)
+
+
+def _setter(container: dict[str, Any] | list[Any], key: Any) -> Callable[[str], None]:
+    return _Setter(container, key)
+
+
+def _targets(slots: list[Slot]) -> list[tuple[Any, Any]]:
+    return [(slot.set.container, slot.set.key) for slot in slots if isinstance(slot.set, _Setter)]
+
+
+# String values that are structure, not content: they must reach the provider as they are.
+_STRUCTURAL_KEYS = frozenset({"model", "role", "type", "id", "tool_call_id", "tool_choice", "reasoning_effort",
+                              "service_tier", "object", "finish_reason", "format", "detail"})
+_NON_TEXT_PARTS = frozenset({"image_url", "input_image", "image", "input_audio", "audio", "file", "input_file"})
+
+
+def _rest(value: Any, location: str, in_function: bool, covered: set[tuple[int, Any]], out: list[Slot]) -> None:
+    """Every string not already a slot, anywhere below ``value``."""
+    if isinstance(value, dict):
+        if value.get("type") in _NON_TEXT_PARTS:
+            return  # binary payloads: reported by the content walk, never scanned as text
+        for key, item in value.items():
+            where = f"{location}.{key}" if location else str(key)
+            if isinstance(item, str):
+                if (id(value), key) in covered or key in _STRUCTURAL_KEYS or (key == "name" and in_function):
+                    continue
+                out.append(Slot(where, item, "json" if _looks_json(item) else "text", _setter(value, key)))
+            else:
+                _rest(item, where, key in ("function", "function_call", "functions"), covered, out)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            where = f"{location}[{i}]"
+            if isinstance(item, str):
+                if (id(value), i) not in covered:
+                    out.append(Slot(where, item, "json" if _looks_json(item) else "text", _setter(value, i)))
+            else:
+                _rest(item, where, in_function, covered, out)
 
 
 def _looks_json(text: str) -> bool:
@@ -79,6 +134,10 @@ def collect(body: dict[str, Any]) -> tuple[dict[str, Any], list[Slot], list[str]
             if isinstance(function, dict) and isinstance(function.get("arguments"), str):
                 slots.append(Slot(f"{where}.tool_calls[{k}].arguments", function["arguments"], "json",
                                   _setter(function, "arguments")))
+            elif isinstance(function, dict) and isinstance(function.get("arguments"), (dict, list)):
+                slots.append(Slot(f"{where}.tool_calls[{k}].arguments",
+                                  json.dumps(function["arguments"], ensure_ascii=False), "json",
+                                  _ObjectSetter(function, "arguments")))
         legacy = message.get("function_call")
         if isinstance(legacy, dict) and isinstance(legacy.get("arguments"), str):
             slots.append(Slot(f"{where}.function_call.arguments", legacy["arguments"], "json",
@@ -92,4 +151,6 @@ def collect(body: dict[str, Any]) -> tuple[dict[str, Any], list[Slot], list[str]
             _description_slots(function, f"functions[{k}]", slots)
     if isinstance(body.get("user"), str):
         slots.append(Slot("user", body["user"], "text", _setter(body, "user")))
+    covered = {(id(container), key) for container, key in _targets(slots)}
+    _rest(body, "", False, covered, slots)
     return body, slots, binary
