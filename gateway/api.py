@@ -8,6 +8,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
@@ -22,6 +23,8 @@ from gateway.wire import client_wants_usage, parse_chat_request
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
 from router.channels import CloudChannel, EdgeChannel
 from router.errors import UpstreamError
+from router.policies.edge_only import EdgeOnly
+from router.policy import Policy
 from router.step import CallContext, RouteTracker, SessionState, Step
 from router.wire import chunks_to_completion, completion_to_chunks
 
@@ -102,6 +105,8 @@ def _error_event(exc: BaseException, request_id: str) -> bytes:
         body = error_body(exc.message, exc.type, code=exc.upstream)
     elif isinstance(exc, PrivacyUnavailable):
         body = error_body(f"Privacy protection is unavailable: {exc.reason}", "privacy_unavailable")
+    elif isinstance(exc, PrivacyBlocked):
+        body = error_body(f"This step may not go to the cloud: {exc.reason}", "privacy_blocked")
     else:
         log.exception("stream of request %s failed", request_id, exc_info=exc)
         body = error_body(f"The gateway failed mid-stream (request id {request_id}).", "internal_error")
@@ -129,6 +134,7 @@ class ChatCompletions:
     def __init__(self, services: Services, metrics: RequestMetrics) -> None:
         self._s = services
         self._metrics = metrics
+        self._edge_only = EdgeOnly()
 
     async def handle(self, request: Request) -> Response:
         request_id = "req-" + uuid.uuid4().hex[:20]
@@ -165,34 +171,48 @@ class ChatCompletions:
             route=route,
             knobs=decision.knobs,
         )
-        result = await s.policies.get(policy_name).run(step)
+        headers = {"x-ecgw-request-id": request_id, "x-ecgw-session": _header_safe(session_id),
+                   "x-ecgw-policy": policy_name}
+        if decision.arm is not None:
+            headers["x-ecgw-arm"] = f"{decision.experiment}:{decision.arm}"
+        try:
+            result, first = await self._start(s.policies.get(policy_name), step)
+        except PrivacyBlocked as exc:
+            # A finding whose action is `block` (or images: block, or on_privacy_error: edge): whatever the
+            # policy wanted, this step stays on the edge.
+            log.info("request %s: %s; answering on the edge", request_id, exc.reason)
+            headers["x-ecgw-fallback"] = "privacy-blocked"
+            result, first = await self._start(self._edge_only, step)
+        headers["x-ecgw-route"] = route.route
+        if isinstance(result, dict):
+            return Response(dumps(result), media_type="application/json", headers=headers)
+        outcome.streamed = True
+        return StreamingResponse(
+            self._relay(first, result, client_wants_usage(body), request_id, outcome),
+            media_type="text/event-stream",
+            headers={**headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
+        )
+
+    @staticmethod
+    async def _start(policy: Policy, step: Step) -> tuple[dict[str, Any] | AsyncIterator[dict[str, Any]],
+                                                         dict[str, Any] | None]:
+        """Run the policy up to its first output: a completion, or a stream and its first chunk (so that a
+        failure before any output still gets a proper status, and the route header is known)."""
+        result = await policy.run(step)
         if step.stream and isinstance(result, dict):
             result = _as_stream(result)
         elif not step.stream and not isinstance(result, dict):
             result = await chunks_to_completion(result)
-        headers = {"x-ecgw-request-id": request_id, "x-ecgw-session": session_id, "x-ecgw-policy": policy_name}
-        if decision.arm is not None:
-            headers["x-ecgw-arm"] = f"{decision.experiment}:{decision.arm}"
         if isinstance(result, dict):
-            headers["x-ecgw-route"] = route.route
-            return Response(dumps(result), media_type="application/json", headers=headers)
-        # Pull the first chunk before answering, so that failures before any output get a proper status
-        # and the route header is known.
+            return result, None
         chunks = result.__aiter__()
         try:
-            first = await chunks.__anext__()
+            return chunks, await chunks.__anext__()
         except StopAsyncIteration:
-            first = None
+            return chunks, None
         except BaseException:
             await _aclose(chunks)
             raise
-        headers["x-ecgw-route"] = route.route
-        outcome.streamed = True
-        return StreamingResponse(
-            self._relay(first, chunks, client_wants_usage(body), request_id, outcome),
-            media_type="text/event-stream",
-            headers={**headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
-        )
 
     async def _relay(self, first: dict[str, Any] | None, chunks: AsyncIterator[dict[str, Any]],
                      wants_usage: bool, request_id: str, outcome: _Outcome) -> AsyncIterator[bytes]:
@@ -208,7 +228,8 @@ class ChatCompletions:
             status = 200
             yield sse.DONE
         except Exception as exc:
-            status = exc.status if isinstance(exc, UpstreamError) else 503 if isinstance(exc, PrivacyUnavailable) else 500
+            status = (exc.status if isinstance(exc, UpstreamError) else 503 if isinstance(exc, PrivacyUnavailable)
+                      else 403 if isinstance(exc, PrivacyBlocked) else 500)
             yield _error_event(exc, request_id)
         finally:
             outcome.observe(self._metrics, status)
@@ -218,6 +239,14 @@ class ChatCompletions:
 async def _as_stream(response: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
     for chunk in completion_to_chunks(response):
         yield chunk
+
+
+def _header_safe(value: str) -> str:
+    """Session ids come from request bodies (``user``, ``metadata``): anything outside printable ASCII is
+    percent-encoded, so a header can never fail or be split."""
+    if value.isascii() and value.isprintable():
+        return value
+    return quote(value, safe="")
 
 
 def _usage_only(chunk: dict[str, Any]) -> bool:

@@ -4,11 +4,13 @@ answer — text, or tool calls for the client's tools — is the step's answer. 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from router.errors import PrivacyBlocked
 from router.policies._knobs import KnobBook
 from router.policies._messages import can_inject_tool, function_tool, with_tools
 from router.policies._turns import Composer, Turn, turn_chunks
@@ -18,6 +20,9 @@ from router.wire import chunks_to_completion
 
 STATE_KEY = "delegate"
 
+
+
+log = logging.getLogger("ecgw.delegate")
 
 class DelegateKnobs(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -59,9 +64,17 @@ class Delegate:
         state["delegated_steps"] = int(state.get("delegated_steps") or 0) + 1
         await step.session.set(STATE_KEY, state)
         cloud = Turn()
-        async for out in cloud.relay(turn_chunks(step.cloud, step.request, stream=step.stream, purpose="delegate"),
-                                     composer):
-            yield out
+        try:
+            async for out in cloud.relay(turn_chunks(step.cloud, step.request, stream=step.stream,
+                                                     purpose="delegate"), composer):
+                yield out
+        except PrivacyBlocked as exc:
+            # Raised before the cloud produced anything: the step may not leave, so the edge answers it
+            # itself, without the delegation tool.
+            log.info("delegation blocked by privacy (%s); the edge answers", exc.reason)
+            cloud = Turn()
+            async for out in cloud.relay(turn_chunks(step.edge, step.request, stream=step.stream), composer):
+                yield out
         for chunk in composer.tool_calls(cloud.calls):
             yield chunk
         for chunk in composer.finish("tool_calls" if cloud.calls else cloud.finish_reason):
