@@ -6,12 +6,13 @@ Built once (``load_settings``) and passed down; nothing reads the environment af
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from accounting.settings import AccountingSettings
 from privacy.settings import PrivacySettings
@@ -101,8 +102,8 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # The environment overrides the file (passed as init values).
-        return (env_settings, init_settings)
+        # load_settings layers the file, the environment and the command line itself (in that order).
+        return (init_settings,)
 
 
 def _describe(error: Any) -> str:
@@ -113,8 +114,19 @@ def _describe(error: Any) -> str:
     return f"{key}: got {value!r}; expected {error['msg'].lower()}"
 
 
+def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
-    """Read ``path`` (YAML), apply the environment, then ``overrides`` (dotted keys not supported)."""
+    """``path`` (YAML), then ``ECGW_*`` environment variables over it, then ``overrides`` (the command line's
+    ``--port`` and the like) over both."""
     data: dict[str, Any] = {}
     if path is not None:
         file = Path(path)
@@ -129,14 +141,9 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
         if not isinstance(loaded, dict):
             raise ConfigError(f"config file {file}: expected a mapping of sections at the top level")
         data = loaded
-    for key, value in overrides.items():
-        data.setdefault(key, {})
-        if isinstance(value, dict) and isinstance(data[key], dict):
-            data[key] = {**data[key], **value}
-        else:
-            data[key] = value
     try:
-        return Settings(**data)
+        environment = EnvSettingsSource(Settings)()
+        return Settings(**_merge(_merge(data, environment), overrides))
     except ValidationError as exc:
         where = f"config file {path}" if path is not None else "configuration"
         lines = "\n  ".join(_describe(e) for e in exc.errors())

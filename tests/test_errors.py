@@ -188,3 +188,21 @@ def test_concurrent_requests_do_not_mix_sessions(gateway):
     for t in threads:
         t.join()
     assert results == {f"s{i}": f"edge reply to: q{i}" for i in range(16)}
+
+
+def test_a_malformed_stream_event_from_the_edge_is_a_502_not_a_crash(start_gateway):
+    from starlette.applications import Starlette
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    from tests.fakes.threaded import ThreadedServer
+
+    async def broken(request):
+        async def events():
+            yield b"data: {not json\n\n"
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    with ThreadedServer(Starlette(routes=[Route("/v1/chat/completions", broken, methods=["POST"])])) as bad:
+        gw = start_gateway(edge={"base_url": bad.url + "/v1"})
+        response = post(gw, {"model": "ecgw/edge-only", "stream": True, "messages": [{"role": "user", "content": "x"}]})
+        assert_openai_error(response, 502, mentions=("not JSON",))

@@ -91,3 +91,19 @@ def test_unknown_default_policy_fails_at_start(tmp_path):
                             capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
     assert result.returncode == 2
     assert "turbo" in result.stderr and "edge-only" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_command_line_beats_environment_beats_file(tmp_path, monkeypatch):
+    path = tmp_path / "c.yaml"
+    path.write_text("server:\n  port: 4100\n  host: 0.0.0.0\nedge:\n  model: from-file\n")
+    monkeypatch.setenv("ECGW_SERVER__PORT", "4200")
+    monkeypatch.setenv("ECGW_EDGE__MODEL", "from-env")
+    s = load_settings(path, server={"port": 4300})
+    assert (s.server.port, s.server.host, s.edge.model) == (4300, "0.0.0.0", "from-env")
+    assert load_settings(path).server.port == 4200
+
+
+def test_a_bad_environment_value_names_its_key(monkeypatch):
+    monkeypatch.setenv("ECGW_SERVER__PORT", "many")
+    with pytest.raises(ConfigError, match=r"server\.port: got 'many'"):
+        load_settings(None)

@@ -141,3 +141,6 @@ class OpenAIHTTPUpstream:
                         response.close()
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise self._fault(exc) from None
+        except JSONDecodeError:
+            raise UpstreamError(502, f"The edge upstream at {self._url} sent a stream event that is not JSON.",
+                                upstream="edge") from None
