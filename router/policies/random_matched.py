@@ -35,8 +35,9 @@ class RandomMatchedKnobs(BaseModel):
 
     @model_validator(mode="after")
     def _some_p(self) -> RandomMatchedKnobs:
-        if self.p is None and self.match is None:
-            raise ValueError("set p (a probability) or match (an experiment arm to take the rate from)")
+        if self.p is None:
+            raise ValueError("set p (a probability); with match, p is used until the matched arm has a measured "
+                             "cloud-call rate")
         return self
 
 
@@ -46,24 +47,16 @@ class RandomMatched:
     def __init__(self, knobs: Mapping[str, Any] | None = None, *, cloud_rates: CloudRateSource | None = None) -> None:
         self._rates = cloud_rates
         self.knobs = KnobBook(self.name, RandomMatchedKnobs, knobs if knobs else {"p": 0.5})
-        self._check(self.knobs.default)
-
-    def _check(self, knobs: RandomMatchedKnobs) -> None:
-        if knobs.match is not None and knobs.p is None and self._rates is None:
-            raise ValueError("policy.knobs.random-matched.match: no measured rates are wired into this gateway; "
-                             "set p as well (used until a rate is measured)")
 
     def check_overrides(self, overrides: Mapping[str, Any]) -> None:
-        self._check(self.knobs.for_step(overrides))
+        self.knobs.for_step(overrides)  # validates: p must be set
 
     def probability(self, knobs: RandomMatchedKnobs) -> float:
         if knobs.match is not None and self._rates is not None:
             measured = self._rates(knobs.match.experiment, knobs.match.arm)
             if measured is not None:
                 return min(max(measured, 0.0), 1.0)
-        if knobs.p is None:
-            raise ValueError(f"random-matched: no measured cloud-call rate for arm {knobs.match!r} yet and no p "
-                             "to fall back on; set policy.knobs.random-matched.p")
+        assert knobs.p is not None  # the knob model requires it
         return knobs.p
 
     @staticmethod

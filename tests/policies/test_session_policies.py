@@ -175,8 +175,9 @@ def test_random_matched_takes_the_matched_arms_rate() -> None:
         RandomMatchedKnobs.model_validate({})
 
 
-def test_random_matched_match_without_rates_needs_p() -> None:
+def test_random_matched_match_needs_p_even_with_rates() -> None:
     from router.policies.random_matched import RandomMatched
 
-    with pytest.raises(ValueError, match="set p as well"):
-        RandomMatched({"match": {"experiment": "e", "arm": "a"}})
+    # p is the rate until the matched arm has one; without it every request would fail at run time
+    with pytest.raises(ValueError, match="set p"):
+        RandomMatched({"match": {"experiment": "e", "arm": "a"}}, cloud_rates=lambda e, a: None)
