@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Mapping
 from typing import Any
@@ -63,26 +64,33 @@ class MemorySessionStore:
 
 class SQLiteSessionStore:
     """Session state in a SQLite file (WAL), shared by every worker on one machine, so that the next step of
-    a session may land on any worker. Operations are single-row and take tens of microseconds."""
+    a session may land on any worker. Queries run on one thread of their own: a write that waits for another
+    worker's lock never blocks the event loop."""
 
     def __init__(self, path: str) -> None:
         import sqlite3
+        from concurrent.futures import ThreadPoolExecutor
 
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ecgw-sessions")
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=5.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS session_state (session_id TEXT NOT NULL, key TEXT NOT NULL, "
                          "value BLOB NOT NULL, PRIMARY KEY (session_id, key))")
 
+    async def _run(self, sql: str, params: tuple[Any, ...]) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: self._db.execute(sql, params).fetchone())
+
     async def get(self, session_id: str, key: str) -> Any | None:
-        row = self._db.execute("SELECT value FROM session_state WHERE session_id = ? AND key = ?",
-                               (session_id, key)).fetchone()
+        row = await self._run("SELECT value FROM session_state WHERE session_id = ? AND key = ?", (session_id, key))
         return None if row is None else loads(row[0])
 
     async def set(self, session_id: str, key: str, value: Any) -> None:
-        self._db.execute("INSERT INTO session_state (session_id, key, value) VALUES (?, ?, ?) "
-                         "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
-                         (session_id, key, dumps(value)))
+        await self._run("INSERT INTO session_state (session_id, key, value) VALUES (?, ?, ?) "
+                        "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
+                        (session_id, key, dumps(value)))
 
     async def aclose(self) -> None:
+        self._executor.shutdown(wait=True)
         self._db.close()
