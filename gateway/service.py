@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -12,6 +13,8 @@ from privacy.protection import Protector
 from router.channels import Upstream
 from router.policy import PolicyRegistry
 from router.step import SessionStateStore
+
+log = logging.getLogger("ecgw")
 
 
 class ManagedUpstream(Upstream, Protocol):
@@ -40,5 +43,9 @@ class Services:
         """Flush and close, in the order that loses nothing: upstreams first, then the meter."""
         for part in (self.edge, self.cloud, self.protector, self.meter, self.sessions):
             closer: Any = getattr(part, "aclose", None)
-            if closer is not None:
+            if closer is None:
+                continue
+            try:
                 await closer()
+            except Exception:  # one part failing to close must not keep the meter from flushing
+                log.exception("closing %s failed", type(part).__name__)

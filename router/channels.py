@@ -121,8 +121,9 @@ class _MeteredChannel:
         started_at, t0 = time.time(), time.perf_counter()
         try:
             response = await self._upstream.complete(sent)
-        except UpstreamError as exc:
-            self._record(purpose=purpose, streamed=False, status=exc.status, started_at=started_at, t0=t0,
+        except BaseException as exc:  # a failure, or a cancellation (499): metered either way
+            status = exc.status if isinstance(exc, UpstreamError) else 499
+            self._record(purpose=purpose, streamed=False, status=status, started_at=started_at, t0=t0,
                          ttft=None, usage=None, sent=sent, output_text="")
             raise
         latency = time.perf_counter() - t0
