@@ -46,8 +46,8 @@ def build_session_store(settings: Settings) -> SessionStateStore:
         # `ecgw serve` sets server.workers in every worker it starts; an app built in-process is one worker.
         store = "sqlite" if (settings.server.workers or 1) > 1 else "memory"
     if store == "sqlite":
-        return SQLiteSessionStore(settings.sessions.sqlite_path)
-    return MemorySessionStore()
+        return SQLiteSessionStore(settings.sessions.sqlite_path, ttl_s=settings.sessions.ttl_s)
+    return MemorySessionStore(ttl_s=settings.sessions.ttl_s)
 
 
 def measured_rates(meter: Meter) -> CloudRateSource | None:

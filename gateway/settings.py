@@ -77,6 +77,7 @@ class PolicySettings(_Section):
 class SessionSettings(_Section):
     store: Literal["auto", "memory", "sqlite"] = "auto"
     sqlite_path: str = "ecgw-sessions.sqlite3"
+    ttl_s: float = Field(7 * 86400, gt=0)
     fingerprint_fallback: bool = True
 
 

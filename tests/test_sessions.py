@@ -93,3 +93,19 @@ def test_session_ids_with_slashes_work_for_units(gateway):
                               "weight": 1.0}]}]})
     assert response.status_code == 200
     assert response.json()["session_id"] == "exp:advisor/task-7/run-1"
+
+
+async def test_idle_sessions_are_forgotten_after_the_ttl(tmp_path):
+    from gateway.sessions import MemorySessionStore, SQLiteSessionStore
+
+    now = [1000.0]
+    for store in (MemorySessionStore(ttl_s=60, clock=lambda: now[0]),
+                  SQLiteSessionStore(str(tmp_path / "s.sqlite3"), ttl_s=60, clock=lambda: now[0])):
+        await store.set("idle", "vault", {"a": "[EMAIL_001]"})
+        now[0] += 50
+        await store.set("busy", "policy", "advisor")
+        now[0] += 30  # idle: 80 s untouched; busy: 30 s
+        await store.sweep(now[0]) if isinstance(store, SQLiteSessionStore) else store.sweep(now[0])
+        assert await store.get("idle", "vault") is None
+        assert await store.get("busy", "policy") == "advisor"
+        now[0] = 1000.0
