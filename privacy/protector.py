@@ -26,7 +26,8 @@ from privacy.walk import collect
 
 log = logging.getLogger("ecgw.privacy")
 
-_INLINE_CHARS = 4000  # detect inline below this many new characters; above it, off the event loop
+_INLINE_CHARS = 256  # detect inline below this many new characters; above it, off the event loop (NER on a
+# few KB holds the loop for ~100 ms; a thread hop costs ~0.1 ms)
 
 
 class ScrubbedRequest:
@@ -79,9 +80,21 @@ class PrivacyProtector:
         self._audit = audit
         self._hasher = hasher
         self._cache = DetectionCache(settings.cache_entries)
+        self._session_locks: dict[str, asyncio.Lock] = {}
 
     async def scrub(self, body: dict[str, Any], *, session_id: str) -> ScrubbedRequest:
-        """The body the cloud would receive. Raises ``PrivacyBlocked``, or ``DetectionError`` on failure."""
+        """The body the cloud would receive. Raises ``PrivacyBlocked``, or ``DetectionError`` on failure.
+        Steps of one session are scrubbed one at a time in this worker: each loads, extends and saves the
+        session's vault, and two at once would hand out the same placeholder for different values."""
+        lock = self._session_locks.setdefault(session_id, asyncio.Lock())
+        try:
+            async with lock:
+                return await self._scrub(body, session_id=session_id)
+        finally:
+            if not lock.locked() and self._session_locks.get(session_id) is lock:
+                del self._session_locks[session_id]
+
+    async def _scrub(self, body: dict[str, Any], *, session_id: str) -> ScrubbedRequest:
         copy_, slots, binary = collect(body)
         if binary and self._settings.images == "block":
             raise PrivacyBlocked(f"{binary[0]} is not text and privacy.images is 'block'; it stays on the edge")
@@ -98,16 +111,14 @@ class PrivacyProtector:
             if hit is None:
                 misses.append(i)
         if misses:
-            prepared = [prepare(slots[i].text, slots[i].kind) for i in misses]
+            prepared = [prepare(slots[i].text, slots[i].kind, all_numbers=matcher is not None) for i in misses]
             size = sum(len(slots[i].text) for i in misses)
             if size > _INLINE_CHARS:
                 found = await asyncio.to_thread(self._scrubber.detect, prepared, matcher)
             else:
                 found = self._scrubber.detect(prepared, matcher)
             for i, p, f in zip(misses, prepared, found, strict=True):
-                result = self._scrubber.apply(p, f, vault)
-                self._cache.put(keys[i], result)
-                results[i] = result
+                results[i] = self._scrubber.apply(p, f, vault)
         by_slot: list[tuple[str, Sequence[Applied]]] = []
         for slot, maybe in zip(slots, results, strict=True):
             assert maybe is not None
@@ -119,6 +130,12 @@ class PrivacyProtector:
             if result.applied:
                 by_slot.append((slot.location, result.applied))
         await vault.save(self._sessions, session_id)
+        # Cached only now: a result whose placeholders never reached the saved vault (a blocked step) would
+        # later hand the same placeholder to another value.
+        for i in misses:
+            fresh = results[i]
+            assert fresh is not None
+            self._cache.put(keys[i], fresh)
         return ScrubbedRequest(copy_, by_slot, dict(vault.values))
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,

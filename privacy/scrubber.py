@@ -16,7 +16,7 @@ from privacy.units import UnitMatcher
 from privacy.vault import Vault
 from privacy.walk import Kind
 
-_NUMBER_MIN = 1_000_000  # numbers shorter than 7 digits cannot be a listed or patterned identifier
+_NUMBER_MIN = 1_000_000  # below 7 digits a number is no patterned identifier (listed units: all are scanned)
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,8 @@ class Prepared:
     parsed: Any = None
 
 
-def prepare(text: str, kind: Kind) -> Prepared:
+def prepare(text: str, kind: Kind, *, all_numbers: bool = False) -> Prepared:
+    """``all_numbers``: scan every JSON number, not only long ones (listed units may be short numbers)."""
     if kind == "json":
         try:
             parsed = json.loads(text)
@@ -101,21 +102,21 @@ def prepare(text: str, kind: Kind) -> Prepared:
             parsed = None
         if isinstance(parsed, dict | list):
             leaves: list[_Leaf] = []
-            _leaves(parsed, "", leaves)
+            _leaves(parsed, "", leaves, 0 if all_numbers else _NUMBER_MIN)
             return Prepared(text, [leaf.target for leaf in leaves], leaves, parsed)
     return Prepared(text, [Target(text, prose=True)])
 
 
-def _leaves(value: Any, path: str, out: list[_Leaf]) -> None:
+def _leaves(value: Any, path: str, out: list[_Leaf], number_min: float = 0) -> None:
     items: Any = value.items() if isinstance(value, dict) else enumerate(value)
     for key, item in items:
         where = _path(path, key)
         if isinstance(item, str):
             out.append(_Leaf(where, value, key, Target(item, prose=True, label=str(key) if isinstance(value, dict) else None)))
-        elif isinstance(item, int | float) and not isinstance(item, bool) and abs(item) >= _NUMBER_MIN:
+        elif isinstance(item, int | float) and not isinstance(item, bool) and abs(item) >= number_min:
             out.append(_Leaf(where, value, key, Target(str(item), prose=False)))
         elif isinstance(item, dict | list):
-            _leaves(item, where, out)
+            _leaves(item, where, out, number_min)
 
 
 class Scrubber:

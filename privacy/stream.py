@@ -47,15 +47,18 @@ class RestoringStream:
         for choice in chunk["choices"]:
             index = int(choice.get("index") or 0)
             delta = choice.get("delta") or {}
+            # The last chunk of a choice (vLLM puts text and finish_reason together) releases everything it
+            # holds in place, so nothing held back comes out after text that followed it.
+            final = bool(choice.get("finish_reason"))
             for field in _TEXT_FIELDS:
                 if isinstance(delta.get(field), str):
-                    delta[field] = self._take((index, field, 0), delta[field])
+                    delta[field] = self._take((index, field, 0), delta[field], final=final)
             for call in delta.get("tool_calls") or ():
                 function = call.get("function")
                 if isinstance(function, dict) and isinstance(function.get("arguments"), str):
                     function["arguments"] = self._take((index, "arguments", int(call.get("index") or 0)),
-                                                       function["arguments"])
-            if choice.get("finish_reason"):
+                                                       function["arguments"], final=final)
+            if final:  # what other fields still hold goes out before the closing chunk
                 held = self._drain(index)
                 if held is not None:
                     out.append(held)

@@ -124,7 +124,7 @@ def collect(body: dict[str, Any]) -> tuple[dict[str, Any], list[Slot], list[str]
                     if isinstance(text, str):
                         kind = "json" if _looks_json(text) else "text"
                         slots.append(Slot(f"{where}.content[{j}].text", text, kind, _setter(part, "text")))
-                    elif part.get("type") not in (None, "text"):
+                    elif part.get("type") in _NON_TEXT_PARTS:
                         binary.append(f"{where}.content[{j}] ({part.get('type')})")
         for key in ("reasoning_content", "name"):
             if isinstance(message.get(key), str):
