@@ -28,9 +28,10 @@ try:
     result = namespace["grade"](**payload["kwargs"])
 except BaseException as exc:
     sys.stdout.flush()
-    print({RESULT_MARKER!r} + json.dumps({{"error": traceback.format_exc(limit=3)[-2000:]}}))
+    print("\\n" + {RESULT_MARKER!r} + json.dumps({{"error": traceback.format_exc(limit=3)[-2000:]}}))
     sys.exit(0)
-print({RESULT_MARKER!r} + json.dumps({{"result": result}}, default=str))
+# On a line of its own even when grade() printed without a final newline.
+print("\\n" + {RESULT_MARKER!r} + json.dumps({{"result": result}}, default=str))
 """
 
 
@@ -54,12 +55,17 @@ def run_grader(source: str, *, workspace_path: str, transcript: Sequence[Mapping
                               timeout=timeout_s, env=dict(env) if env is not None else None, cwd=cwd)
     except subprocess.TimeoutExpired:
         return GradeOutcome(0.0, error=f"grader timed out after {timeout_s:g} s")
+    except OSError as exc:
+        return GradeOutcome(0.0, error=f"grader could not start: {exc}")
     stdout = done.stdout.decode(errors="replace")
     line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith(RESULT_MARKER)), None)
     if line is None:
         tail = done.stderr.decode(errors="replace")[-1000:]
         return GradeOutcome(0.0, error=f"grader process exited with code {done.returncode}: {tail}")
-    message = json.loads(line[len(RESULT_MARKER):])
+    try:
+        message = json.loads(line[len(RESULT_MARKER):])
+    except json.JSONDecodeError:
+        return GradeOutcome(0.0, error="grader printed an unreadable result")
     if "error" in message:
         return GradeOutcome(0.0, error=f"grader raised: {message['error']}")
     result = message["result"]

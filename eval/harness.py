@@ -132,14 +132,16 @@ class AgentHarness:
         transcript_path = run_dir / "chat.jsonl"
         transcript.write(transcript_path)
         if error is None:
-            if (source / "gt").is_dir():
-                shutil.copytree(source / "gt", root / "gt", dirs_exist_ok=True)
-            wrap = _wrapper(isolation, root)
-            outcome = run_grader(task.grade_source, workspace_path=DEFAULT_ALIAS if wrap else str(root),
-                                 transcript=transcript.entries, timeout_s=self.config.grader_timeout_s,
-                                 env=self._grader_env(), cwd=run_dir, filename=str(task.path),
-                                 wrap=(lambda argv: wrap(argv, str(run_dir.resolve()))) if wrap else None)
-            score, details, error = outcome.score, outcome.details, outcome.error
+            try:
+                _install_ground_truth(source / "gt", root / "gt")
+                wrap = _wrapper(isolation, root)
+                outcome = run_grader(task.grade_source, workspace_path=DEFAULT_ALIAS if wrap else str(root),
+                                     transcript=transcript.entries, timeout_s=self.config.grader_timeout_s,
+                                     env=self._grader_env(), cwd=run_dir, filename=str(task.path),
+                                     wrap=(lambda argv: wrap(argv, str(run_dir.resolve()))) if wrap else None)
+                score, details, error = outcome.score, outcome.details, outcome.error
+            except Exception as exc:  # grading that cannot happen is a recorded 0, not a lost run
+                error = f"grading failed: {type(exc).__name__}: {exc}"
         usage = self._usage(session_id)
         record = RunRecord(task_id=task.id, run=run, overall_score=0.0 if error else score, error=error,
                            cloud=usage.cloud, cloud_cost_usd=usage.cloud_cost_usd, edge_flops=usage.edge_flops,
@@ -272,3 +274,14 @@ def _stop(process: subprocess.Popen[bytes] | None) -> None:
 def load_result(run_dir: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
     return data
+
+
+def _install_ground_truth(source: Path, target: Path) -> None:
+    """Copy the task's ``gt/`` in for grading, replacing whatever the agent left at that path — a symlink is
+    removed, never followed, so ground truth cannot be written outside the workspace or pre-planted."""
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.is_dir():
+        shutil.rmtree(target)
+    if source.is_dir():
+        shutil.copytree(source, target)

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,6 +143,10 @@ class Workspace:
             return ToolResult(str(exc), True)
         except OSError as exc:
             return ToolResult(f"{name} failed: {exc.strerror or exc}", True)
+        except UnicodeDecodeError:
+            return ToolResult(f"{name} failed: the file is not UTF-8 text", True)
+        except (ValueError, TypeError) as exc:  # e.g. "offset": "ten": the model can correct itself
+            return ToolResult(f"Invalid arguments for {name}: {exc}", True)
 
     def read(self, args: Mapping[str, Any]) -> str:
         path = self.resolve(str(_first(args, "path", "file_path")))
@@ -193,12 +199,21 @@ class Workspace:
         command = str(_first(args, "command", "cmd"))
         workdir_arg = _first(args, "workdir", "cwd", required=False)
         workdir = self.resolve(str(workdir_arg)) if workdir_arg else self.root
-        timeout = float(_first(args, "timeout", required=False) or self.exec_timeout_s)
-        try:
-            done = subprocess.run(self.shell(command, workdir), cwd=workdir, env=self.env, capture_output=True,
-                                  timeout=timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise ToolError(f"Command timed out after {timeout:g} seconds") from None
+        # The model may ask for less time than the harness allows, never more.
+        timeout = min(float(_first(args, "timeout", required=False) or self.exec_timeout_s), self.exec_timeout_s)
+        # Output goes to a file, not a pipe: a background child (`server &`) would hold a pipe open until the
+        # timeout. The command has its own process group: on timeout the whole group goes.
+        with tempfile.TemporaryFile() as sink:
+            process = subprocess.Popen(self.shell(command, workdir), cwd=workdir, env=self.env, stdout=sink,
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(process)
+                raise ToolError(f"Command timed out after {timeout:g} seconds") from None
+            sink.seek(0)
+            stdout = sink.read()
+        done = subprocess.CompletedProcess(process.args, process.returncode, stdout, b"")
         output = _truncate_tail((done.stdout + done.stderr).decode(errors="replace")).rstrip("\n")
         if self.translated:
             output = output.replace(str(self.root), self.alias)
@@ -218,3 +233,11 @@ class Workspace:
             return "(empty directory)"
         more = f"\n\n[{len(entries) - limit} more entries]" if len(entries) > limit else ""
         return "\n".join(names) + more
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
