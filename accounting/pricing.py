@@ -35,10 +35,17 @@ class Price:
         for candidate in sorted(self.model.tiers, key=lambda t: t.above_prompt_tokens):
             if prompt_tokens > candidate.above_prompt_tokens:
                 tier = candidate
-        base_read = self.model.cache_read if tier is self.model else None
-        cache_read = tier.cache_read if tier.cache_read is not None else (base_read if base_read is not None
-                                                                           else tier.input)
-        cache_write = tier.cache_write if tier.cache_write is not None else tier.input
+        # A tier without its own cache prices keeps the model's cache discount: the base cache price scaled
+        # by the tier's input price (litellm's map lists tiered input prices without tiered cache prices).
+        scale = tier.input / self.model.input if self.model.input else 1.0
+
+        def cached(own: float | None, base: float | None) -> float:
+            if own is not None:
+                return own
+            return base * scale if base is not None else tier.input
+
+        cache_read = cached(tier.cache_read, self.model.cache_read)
+        cache_write = cached(tier.cache_write, self.model.cache_write)
         return tier.input, cache_read, cache_write, tier.output
 
     def cost(self, tokens: Tokens) -> float:

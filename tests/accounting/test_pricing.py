@@ -105,3 +105,12 @@ def test_price_version_defaults_to_a_hash_of_the_table() -> None:
     assert table_version(a) != table_version(b) and table_version(a) == table_version(dict(a))
     price = Pricer(a, fallback=None).price("m")
     assert price is not None and price.version == table_version(a)
+
+
+def test_a_tier_without_cache_prices_keeps_the_models_cache_discount() -> None:
+    model = ModelPrice(input=2.0, cache_read=0.2, cache_write=2.5, output=8.0,
+                       tiers=[{"above_prompt_tokens": 200_000, "input": 4.0, "output": 12.0}])
+    price = Pricer({"m": model}, price_version="t").price("m")
+    assert price is not None
+    assert price.rates(1_000) == (2.0, 0.2, 2.5, 8.0)
+    assert price.rates(300_000) == (4.0, 0.4, 5.0, 12.0)  # scaled with the tier's input, not billed at 4.0
