@@ -15,7 +15,6 @@ namespace or the official Docker harness). The record says which was used, and w
 
 from __future__ import annotations
 
-import json
 import shutil
 import signal
 import subprocess
@@ -269,11 +268,6 @@ def _stop(process: subprocess.Popen[bytes] | None) -> None:
         process.wait(timeout=5)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
-
-
-def load_result(run_dir: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
-    return data
 
 
 def _install_ground_truth(source: Path, target: Path) -> None:

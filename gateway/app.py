@@ -158,7 +158,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/chat/completions", chat, methods=["POST"]),
-        Route("/v1/models", list_models, methods=["GET"]),
+        Route("/v1/models", guarded(services, list_models), methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/v1/sessions/{session_id:path}/units", guarded(services, units_endpoint(services.protector)),

@@ -135,8 +135,5 @@ class PolicyChooser:
     def _of(assignment: Assignment) -> PolicyDecision:
         return PolicyDecision(assignment.policy, assignment.experiment, assignment.arm, assignment.knobs)
 
-    async def choose(self, headers: Mapping[str, str], body: Mapping[str, Any], session: SessionState) -> str:
-        return (await self.decide(headers, body, session)).policy
-
     def model_ids(self) -> list[str]:
         return [ALIAS_PREFIX + name for name in self._registry.names] + list(self._direct)
