@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.grid import MANIFEST, run_dir
+from eval.grid import MANIFEST, finished, run_dir
 from eval.meter import SessionMeter, SessionUsage
 from eval.metrics import RunRecord
-from eval.records import record_from_json, save_run
+from eval.records import save_run
 from eval.tasks import Task
 
 PROVIDER = "ecgw"
@@ -207,7 +207,7 @@ class AceBenchAdapter:
                     "repeat": repeat, "task_ids": [t.id for t in tasks]}
         (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         todo = [(p, t, r) for p in policies for t in tasks for r in range(repeat)
-                if join_only or not _finished(run_dir(out, p, t.id, r))]
+                if join_only or not finished(run_dir(out, p, t.id, r))]
         with ThreadPoolExecutor(max_workers=max(parallel, 1)) as pool:
             if join_only:
                 futures = [pool.submit(self.join, t, r, p, out) for p, t, r in todo
@@ -217,10 +217,3 @@ class AceBenchAdapter:
             for future in as_completed(futures):
                 future.result()
 
-
-def _finished(path: Path) -> bool:
-    try:
-        record_from_json(json.loads((path / "result.json").read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-    return True

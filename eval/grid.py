@@ -42,7 +42,8 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
-def _finished(path: Path) -> bool:
+def finished(path: Path) -> bool:
+    """A run whose ``result.json`` reads back as a record: resuming skips it."""
     try:
         record_from_json(json.loads((path / "result.json").read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError):
@@ -59,7 +60,7 @@ def run_grid(spec: GridSpec, tasks: Sequence[Task], harness_for: Callable[[str],
     (spec.out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     harnesses = {policy: harness_for(policy) for policy in spec.policies}
     todo = [(policy, task, run) for policy in spec.policies for task in tasks for run in range(spec.repeat)
-            if not _finished(run_dir(spec.out, policy, task.id, run))]
+            if not finished(run_dir(spec.out, policy, task.id, run))]
     bar = _progress(len(todo), progress)
     with ThreadPoolExecutor(max_workers=max(spec.parallel, 1)) as pool:
         futures = {pool.submit(harnesses[p].run, t, r, run_dir(spec.out, p, t.id, r)): (p, t.id, r)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import yaml
 
 from benchmarks.contenders import free_port
+from tests.processes import wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,15 +30,7 @@ def test_two_workers_share_session_state(tmp_path, edge, cloud):
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline and proc.poll() is None, "ecgw serve --workers 2 did not start"
-            time.sleep(0.3)
+        wait_healthy(base, proc)
         # First step picks cloud-only explicitly; every later step (on fresh connections, spread over both
         # workers) must keep it without naming it.
         body = {"model": "ecgw/cloud-only", "messages": [{"role": "user", "content": "x"}]}

@@ -16,6 +16,7 @@ import yaml
 
 from accounting.store import UsageStore
 from tests.fakes.model_server import ModelServer, Reply
+from tests.processes import wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,15 +74,7 @@ def test_sigterm_under_load_loses_no_record(tmp_path: Path, edge: ModelServer, w
     stop = threading.Event()
     done: list[str] = []
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline and proc.poll() is None, "ecgw serve did not start"
-            time.sleep(0.2)
+        wait_healthy(base, proc)
         threads = [threading.Thread(target=_client_loop, args=(base, n, done, stop)) for n in range(8)]
         for t in threads:
             t.start()
