@@ -18,14 +18,17 @@ from accounting.database import StoreUnavailable
 from accounting.endpoints import metrics_endpoint, usage_endpoint
 from accounting.factory import build_meter
 from accounting.store import UsageStore
-from gateway.api import ChatCompletions, guarded, healthz, list_models, readyz
+from gateway.api import guarded, healthz, list_models, readyz
 from gateway.errors import StartupError, error_response
 from gateway.metrics import RequestMetrics
 from gateway.offline import prepare_offline_environment
+from gateway.pipeline import StepPipeline
 from gateway.policy_choice import PolicyChooser
 from gateway.service import ManagedUpstream, Services
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from gateway.settings import ConfigError, Settings
+from gateway.surfaces import SurfaceEndpoint
+from gateway.surfaces.chat import ChatSurface
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
 from privacy.factory import build_protector
 from privacy.protection import Protector
@@ -148,7 +151,9 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         return error_response(500, "The gateway failed on this request; see its log.", "internal_error")
 
     request_metrics = RequestMetrics()
-    chat = ChatCompletions(services, request_metrics).handle
+    pipeline = StepPipeline(services)
+    limit = services.settings.server.max_body_bytes
+    chat = SurfaceEndpoint(ChatSurface(), pipeline, request_metrics, max_body_bytes=limit).handle
     metering_metrics = metrics_endpoint(services.meter)
 
     async def metrics(request: Request) -> Response:

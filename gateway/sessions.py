@@ -18,13 +18,17 @@ def identify_session(
     api_key: str | None,
     session_keys: Mapping[str, str],
     fingerprint_fallback: bool = True,
+    hint: str | None = None,
 ) -> tuple[str, str]:
-    """``(session_id, source)``, in order: ``X-Session-Id`` header; ``metadata.session_id``; ``user``; a
-    virtual key bound to a session; a fingerprint of the first system and user messages (fragile: two
-    different runs of the same task share it)."""
+    """``(session_id, source)``, in order: ``X-Session-Id`` header; the surface's own session header
+    (``hint``: Claude Code's, Codex's); ``metadata.session_id``; ``user``; a virtual key bound to a session;
+    a fingerprint of the first system and user messages (fragile: two different runs of the same task share
+    it)."""
     header = headers.get("x-session-id")
     if header:
         return header, "header"
+    if hint:
+        return hint, "surface"
     metadata = body.get("metadata")
     if isinstance(metadata, dict) and isinstance(metadata.get("session_id"), str) and metadata["session_id"]:
         return metadata["session_id"], "metadata"

@@ -1,0 +1,40 @@
+"""What a failed step tells its client: one mapping from exceptions to status, type and message, shared by every
+surface (each surface only chooses its own envelope)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from gateway.errors import ClientError
+from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from router.errors import UpstreamError
+
+log = logging.getLogger("ecgw")
+
+
+@dataclass(frozen=True)
+class Failure:
+    status: int
+    message: str
+    type: str
+    code: str | None = None
+    param: str | None = None
+
+
+def classify(exc: BaseException, request_id: str, *, mid_stream: bool = False) -> Failure:
+    """The client-facing failure for ``exc``; anything unexpected is logged with its traceback and becomes a 500
+    that names the request id (never the traceback)."""
+    if isinstance(exc, ClientError):
+        return Failure(exc.status, exc.message, exc.type, code=exc.code, param=exc.param)
+    if isinstance(exc, UpstreamError):
+        return Failure(exc.status, exc.message, exc.type, code=exc.upstream)
+    if isinstance(exc, PrivacyUnavailable):
+        return Failure(503, f"Privacy protection is unavailable, so nothing was sent to the cloud: {exc.reason}",
+                       "privacy_unavailable", code="privacy_unavailable")
+    if isinstance(exc, PrivacyBlocked):
+        return Failure(403, f"This step may not go to the cloud: {exc.reason}", "privacy_blocked",
+                       code="privacy_blocked")
+    where = "mid-stream" if mid_stream else "on this request"
+    log.exception("request %s failed %s", request_id, where, exc_info=exc)
+    return Failure(500, f"The gateway failed {where} (request id {request_id}); see its log.", "internal_error")

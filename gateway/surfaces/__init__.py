@@ -1,0 +1,104 @@
+"""API surfaces: thin adapters between a client's wire format and the one step pipeline.
+
+A surface parses its request into the chat-completions shape the pipeline runs, and renders the pipeline's
+completion or chunk stream back into its own format (JSON or SSE) and its own error envelope. Everything else —
+authentication, the body limit, sessions, policy, privacy, metering, request metrics — is shared here."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response, StreamingResponse
+
+from gateway.api import authenticate, read_body
+from gateway.failures import Failure, classify
+from gateway.metrics import RequestMetrics
+from gateway.pipeline import Outcome, Started, StepPipeline, aclose
+
+
+@dataclass
+class Parsed:
+    """A surface's request in the pipeline's terms: the chat-shaped body, the surface's own session header if it
+    has one, and whatever the surface needs to render its answer (the original request, say)."""
+
+    body: dict[str, Any]
+    session_hint: str | None = None
+    extra: Any = None
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body.get("stream"))
+
+
+class Surface(Protocol):
+    def parse(self, raw: bytes, headers: Mapping[str, str]) -> Parsed:
+        """Raises ``gateway.errors.ClientError`` naming the bad field."""
+        ...
+
+    def render(self, completion: dict[str, Any], parsed: Parsed) -> bytes: ...
+
+    def stream(self, chunks: AsyncIterator[dict[str, Any]], parsed: Parsed) -> AsyncIterator[bytes]:
+        """The SSE bytes for a chat chunk stream, up to and including the surface's end-of-stream marker."""
+        ...
+
+    def error(self, failure: Failure, headers: dict[str, str]) -> Response: ...
+
+    def stream_error(self, failure: Failure) -> bytes: ...
+
+
+class SurfaceEndpoint:
+    """One surface's Starlette endpoint (``handle``)."""
+
+    def __init__(self, surface: Surface, pipeline: StepPipeline, metrics: RequestMetrics, *,
+                 max_body_bytes: int) -> None:
+        self._surface = surface
+        self._pipeline = pipeline
+        self._metrics = metrics
+        self._limit = max_body_bytes
+
+    async def handle(self, request: Request) -> Response:
+        request_id = "req-" + uuid.uuid4().hex[:20]
+        outcome = Outcome()
+        try:
+            response = await self._handle(request, request_id, outcome)
+        except ClientDisconnect:
+            response = Response(status_code=499)
+        except Exception as exc:
+            response = self._surface.error(classify(exc, request_id), {"x-ecgw-request-id": request_id})
+        if not isinstance(response, StreamingResponse):  # a stream is observed when it ends
+            outcome.observe(self._metrics, response.status_code)
+        return response
+
+    async def _handle(self, request: Request, request_id: str, outcome: Outcome) -> Response:
+        key = authenticate(self._pipeline.services, request)
+        parsed = self._surface.parse(await read_body(request, self._limit), request.headers)
+        started = await self._pipeline.start(request.headers, parsed.body, api_key=key, request_id=request_id,
+                                             outcome=outcome, session_hint=parsed.session_hint)
+        if started.completion is not None:
+            return Response(self._surface.render(started.completion, parsed), media_type="application/json",
+                            headers=started.headers)
+        return StreamingResponse(
+            self._relay(started, parsed, request_id, outcome),
+            media_type="text/event-stream",
+            headers={**started.headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
+        )
+
+    async def _relay(self, started: Started, parsed: Parsed, request_id: str,
+                     outcome: Outcome) -> AsyncIterator[bytes]:
+        status = 499  # the client went away before the end
+        try:
+            async for data in self._surface.stream(started.chunks(), parsed):
+                yield data
+            status = 200
+        except Exception as exc:
+            failure = classify(exc, request_id, mid_stream=True)
+            status = failure.status
+            yield self._surface.stream_error(failure)
+        finally:
+            outcome.observe(self._metrics, status)
+            if started.rest is not None:
+                await aclose(started.rest)

@@ -1,0 +1,45 @@
+"""OpenAI's chat completions: the pipeline's own shape, so this surface only checks the body and frames SSE."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from starlette.responses import Response
+
+from gateway import sse
+from gateway.errors import error_body, error_response
+from gateway.failures import Failure
+from gateway.jsonio import dumps
+from gateway.surfaces import Parsed
+from gateway.wire import client_wants_usage, parse_chat_request
+
+
+class ChatSurface:
+    def parse(self, raw: bytes, headers: Mapping[str, str]) -> Parsed:
+        return Parsed(parse_chat_request(raw))
+
+    def render(self, completion: dict[str, Any], parsed: Parsed) -> bytes:
+        return dumps(completion)
+
+    async def stream(self, chunks: AsyncIterator[dict[str, Any]], parsed: Parsed) -> AsyncIterator[bytes]:
+        wants_usage = client_wants_usage(parsed.body)
+        async for chunk in chunks:
+            if not wants_usage:
+                if _usage_only(chunk):
+                    continue
+                if "usage" in chunk:
+                    chunk = {k: v for k, v in chunk.items() if k != "usage"}
+            yield sse.encode(chunk)
+        yield sse.DONE
+
+    def error(self, failure: Failure, headers: dict[str, str]) -> Response:
+        return error_response(failure.status, failure.message, failure.type, param=failure.param,
+                              code=failure.code, headers=headers)
+
+    def stream_error(self, failure: Failure) -> bytes:
+        return sse.encode(error_body(failure.message, failure.type, code=failure.code))
+
+
+def _usage_only(chunk: dict[str, Any]) -> bool:
+    return not chunk.get("choices") and chunk.get("usage") is not None
