@@ -21,6 +21,7 @@ from typing import Any
 
 from benchmarks.contenders import Server, start_ecgw, start_litellm_proxy, start_upstream
 from benchmarks.load import LoadResult, percentile, run_load
+from benchmarks.meter import record_cost
 from benchmarks.workload import small_request, trajectory
 
 HERE = Path(__file__).resolve().parent
@@ -150,6 +151,7 @@ def run(smoke: bool, include_litellm: bool) -> dict[str, Any]:
             for server in servers:
                 server.stop()
     report["privacy_scrub"] = scrub_timings(steps)
+    report["meter_record"] = record_cost(calls=2_000 if smoke else 20_000)
     return report
 
 
@@ -194,6 +196,9 @@ def render(report: dict[str, Any]) -> str:
               f"NER model load (once per process) {scrub['model_load_ms']:.0f} ms. "
               f"First step {scrub['first_step_ms']:.1f} ms; incremental steps p50 "
               f"{scrub['incremental_p50_ms']:.2f} ms, p99 {scrub['incremental_p99_ms']:.2f} ms.", "",
+              "### Metering on the request path", "",
+              f"StoreMeter.record(): p50 {report['meter_record']['record_us_p50']} µs per call "
+              f"(max of rounds {report['meter_record']['record_us_max']} µs).", "",
               "### Peak RSS (MB)", "", " · ".join(f"{k} {v}" for k, v in report["rss_mb"].items()), ""]
     return "\n".join(lines)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,26 +20,13 @@ from gateway.settings import Settings
 from tests.conftest import settings_for
 from tests.fakes.model_server import ModelServer
 from tests.fakes.threaded import ThreadedServer
-
-POSTGRES_ENV = "ECGW_TEST_POSTGRES_URL"
-
-
-def postgres_server_url() -> str:
-    """The test PostgreSQL's URL; skips loudly when it is not running, but fails under CI."""
-    url = os.environ.get(POSTGRES_ENV)
-    if not url:
-        message = (f"{POSTGRES_ENV} is not set: start PostgreSQL with scripts/postgres.sh (make test does) "
-                   "to run the PostgreSQL metering tests")
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message + " — required under CI")
-        pytest.skip(message)
-    return url
+from tests.real_parts import postgres_url as real_postgres_url
 
 
 @pytest.fixture()
 def postgres_url() -> Iterator[str]:
     """A fresh, empty database on the test server, dropped afterwards."""
-    server = postgres_server_url()
+    server = real_postgres_url()
     name = "ecgw_test_" + uuid.uuid4().hex[:12]
     admin = make_url(server).set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(admin, autocommit=True) as conn:

@@ -12,9 +12,9 @@ from accounting.pricing import Pricer, bundled_litellm_cost_map, table_version
 from accounting.settings import ModelPrice
 from accounting.usage import Tokens
 from gateway.settings import load_settings
+from tests.real_parts import acebench_data
 
 ROOT = Path(__file__).resolve().parents[2]
-LEADERBOARD = ROOT.parent / "shared" / "acebench" / "leaderboard.json"
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def test_gpt54_long_context_tier_applies_above_272k_prompt_tokens(shipped: Price
 def test_cloud_only_parity_with_the_leaderboard(shipped: Pricer, cloud: str, model: str) -> None:
     """GPT-5.4: raw 5.46M, cache 22.92M, output 1.02M → $34.69, priced per call (each call under the 272k
     tier; priced as one 28M-token call it would wrongly take the long-context tier)."""
-    row = next(r for r in json.loads(LEADERBOARD.read_text())["rows"]
+    row = next(r for r in json.loads((acebench_data() / "leaderboard.json").read_text())["rows"]
                if r["strategy"] == "cloud-only" and r.get("cloud") == cloud)
     price = shipped.price(model)
     assert price is not None

@@ -78,7 +78,10 @@ def test_sigterm_under_load_loses_no_record(tmp_path: Path, edge: ModelServer, w
         threads = [threading.Thread(target=_client_loop, args=(base, n, done, stop)) for n in range(8)]
         for t in threads:
             t.start()
-        time.sleep(1.5)
+        deadline = time.monotonic() + 60
+        while len(done) < 20:  # SIGTERM once requests are flowing, however slow the machine is today
+            assert time.monotonic() < deadline and proc.poll() is None, f"only {len(done)} requests in 60 s"
+            time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
         stop.set()  # requests in flight go on; no new ones (a supervisor's backlog would hold them)
         try:
@@ -96,7 +99,6 @@ def test_sigterm_under_load_loses_no_record(tmp_path: Path, edge: ModelServer, w
             proc.wait()
     # uvicorn re-raises the signal after its graceful shutdown, so -SIGTERM is a clean exit too.
     assert proc.returncode in (0, -signal.SIGTERM), output.decode(errors="replace")[-3000:]
-    assert len(done) >= 20, f"only {len(done)} requests completed before SIGTERM"
     store = UsageStore.from_url(database_url)
     recorded = {r["request_id"] for r in store.rows()}
     store.dispose()

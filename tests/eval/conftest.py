@@ -6,15 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from eval.paths import acebench_dir, suite_dir
+from eval.paths import suite_dir
+from tests.real_parts import acebench_data
 
 
 @pytest.fixture(scope="session")
 def acebench() -> Path:
-    path = acebench_dir()
-    if not (path / "tasks").is_dir():
-        pytest.skip(f"AceBench data not found at {path}; set ECGW_ACEBENCH_DIR")
-    return path
+    return acebench_data()
 
 
 @pytest.fixture(scope="session")

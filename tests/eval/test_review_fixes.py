@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from eval.grading import run_grader
@@ -23,12 +22,12 @@ def test_bad_tool_arguments_are_a_tool_error_not_a_crash(tmp_path: Path) -> None
 
 def test_exec_returns_when_the_command_does_and_caps_the_models_timeout(tmp_path: Path) -> None:
     ws = Workspace(tmp_path, exec_timeout_s=2)
-    t0 = time.monotonic()
+    # A command that leaves a child in the background answers with its output, not with the harness's timeout
+    # error; a model's timeout of 1000 s is capped by the harness's 2 s.
     result = ws.call("exec", {"command": "sleep 30 & echo started"})
-    assert result.text.strip() == "started" and time.monotonic() - t0 < 2
-    t0 = time.monotonic()
+    assert not result.is_error and result.text.strip() == "started"
     slow = ws.call("exec", {"command": "sleep 30", "timeout": 1000})
-    assert slow.is_error and "timed out after 2" in slow.text and time.monotonic() - t0 < 10
+    assert slow.is_error and "timed out after 2" in slow.text
 
 
 def test_a_grader_that_prints_without_a_newline_still_scores() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -20,29 +19,22 @@ from tests.conftest import RunningGateway
 from tests.fakes.model_server import ModelServer, Reply
 from tests.fakes.threaded import ThreadedServer
 from tests.policies.helpers import ask, purposes
+from tests.real_parts import LLAMA_COMPAT
+from tests.real_parts import llama_url as real_llama_url
 
 pytestmark = pytest.mark.real_model
 
-LLAMA_URL = os.environ.get("ECGW_TEST_LLAMA_URL")
-COMPAT = {"send_max_tokens": True, "string_content": True, "null_content_as_empty": True, "stream_usage": False,
-          "stream_tools": False, "dedupe_tool_call_names": True}
 MESSAGES = [{"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "What is the capital of France?"}]
 
 
 @pytest.fixture()
 def llama_url() -> str:
-    if not LLAMA_URL:
-        reason = ("ECGW_TEST_LLAMA_URL is not set: the real SmolLM2 edge is not running, so step-routing is NOT "
-                  "checked against real logprobs. Run `make test` (scripts/llama.sh starts the server).")
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return LLAMA_URL.rstrip("/")
+    return real_llama_url().rstrip("/")
 
 
 def _gateway(start: Callable[..., RunningGateway], url: str, **knobs: Any) -> RunningGateway:
-    return start(edge={"base_url": url, "model": "smollm2", "read_timeout_s": 120, "compat": COMPAT},
+    return start(edge={"base_url": url, "model": "smollm2", "read_timeout_s": 120, "compat": LLAMA_COMPAT},
                  policy={"default": "step-routing", "knobs": {"step-routing": knobs}},
                  sessions={"store": "memory"})
 
