@@ -23,7 +23,8 @@ test: $(STAMP)
 	scripts/test.sh
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check gateway router privacy accounting eval tests
+	$(VENV)/bin/ruff check gateway router privacy accounting eval tests benchmarks
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -81,8 +81,7 @@ async def readyz(request: Request) -> Response:
     services: Services = request.app.state.services
     checks: dict[str, Any] = {}
     ok = True
-    for name, upstream in (("edge", services.edge), ("cloud", services.cloud)):
-        ready, detail = await upstream.ready()
+    for name, (ready, detail) in (await services.doors.ready()).items():
         checks[name] = {"ready": ready, "detail": detail}
         ok = ok and ready
     return Response(dumps({"status": "ready" if ok else "not ready", "upstreams": checks}),

@@ -19,17 +19,17 @@ from accounting.endpoints import metrics_endpoint, usage_endpoint
 from accounting.factory import build_meter
 from accounting.store import UsageStore
 from gateway.api import guarded, healthz, list_models, readyz
+from gateway.doors import Doors, ManagedUpstream
 from gateway.errors import StartupError, error_response
 from gateway.metrics import RequestMetrics
 from gateway.offline import prepare_offline_environment
 from gateway.pipeline import StepPipeline
 from gateway.policy_choice import PolicyChooser
-from gateway.service import ManagedUpstream, Services
+from gateway.service import Services
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from gateway.settings import ConfigError, Settings
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
-from gateway.upstreams.openai_http import OpenAIHTTPUpstream
 from privacy.factory import build_protector
 from privacy.protection import Protector
 from privacy.routes import session_privacy_endpoint, units_endpoint
@@ -108,21 +108,16 @@ def build_services(
     sessions: SessionStateStore | None = None,
 ) -> Services:
     prepare_offline_environment()
-    if cloud is None:
-        from gateway.upstreams.cloud import LiteLLMUpstream  # imports litellm: once, here
-
-        cloud = LiteLLMUpstream(settings.cloud)
     meter = meter or build_meter(settings.accounting, database_url=settings.database_url)
     registry, chooser = build_router(settings, cloud_rates=measured_rates(meter))
     sessions = sessions or build_session_store(settings)
+    protector = protector or build_protector(settings.privacy, database_url=settings.database_url, sessions=sessions)
     return Services(
         settings=settings,
-        edge=edge or OpenAIHTTPUpstream(settings.edge),
-        cloud=cloud,
+        doors=Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud),
         policies=registry,
         chooser=chooser,
-        protector=protector or build_protector(settings.privacy, database_url=settings.database_url,
-                                               sessions=sessions),
+        protector=protector,
         meter=meter,
         sessions=sessions,
     )

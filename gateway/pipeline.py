@@ -15,7 +15,6 @@ from gateway.metrics import RequestMetrics
 from gateway.service import Services
 from gateway.sessions import identify_session
 from privacy.errors import PrivacyBlocked
-from router.channels import CloudChannel, EdgeChannel
 from router.policies.edge_only import EdgeOnly
 from router.policy import Policy
 from router.step import CallContext, RouteTracker, SessionState, Step
@@ -82,8 +81,8 @@ class StepPipeline:
             request=body,
             context=context,
             session=session,
-            edge=EdgeChannel(s.edge, s.meter, context, route),
-            cloud=CloudChannel(s.cloud, s.meter, context, route, s.protector),
+            edge=s.doors.edge(context, route),
+            cloud=s.doors.cloud(context, route),
             route=route,
             knobs=decision.knobs,
         )

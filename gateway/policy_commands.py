@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
                                                     "one prompt per line")
     c.add_argument("--target-share", type=float, required=True, help="wanted cloud share, 0..1")
     c.add_argument("--config", default=None, help="YAML config file (edge server and task-routing knobs)")
-    c.add_argument("--scorer", default=None, choices=("edge-judge", "rules", "table", "routellm"),
+    c.add_argument("--scorer", default=None, choices=("edge-judge", "rules", "table"),
                    help="overrides policy.knobs.task-routing.scorer")
     c.set_defaults(func=calibrate)
 

@@ -4,28 +4,26 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from accounting.calls import Meter
+from gateway.doors import Doors
 from gateway.policy_choice import PolicyChooser
 from gateway.settings import Settings
 from privacy.protection import Protector
-from router.channels import Upstream
 from router.policy import PolicyRegistry
 from router.step import SessionStateStore
 
 log = logging.getLogger("ecgw")
 
 
-class ManagedUpstream(Upstream, Protocol):
-    async def ready(self) -> tuple[bool, str]: ...
-
-
 @dataclass
 class Services:
+    """Everything a request needs. The upstreams are not among them: only ``doors`` holds them, and it hands
+    out channels, so the cloud is reachable only through ``CloudChannel``."""
+
     settings: Settings
-    edge: ManagedUpstream
-    cloud: ManagedUpstream
+    doors: Doors
     policies: PolicyRegistry
     chooser: PolicyChooser
     protector: Protector
@@ -41,7 +39,7 @@ class Services:
 
     async def aclose(self) -> None:
         """Flush and close, in the order that loses nothing: upstreams first, then the meter."""
-        for part in (self.edge, self.cloud, self.protector, self.meter, self.sessions):
+        for part in (self.doors, self.protector, self.meter, self.sessions):
             closer: Any = getattr(part, "aclose", None)
             if closer is None:
                 continue

@@ -156,30 +156,6 @@ class TableScorer:
         return Verdict(None)
 
 
-# RouteLLM (optional) -------------------------------------------------------------------------------------
-class RouteLLMScorer:
-    """A RouteLLM router from a local checkpoint (``pip install routellm``; weights are not downloaded here).
-    The score is the router's strong-model win rate."""
-
-    name = "routellm"
-
-    def __init__(self, *, checkpoint_path: str, router: str = "mf", strong_model: str = "strong",
-                 weak_model: str = "weak") -> None:
-        if not Path(checkpoint_path).exists():
-            raise ValueError(f"policy.knobs.task-routing.routellm.checkpoint_path: {checkpoint_path} does not exist; "
-                             "point it at a local RouteLLM checkpoint")
-        try:
-            from routellm.controller import Controller  # optional dependency
-        except ImportError:
-            raise ValueError("task-routing scorer 'routellm' needs the routellm package: pip install routellm") from None
-        controller = Controller(routers=[router], strong_model=strong_model, weak_model=weak_model,
-                                config={router: {"checkpoint_path": checkpoint_path}})
-        self._router = controller.routers[router]
-
-    async def score(self, task: Task, edge: Channel) -> Verdict:
-        return Verdict(float(self._router.calculate_strong_win_rate(task.text)))
-
-
 # calibration ---------------------------------------------------------------------------------------------
 def pick_threshold(scores: Sequence[float], target_share: float) -> tuple[float, float]:
     """(threshold, achieved cloud share): the threshold whose rule ``score ≥ threshold → cloud`` sends the

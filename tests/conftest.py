@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from accounting.calls import MemoryMeter
-from gateway.app import build_services, create_app
+from gateway.app import create_app
 from gateway.offline import prepare_offline_environment
 from gateway.service import Services
 from gateway.settings import Settings, load_settings
 from privacy.protection import Protector
-from tests.door import GuardedCloud
+from tests.door import GuardedCloud, guarded_cloud, guarded_services
 from tests.fakes.model_server import ModelServer
 from tests.fakes.threaded import ThreadedServer
 
@@ -59,6 +59,7 @@ class RunningGateway:
     settings: Settings
     services: Services
     meter: MemoryMeter
+    guard: GuardedCloud
 
     @property
     def base_url(self) -> str:
@@ -86,13 +87,11 @@ def start_gateway(edge: ModelServer, cloud: ModelServer) -> Iterator[Callable[..
     def start(*, protector: Protector | None = None, **overrides: Any) -> RunningGateway:
         settings = settings_for(edge.url, cloud.url, **overrides)  # type: ignore[attr-defined]
         meter = MemoryMeter()
-        from gateway.upstreams.cloud import LiteLLMUpstream
-
-        cloud_upstream = GuardedCloud(LiteLLMUpstream(settings.cloud))
-        services = build_services(settings, protector=protector, meter=meter, cloud=cloud_upstream)
+        guard = guarded_cloud(settings)
+        services = guarded_services(settings, protector=protector, meter=meter, cloud=guard)
         server = ThreadedServer(create_app(settings, services=services)).start()
         started.append(server)
-        return RunningGateway(url=server.url, settings=settings, services=services, meter=meter)
+        return RunningGateway(url=server.url, settings=settings, services=services, meter=meter, guard=guard)
 
     yield start
     for server in started:

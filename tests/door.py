@@ -1,5 +1,6 @@
 """A guard around the cloud upstream: every call must come through ``CloudChannel`` (protect → upstream →
-restore → meter). Every gateway the test suite starts wears it, so the whole suite checks the invariant."""
+restore → meter). Every gateway the test suite starts is built by ``guarded_services``, so it wears the guard and
+the whole suite checks the invariant."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
+from gateway.app import build_services
+from gateway.service import Services
+from gateway.settings import Settings
 from router.channels import CloudChannel
 
 
@@ -50,3 +54,17 @@ class GuardedCloud:
         self.calls += 1
         async for chunk in self._inner.stream(body):
             yield chunk
+
+
+def guarded_cloud(settings: Settings) -> GuardedCloud:
+    from gateway.upstreams.cloud import LiteLLMUpstream
+
+    return GuardedCloud(LiteLLMUpstream(settings.cloud))
+
+
+def guarded_services(settings: Settings, **parts: Any) -> Services:
+    """``build_services`` for tests: the cloud upstream always wears the guard (a given one must already)."""
+    cloud = parts.setdefault("cloud", guarded_cloud(settings))
+    if not isinstance(cloud, GuardedCloud):
+        raise TypeError("a test gateway's cloud upstream must be a GuardedCloud")
+    return build_services(settings, **parts)

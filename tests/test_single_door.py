@@ -9,7 +9,9 @@ import pytest
 
 from privacy.errors import PrivacyUnavailable
 from privacy.protection import PassThroughProtector, Protection
-from tests.door import DoorViolation
+from router.channels import CloudChannel
+from router.step import CallContext, RouteTracker
+from tests.door import DoorViolation, GuardedCloud
 
 CANARY = "CANARY-4111-1111"
 
@@ -35,9 +37,20 @@ class BrokenProtector:
         raise PrivacyUnavailable("detector 'secrets' crashed")
 
 
+def test_the_cloud_upstream_is_reachable_only_through_a_channel(gateway):
+    """Nothing the services hand out is the raw cloud upstream: code gets channels, and a cloud channel protects."""
+    services = gateway.services
+    assert not hasattr(services, "cloud") and not hasattr(services, "edge")
+    public = {name: getattr(services.doors, name) for name in dir(services.doors) if not name.startswith("_")}
+    assert not any(isinstance(value, GuardedCloud) for value in public.values())
+    route = RouteTracker()
+    channel = services.doors.cloud(CallContext(request_id="r", session_id="s", policy="cloud-only"), route)
+    assert isinstance(channel, CloudChannel)
+
+
 async def test_the_guard_catches_a_call_that_skips_the_channel(gateway):
     with pytest.raises(DoorViolation):
-        await gateway.services.cloud.complete({"messages": [{"role": "user", "content": "raw"}]})
+        await gateway.guard.complete({"messages": [{"role": "user", "content": "raw"}]})
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -54,7 +67,7 @@ def test_every_policy_sends_only_protected_bodies(start_gateway, cloud, stream):
             assert response.status_code == 200, (name, response.text)
     assert cloud.requests, "no policy reached the cloud; the test proves nothing"
     assert all(CANARY not in str(body) for body in cloud.requests)
-    assert len(cloud.requests) == len(protector.protected) == gw.services.cloud.calls
+    assert len(cloud.requests) == len(protector.protected) == gw.guard.calls
 
 
 @pytest.mark.parametrize("stream", [False, True])

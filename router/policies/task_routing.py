@@ -14,7 +14,6 @@ from router.policy import StepResult
 from router.scorers import (
     JUDGE_PROMPT,
     EdgeJudge,
-    RouteLLMScorer,
     RulesScorer,
     Scorer,
     TableScorer,
@@ -35,24 +34,16 @@ class RulesKnobs(BaseModel):
     keywords_for_full: int = Field(2, ge=1)
 
 
-class RouteLLMKnobs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    checkpoint_path: str
-    router: str = "mf"
-
-
 class TaskRoutingKnobs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    scorer: Literal["edge-judge", "rules", "table", "routellm"] = "edge-judge"
+    scorer: Literal["edge-judge", "rules", "table"] = "edge-judge"
     threshold: float = Field(0.5, ge=0, le=1)  # score ≥ threshold → the session goes to the cloud
     fallback: Literal["edge", "cloud"] = "edge"  # when the scorer cannot score the task
     judge_prompt: str = JUDGE_PROMPT
     judge_scale: float = Field(10.0, gt=0)
     rules: RulesKnobs = Field(default_factory=lambda: RulesKnobs.model_validate({}))
     table_path: str | None = None
-    routellm: RouteLLMKnobs | None = None
 
 
 def build_scorer(knobs: TaskRoutingKnobs) -> Scorer:
@@ -62,14 +53,9 @@ def build_scorer(knobs: TaskRoutingKnobs) -> Scorer:
         r = knobs.rules
         return RulesScorer(long_chars=r.long_chars, keywords=r.keywords, keyword_weight=r.keyword_weight,
                            keywords_for_full=r.keywords_for_full)
-    if knobs.scorer == "table":
-        if not knobs.table_path:
-            raise ValueError("policy.knobs.task-routing.table_path: the 'table' scorer needs a route table file")
-        return TableScorer.from_file(knobs.table_path, threshold=knobs.threshold)
-    if knobs.routellm is None:
-        raise ValueError("policy.knobs.task-routing.routellm.checkpoint_path: the 'routellm' scorer needs a "
-                         "local checkpoint")
-    return RouteLLMScorer(checkpoint_path=knobs.routellm.checkpoint_path, router=knobs.routellm.router)
+    if not knobs.table_path:
+        raise ValueError("policy.knobs.task-routing.table_path: the 'table' scorer needs a route table file")
+    return TableScorer.from_file(knobs.table_path, threshold=knobs.threshold)
 
 
 class TaskRouting:

@@ -14,10 +14,11 @@ from sqlalchemy.engine import make_url
 
 from accounting.factory import build_meter
 from accounting.writer import StoreMeter
-from gateway.app import build_services, create_app
+from gateway.app import create_app
 from gateway.service import Services
 from gateway.settings import Settings
 from tests.conftest import settings_for
+from tests.door import guarded_services
 from tests.fakes.model_server import ModelServer
 from tests.fakes.threaded import ThreadedServer
 from tests.real_parts import postgres_url as real_postgres_url
@@ -68,7 +69,7 @@ def start_metered_gateway(edge: ModelServer, cloud: ModelServer,
         settings = settings_for(edge.url, cloud.url, accounting=accounting, **overrides)  # type: ignore[attr-defined]
         meter = build_meter(settings.accounting, database_url=settings.database_url)
         assert isinstance(meter, StoreMeter)
-        services = build_services(settings, meter=meter)
+        services = guarded_services(settings, meter=meter)
         server = ThreadedServer(create_app(settings, services=services)).start()
         started.append(server)
         return MeteredGateway(url=server.url, settings=settings, services=services, meter=meter)

@@ -31,8 +31,9 @@ from eval.meter import NullSessionMeter, SessionUsage
 from eval.metrics import CloudUsage, UnitLeak
 from eval.paths import suite_dir
 from eval.tasks import load_task, load_tasks
-from gateway.app import build_services, create_app
+from gateway.app import create_app
 from tests.conftest import settings_for
+from tests.door import guarded_services
 from tests.fakes.model_server import ModelServer
 from tests.fakes.threaded import ThreadedServer
 
@@ -93,7 +94,7 @@ def gateway_url(edge: ModelServer, cloud: ModelServer, tmp_path: Path) -> Iterat
                             privacy={"actions": {"contact": "audit"}, "layers": {"ner": False}},
                             accounting={"prices": {"gpt-test": {"input": 2.5, "cache_read": 0.25, "output": 15.0}},
                                         "edge_models": {"edge-model": {"params": 1.7e9}}})
-    server = ThreadedServer(create_app(settings, services=build_services(settings))).start()
+    server = ThreadedServer(create_app(settings, services=guarded_services(settings))).start()
     yield server.url
     server.stop()
 

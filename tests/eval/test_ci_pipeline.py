@@ -26,8 +26,9 @@ from eval.metrics import PolicySummary, completion, pass_k
 from eval.paths import suite_dir
 from eval.tasks import load_tasks
 from eval.units import load_sensitive_items
-from gateway.app import build_services, create_app
+from gateway.app import create_app
 from tests.conftest import settings_for
+from tests.door import guarded_services
 from tests.eval.ci_models import Scenario, cloud_calls_expected
 from tests.fakes.model_server import ModelServer
 from tests.fakes.threaded import ThreadedServer
@@ -69,7 +70,7 @@ def gateway_url(edge: ModelServer, cloud: ModelServer, tmp_path: Path) -> Iterat
                             database_url=f"sqlite:///{tmp_path}/ecgw.sqlite3", privacy=PRIVACY,
                             accounting={"prices": PRICES, "edge_models": EDGE_MODELS},
                             policy={"default": "edge-only", "knobs": KNOBS}, sessions={"store": "memory"})
-    server = ThreadedServer(create_app(settings, services=build_services(settings))).start()
+    server = ThreadedServer(create_app(settings, services=guarded_services(settings))).start()
     yield server.url
     server.stop()
     edge._responder = cloud._responder = None

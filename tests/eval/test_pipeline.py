@@ -15,8 +15,9 @@ from eval.harness import AgentHarness, HarnessConfig
 from eval.meter import GatewaySessionMeter
 from eval.paths import suite_dir
 from eval.tasks import Task, load_tasks
-from gateway.app import build_services, create_app
+from gateway.app import create_app
 from tests.conftest import settings_for
+from tests.door import guarded_services
 from tests.fakes.model_server import ModelServer, Reply, ToolCall
 from tests.fakes.threaded import ThreadedServer
 
@@ -33,7 +34,7 @@ def solving_replies(task: Task) -> list[Reply]:
 @pytest.fixture()
 def gateway_url(edge: ModelServer, cloud: ModelServer, tmp_path: Path) -> Iterator[str]:
     settings = settings_for(edge.url, cloud.url, database_url=f"sqlite:///{tmp_path}/metering.db")  # type: ignore[attr-defined]
-    server = ThreadedServer(create_app(settings, services=build_services(settings))).start()
+    server = ThreadedServer(create_app(settings, services=guarded_services(settings))).start()
     yield server.url
     server.stop()
 

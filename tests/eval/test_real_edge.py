@@ -15,8 +15,9 @@ import pytest
 from eval.cli import main as eval_main
 from eval.grid import summary_from_json
 from eval.paths import suite_dir
-from gateway.app import build_services, create_app
+from gateway.app import create_app
 from tests.conftest import settings_for
+from tests.door import guarded_services
 from tests.fakes.model_server import ModelServer
 from tests.fakes.threaded import ThreadedServer
 from tests.real_parts import LLAMA_COMPAT, llama_url
@@ -34,7 +35,7 @@ def gateway_url(cloud: ModelServer, tmp_path: Path) -> Iterator[str]:
                             privacy={"layers": {"ner": False}},
                             accounting={"prices": {"gpt-test": {"input": 2.5, "cache_read": 0.25, "output": 15.0}},
                                         "edge_models": {"smollm2": {"params": 1.35e8}}})
-    server = ThreadedServer(create_app(settings, services=build_services(settings))).start()
+    server = ThreadedServer(create_app(settings, services=guarded_services(settings))).start()
     yield server.url
     server.stop()
 

@@ -6,8 +6,9 @@ import time
 
 import httpx
 
-from gateway.app import build_services, create_app
+from gateway.app import create_app
 from tests.conftest import settings_for
+from tests.door import guarded_services
 from tests.fakes.threaded import ThreadedServer
 
 
@@ -24,7 +25,7 @@ def test_control_arm_takes_p_from_the_matched_arms_measured_rate(tmp_path, edge,
     settings = settings_for(edge.url, cloud.url, experiments=experiment,
                             database_url=f"sqlite:///{tmp_path / 'usage.sqlite3'}",
                             accounting={"writer": {"flush_interval_s": 0.05}})
-    services = build_services(settings)
+    services = guarded_services(settings)
     with ThreadedServer(create_app(settings, services=services)) as server:
         for i in range(4):
             assert _post(server.url, f"router-{i}", "router").status_code == 200

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from accounting.calls import MemoryMeter
-from gateway.app import build_services, create_app
+from gateway.app import create_app
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
 from tests.conftest import settings_for
-from tests.door import GuardedCloud
+from tests.door import guarded_services
 from tests.fakes.model_server import ModelServer
 from tests.fakes.threaded import ThreadedServer
 from tests.real.helpers import VLLM_MODEL, openclaw_paths, vllm_url
@@ -115,11 +115,8 @@ def gateway_on_vllm(cloud: ModelServer) -> Iterator[Gateway]:
     settings = settings_for("http://unused", cloud.url,  # type: ignore[attr-defined]
                             edge={"base_url": vllm_url(), "model": VLLM_MODEL, "read_timeout_s": 300})
     meter = MemoryMeter()
-    from gateway.upstreams.cloud import LiteLLMUpstream
-
     edge = RecordingEdge(OpenAIHTTPUpstream(settings.edge))
-    services = build_services(settings, meter=meter, edge=edge,  # type: ignore[arg-type]
-                              cloud=GuardedCloud(LiteLLMUpstream(settings.cloud)))
+    services = guarded_services(settings, meter=meter, edge=edge)
     recorder = Recorder(create_app(settings, services=services))
     server = ThreadedServer(recorder).start()
     try:

@@ -1,0 +1,43 @@
+"""`make lint`'s import contracts have teeth: a module that reaches for the cloud transport, or a lower layer
+that imports a higher one, breaks them. Checked on a copy of the packages, never on the tree itself."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("gateway", "router", "privacy", "accounting", "eval")
+
+
+def _lint_with(tmp_path: Path, module: str, source: str) -> subprocess.CompletedProcess[str]:
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    if module:
+        (tmp_path / module).write_text(source, encoding="utf-8")
+    lint = Path(sys.executable).with_name("lint-imports")
+    return subprocess.run([str(lint)], cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
+    result = _lint_with(tmp_path, "", "")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(("module", "source", "broken"), [
+    ("gateway/surfaces/sneaky.py", "from gateway.upstreams.cloud import LiteLLMUpstream\n",
+     "gateway.surfaces is not allowed to import gateway.upstreams.cloud"),
+    ("router/sneaky.py", "import litellm\n", "router is not allowed to import litellm"),
+    ("privacy/sneaky.py", "from gateway.api import authenticate\n", "privacy is not allowed to import gateway"),
+    ("eval/sneaky.py", "from router.channels import CloudChannel\n", "eval is not allowed to import router"),
+])
+def test_a_forbidden_import_breaks_lint(tmp_path: Path, module: str, source: str, broken: str) -> None:
+    result = _lint_with(tmp_path, module, source)
+    assert result.returncode != 0
+    assert broken in result.stdout, result.stdout
