@@ -22,7 +22,6 @@ from gateway.api import guarded, healthz, list_models, readyz
 from gateway.doors import Doors, ManagedUpstream
 from gateway.errors import StartupError, error_response
 from gateway.metrics import RequestMetrics
-from gateway.offline import prepare_offline_environment
 from gateway.pipeline import StepPipeline
 from gateway.policy_choice import PolicyChooser
 from gateway.service import Services
@@ -107,7 +106,6 @@ def build_services(
     meter: Meter | None = None,
     sessions: SessionStateStore | None = None,
 ) -> Services:
-    prepare_offline_environment()
     meter = meter or build_meter(settings.accounting, database_url=settings.database_url)
     registry, chooser = build_router(settings, cloud_rates=measured_rates(meter))
     sessions = sessions or build_session_store(settings)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gateway.errors import StartupError
+from gateway.offline import prepare_offline_environment
 from gateway.settings import ConfigError, Settings, load_settings
 
 CONFIG_ENV = "ECGW_CONFIG_FILE"
@@ -34,6 +35,7 @@ def app_factory() -> Any:
     """For uvicorn's ``--factory`` with several workers: each worker builds its app from the same file."""
     from gateway.app import create_app
 
+    prepare_offline_environment()  # a worker process starts here
     return create_app(load_settings(os.environ.get(CONFIG_ENV)))
 
 
@@ -81,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    prepare_offline_environment()  # before any command imports litellm, tiktoken or presidio
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

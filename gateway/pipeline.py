@@ -18,7 +18,7 @@ from privacy.errors import PrivacyBlocked
 from router.policies.edge_only import EdgeOnly
 from router.policy import Policy
 from router.step import CallContext, RouteTracker, SessionState, Step
-from router.wire import chunks_to_completion, completion_to_chunks
+from router.wire import aclose, chunks_to_completion, completion_to_chunks
 
 log = logging.getLogger("ecgw")
 
@@ -124,12 +124,6 @@ async def _run(policy: Policy, step: Step, headers: dict[str, str]) -> Started:
 async def _as_stream(response: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
     for chunk in completion_to_chunks(response):
         yield chunk
-
-
-async def aclose(iterator: AsyncIterator[Any]) -> None:
-    closer = getattr(iterator, "aclose", None)
-    if closer is not None:
-        await closer()
 
 
 def header_safe(value: str) -> str:

@@ -1,11 +1,50 @@
-"""OpenAI chat-completion shapes that policies and transports both need: turning a completion into
-stream chunks and a stream back into a completion."""
+"""OpenAI chat-completion shapes that policies, transports and surfaces all need: the text of a message's
+content, a completion turned into stream chunks and a stream back into a completion, tool-call deltas folded
+into whole calls, and closing a chunk stream early."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's ``content`` (a string, or a list of content parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            elif isinstance(part, str):
+                texts.append(part)
+        return "\n".join(texts)
+    return ""
+
+
+def merge_tool_call_deltas(calls: dict[int, dict[str, Any]], deltas: Any) -> None:
+    """Fold streamed ``tool_calls`` deltas into whole calls keyed by their ``index``: the id and name arrive
+    once (some servers repeat them: a repeated name is not appended again), the arguments in pieces."""
+    for call in deltas or ():
+        slot = calls.setdefault(int(call.get("index") or 0),
+                                {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+        if call.get("id"):
+            slot["id"] = call["id"]
+        function = call.get("function") or {}
+        name = function.get("name")
+        if name and slot["function"]["name"] != name:
+            slot["function"]["name"] += name
+        if function.get("arguments"):
+            slot["function"]["arguments"] += function["arguments"]
+
+
+async def aclose(iterator: AsyncIterator[Any]) -> None:
+    """Close a chunk stream a consumer stops reading (an async generator's ``aclose``; others need nothing)."""
+    closer = getattr(iterator, "aclose", None)
+    if closer is not None:
+        await closer()
 
 
 def completion_to_chunks(response: dict[str, Any], *, include_usage: bool = True) -> Iterator[dict[str, Any]]:
@@ -93,16 +132,7 @@ def merge_delta(acc: dict[str, Any], choice: dict[str, Any]) -> None:
         piece = delta.get(key)
         if isinstance(piece, str) and (piece or key == "content"):
             message[key] = (message.get(key) or "") + piece
-    for call in delta.get("tool_calls") or ():
-        slot = acc["_calls"].setdefault(call.get("index", 0), {"id": None, "type": "function",
-                                                               "function": {"name": "", "arguments": ""}})
-        if call.get("id"):
-            slot["id"] = call["id"]
-        function = call.get("function") or {}
-        if function.get("name") and slot["function"]["name"] != function["name"]:
-            slot["function"]["name"] += function["name"]
-        if function.get("arguments"):
-            slot["function"]["arguments"] += function["arguments"]
+    merge_tool_call_deltas(acc["_calls"], delta.get("tool_calls"))
     logprobs = choice.get("logprobs")
     if logprobs and logprobs.get("content"):
         acc["logprobs"] = acc["logprobs"] or {"content": []}

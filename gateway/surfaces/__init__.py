@@ -17,7 +17,8 @@ from starlette.responses import Response, StreamingResponse
 from gateway.api import authenticate, read_body
 from gateway.failures import Failure, classify
 from gateway.metrics import RequestMetrics
-from gateway.pipeline import Outcome, Started, StepPipeline, aclose
+from gateway.pipeline import Outcome, Started, StepPipeline
+from router.wire import aclose
 
 
 @dataclass

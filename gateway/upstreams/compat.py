@@ -5,16 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.settings import CompatSettings
-
-
-def _flatten(content: list[Any]) -> str:
-    texts = []
-    for part in content:
-        if isinstance(part, dict) and part.get("type") in ("text", "input_text") and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        elif isinstance(part, str):
-            texts.append(part)
-    return "\n".join(texts)
+from router.wire import text_of
 
 
 def normalise_request(body: dict[str, Any], compat: CompatSettings) -> dict[str, Any]:
@@ -28,7 +19,7 @@ def normalise_request(body: dict[str, Any], compat: CompatSettings) -> dict[str,
         for message in out.get("messages") or ():
             content = message.get("content")
             if compat.string_content and isinstance(content, list):
-                message = {**message, "content": _flatten(content)}
+                message = {**message, "content": text_of(content)}
             elif compat.null_content_as_empty and content is None:
                 message = {**message, "content": ""}
             messages.append(message)

@@ -6,20 +6,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-
-def text_of(content: Any) -> str:
-    """The text of a message's ``content`` (a string, or a list of content parts)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            elif isinstance(part, str):
-                texts.append(part)
-        return "\n".join(texts)
-    return ""
+from router.wire import text_of
 
 
 def messages_of(body: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from router.channels import Channel
-from router.wire import completion_to_chunks
+from router.wire import completion_to_chunks, merge_tool_call_deltas
 
 
 async def turn_chunks(channel: Channel, body: dict[str, Any], *, stream: bool,
@@ -124,19 +124,6 @@ class Turn:
     def calls(self) -> list[dict[str, Any]]:
         return [self._calls[i] for i in sorted(self._calls)]
 
-    def _collect(self, deltas: list[Mapping[str, Any]]) -> None:
-        for call in deltas:
-            slot = self._calls.setdefault(int(call.get("index") or 0),
-                                          {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
-            if call.get("id"):
-                slot["id"] = call["id"]
-            function = call.get("function") or {}
-            name = function.get("name")
-            if name and slot["function"]["name"] != name:
-                slot["function"]["name"] += name
-            if function.get("arguments"):
-                slot["function"]["arguments"] += function["arguments"]
-
     async def relay(self, chunks: AsyncIterator[dict[str, Any]], composer: Composer) -> AsyncIterator[dict[str, Any]]:
         composer.begin_turn()
         async for chunk in chunks:
@@ -144,8 +131,7 @@ class Turn:
             for choice in chunk.get("choices") or ():
                 delta = dict(choice.get("delta") or {})
                 calls = delta.pop("tool_calls", None)
-                if calls:
-                    self._collect(calls)
+                merge_tool_call_deltas(self._calls, calls)
                 if isinstance(delta.get("content"), str):
                     self.content += delta["content"]
                 if choice.get("finish_reason"):

@@ -19,14 +19,13 @@ from router.policies._messages import (
     can_inject_tool,
     function_tool,
     messages_of,
-    text_of,
     tool_names,
     with_tools,
 )
 from router.policies._turns import Composer, Turn, turn_chunks
 from router.policy import StepResult
 from router.step import Step
-from router.wire import chunks_to_completion
+from router.wire import chunks_to_completion, text_of
 
 ADVISOR_PROMPT = ("You advise a smaller agent model that is working on a task with tools. Read the task and its "
                   "transcript, then answer its question with concrete, actionable advice in at most {words} "

@@ -12,9 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from router.errors import PrivacyBlocked, UpstreamError
 from router.policies._knobs import KnobBook
-from router.policies._messages import first_user_text, text_of, tool_names, with_system_suffix
+from router.policies._messages import first_user_text, tool_names, with_system_suffix
 from router.policy import StepResult
 from router.step import Step
+from router.wire import text_of
 
 log = logging.getLogger("ecgw.router")
 

@@ -19,7 +19,7 @@ from router.policies._knobs import KnobBook
 from router.policies._messages import in_tool_loop
 from router.policy import StepResult
 from router.step import Step
-from router.wire import chunks_to_completion
+from router.wire import aclose, chunks_to_completion
 
 log = logging.getLogger("ecgw.router")
 
@@ -150,12 +150,12 @@ class StepRouting:
                 if self._enough(knobs, entries):
                     break
         except BaseException:
-            await _aclose(edge)
+            await aclose(edge)
             raise
         decision = self._from_entries(knobs, entries, step.edge.model, knobs.decide_tokens)
         await self._remember(step, knobs, state, decision)
         if decision.side == "cloud":
-            await _aclose(edge)  # cancels the edge generation: the upstream connection closes
+            await aclose(edge)  # cancels the edge generation: the upstream connection closes
             if step.stream:
                 return step.cloud.stream(step.request)
             return await step.cloud.complete(step.request)
@@ -182,7 +182,7 @@ async def _continue(buffered: list[dict[str, Any]], rest: AsyncIterator[dict[str
         async for chunk in rest:
             yield _shape_logprobs(chunk, wants_logprobs, client_top)
     finally:
-        await _aclose(rest)
+        await aclose(rest)
 
 
 def _shape_logprobs(chunk: dict[str, Any], wants: bool, top: int) -> dict[str, Any]:
@@ -201,9 +201,3 @@ def _shape_logprobs(chunk: dict[str, Any], wants: bool, top: int) -> dict[str, A
                        for e in logprob_entries(choice)]
             shaped.append({**choice, "logprobs": {**logprobs, "content": content}})
     return {**chunk, "choices": shaped}
-
-
-async def _aclose(iterator: AsyncIterator[Any]) -> None:
-    closer = getattr(iterator, "aclose", None)
-    if closer is not None:
-        await closer()
