@@ -167,7 +167,7 @@ def test_join_records_score_usage_and_privacy_or_a_reason(tmp_path: Path) -> Non
     assert failed.overall_score == 0 and "judge unreachable" in (failed.error or "")
 
 
-def test_official_harness_through_the_gateway_end_to_end(fake_acebench: Path, gateway_url: str, tmp_path: Path,
+def test_acebench_adapter_runs_a_stub_harness_through_the_gateway(fake_acebench: Path, gateway_url: str, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch, cloud: ModelServer,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("STUB_FAIL", f"{T4}:ecgw/edge-only")

@@ -45,10 +45,10 @@ def _arms(gw: RunningGateway, sessions: list[str]) -> dict[str, str | None]:
     return out
 
 
-def test_assignment_is_stable_across_restarts(start_gateway: Callable[..., RunningGateway]) -> None:
+def test_assignment_is_stable_across_gateway_restarts(start_gateway: Callable[..., RunningGateway]) -> None:
     sessions = [f"session-{i}" for i in range(24)]
     first = _arms(_start(start_gateway), sessions)
-    second = _arms(_start(start_gateway), sessions)  # a new process: nothing remembered
+    second = _arms(_start(start_gateway), sessions)  # a new gateway (its own memory store): nothing remembered
     assert first == second
     assert set(first.values()) == {"edge-vs-cloud:edge", "edge-vs-cloud:cloud"}  # weight 0 never drawn
 
