@@ -130,7 +130,7 @@ def cmd_acebench(args: argparse.Namespace) -> int:
         for policy in policies:
             for task in tasks:
                 for run in range(args.repeat):
-                    _, _, command = adapter.prepare(task, run, policy, out)
+                    _, _, command = adapter.prepare(task, run, policy, out, dry_run=True)
                     print(f"# {session_id(args.experiment, policy, task.id, run)} "
                           f"({run_dir(out, policy, task.id, run)}/models.json)")
                     print(" ".join(command))

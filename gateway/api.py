@@ -13,6 +13,7 @@ from urllib.parse import quote
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 
+from accounting.settlement import settle_request
 from gateway import sse
 from gateway.errors import ClientError, error_body, error_response
 from gateway.jsonio import dumps
@@ -118,6 +119,7 @@ class _Outcome:
     policy: str = "none"
     route: RouteTracker | None = None
     streamed: bool = False
+    session: str | None = None  # once identified: the request is then marked settled when it ends
 
     def observe(self, metrics: RequestMetrics, status: int) -> None:
         route = self.route.route if self.route is not None else "none"
@@ -144,7 +146,12 @@ class ChatCompletions:
             response = _failure(exc, request_id)
         if not isinstance(response, StreamingResponse):  # a stream is observed when it ends
             outcome.observe(self._metrics, response.status_code)
+            self._settle(request_id, outcome)
         return response
+
+    def _settle(self, request_id: str, outcome: _Outcome) -> None:
+        if outcome.session is not None:
+            settle_request(self._s.meter, request_id, outcome.session)
 
     async def _handle(self, request: Request, request_id: str, outcome: _Outcome) -> Response:
         s = self._s
@@ -153,6 +160,7 @@ class ChatCompletions:
         session_id, _ = identify_session(request.headers, body, api_key=key,
                                          session_keys=s.settings.server.session_keys,
                                          fingerprint_fallback=s.settings.sessions.fingerprint_fallback)
+        outcome.session = session_id
         session = SessionState(session_id, s.sessions)
         decision = await s.chooser.decide(request.headers, body, session)
         policy_name = outcome.policy = decision.policy
@@ -231,6 +239,7 @@ class ChatCompletions:
         finally:
             outcome.observe(self._metrics, status)
             await _aclose(chunks)
+            self._settle(request_id, outcome)
 
 
 async def _as_stream(response: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from eval.harness import AgentHarness, HarnessConfig
-from eval.meter import SessionUsage
+from eval.meter import RunCalls, SessionUsage
 from eval.metrics import CloudUsage, UnitLeak
 from eval.paths import suite_dir
 from eval.records import load_run
@@ -45,7 +45,7 @@ class RecordingMeter:
     def register_units(self, session_id: str, sensitive_items: Path) -> None:
         self.registered.append((session_id, json.loads(sensitive_items.read_text(encoding="utf-8"))))
 
-    def session_usage(self, session_id: str) -> SessionUsage:
+    def session_usage(self, session_id: str, calls: RunCalls | None = None) -> SessionUsage:
         return SessionUsage(cloud=CloudUsage(1000, 600, 0, 50), cloud_cost_usd=0.002, edge_flops=3e12,
                             flops_formula="2·N·T", leaks=(UnitLeak(1.0, 0.0, "P1.email"),))
 
@@ -55,7 +55,8 @@ def test_solved_run_scores_1_with_session_header_and_transcript(model: ModelServ
     harness = AgentHarness(config(model, policy="edge-only", experiment="exp1"), meter=meter)
     record = harness.run(MINUTES, 1, tmp_path / "run")
     assert record.error is None and record.overall_score == 1.0
-    session = "exp1:edge-only:ecgw_task_1_meeting_minutes:run1"
+    session = model.headers[0]["x-session-id"]  # the run's name, then its attempt: a session of its own
+    assert session.startswith("exp1:edge-only:ecgw_task_1_meeting_minutes:run1:a1-")
     assert len(model.requests) == 3  # read, write, final answer
     assert all(h["x-session-id"] == session and h["x-ecgw-policy"] == "edge-only" for h in model.headers)
     assert [t["function"]["name"] for t in model.requests[0]["tools"]] == ["read", "write", "edit", "exec", "ls"]
