@@ -2,16 +2,16 @@
 
 A run is redone by deleting its ``result.json`` and resumed after a crash by running the grid again; either way
 the run directory is cleared for a new attempt — except ``attempts.jsonl``, the ledger, one line per attempt
-(number, session id, start time). The session id is the run's stable name, the attempt number and a random
-suffix (``eval:cloud-only:task_1:run0:a2-5f0c9e1d``), so an attempt never shares its session — its usage, its
-audit, its sticky routing — with an earlier one, even when the ledger was deleted with the folder. The record
-says how many attempts the run took.
+(number, session id, start time). The first attempt's session id is the run's stable name
+(``eval:cloud-only:task_1:run0``), a later one's adds its number (``…:run0:a2``), so an attempt never shares its
+session — its audit, its sticky routing — with an earlier one, while sessions stay deterministic (``random-matched``
+draws its coins from the session id, so a grid replays). Deleting a whole run folder deletes its ledger too: use a
+new ``--experiment`` name for a fresh grid against the same gateway. The record says how many attempts it took.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
 import shutil
 import time
 from dataclasses import dataclass
@@ -52,7 +52,7 @@ def begin(run_dir: Path, base_session: str) -> Attempt:
         else:
             child.unlink()
     number = len(_entries(run_dir)) + 1
-    attempt = Attempt(number, f"{base_session}:a{number}-{secrets.token_hex(4)}")
+    attempt = Attempt(number, base_session if number == 1 else f"{base_session}:a{number}")
     with (run_dir / LEDGER).open("a", encoding="utf-8") as ledger:
         ledger.write(json.dumps({"attempt": number, "session_id": attempt.session_id,
                                  "started_at": round(time.time(), 3)}) + "\n")
