@@ -154,3 +154,85 @@ def test_grid_report_is_exactly_what_the_upstreams_reported(workers: int, serve:
             note.write(f"\n## {workers} worker(s)\n\n" + table.split("\n\n", 1)[1] + "\n| upstream | " + " | ".join(
                 f"{p}: cloud {reported[p][0].prompt}/{reported[p][0].cached}/{reported[p][0].output} tok, "
                 f"${reported[p][0].micro_usd / 1e6 / RUNS:.6f}/run-avg" for p in POLICIES) + " |\n")
+
+
+# ---- one gateway in this process: redo and resume, a failing usage read ---------------------------------------
+
+
+@pytest.fixture()
+def gateway(edge: ModelServer, cloud: ModelServer, tmp_path: Path) -> Iterator[Any]:
+    from gateway.app import build_services, create_app
+    from tests.conftest import settings_for
+    from tests.fakes.threaded import ThreadedServer
+
+    edge._responder, cloud._responder = SCENARIO.edge, SCENARIO.cloud
+    servers: list[ThreadedServer] = []
+
+    def start(**accounting: Any) -> str:
+        settings = settings_for(edge.url, cloud.url,  # type: ignore[attr-defined]
+                                database_url=f"sqlite:///{tmp_path}/ecgw.sqlite3",
+                                privacy={"actions": {"contact": "audit"}, "layers": {"ner": False}},
+                                accounting={"prices": {"gpt-test": PRICE}, "litellm_fallback": False, **accounting},
+                                sessions={"store": "memory"})
+        servers.append(ThreadedServer(create_app(settings, services=build_services(settings))).start())
+        return servers[-1].url
+
+    yield start
+    for server in servers:
+        server.stop()
+    edge._responder = cloud._responder = None
+
+
+def _run(url: str, out: Path, policy: str = "cloud-only", task: str = T4) -> int:
+    return eval_main(["eval", "run", "--suite", str(suite_dir()), "--policies", policy, "--tasks", task,
+                      "--repeat", "1", "--out", str(out), "--gateway-url", url, "--experiment", "redo",
+                      "--no-progress"])
+
+
+def test_a_redone_run_is_metered_once(gateway: Any, cloud: ModelServer, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    url = gateway()
+    out = tmp_path / "grid"
+    assert _run(url, out) == 0
+    result = out / "cloud-only" / T4 / "run0" / "result.json"
+    first = json.loads(result.read_text())
+    first_seen = Reported.of(cloud.usages)
+    assert first["cloud"]["prompt"] == first_seen.prompt > 0 and first["attempts"] == 1
+
+    result.unlink()  # the documented way to redo a run
+    cloud.reset()
+    assert _run(url, out) == 0
+    again = json.loads(result.read_text())
+    second_seen = Reported.of(cloud.usages)
+    # the redo is its own session and is charged for itself only — not for both attempts
+    assert again["attempts"] == 2 and again["session_id"] == first["session_id"] + ":a2"
+    assert (again["cloud"]["prompt"], again["cloud"]["cache_read"], again["cloud"]["output"]) == (
+        second_seen.prompt, second_seen.cached, second_seen.output)
+    assert round(again["cloud_cost_usd"] * 1e6) == second_seen.micro_usd
+    # its audit too: the cloud calls it counts are this attempt's
+    assert again["privacy"]["cloud_calls"] == second_seen.calls
+    capsys.readouterr()
+    assert eval_main(["eval", "report", str(out)]) == 0
+    table = (out / "report.md").read_text()
+    assert "cloud-only 1 of 1 runs (2 attempts in all)" in table
+    summary = summary_from_json(json.loads((out / "summaries.json").read_text())[0])
+    assert summary.cost_usd == again["cloud_cost_usd"] and summary.retried_runs == 1
+
+
+def test_a_failing_usage_read_is_marked_incomplete_not_zero(gateway: Any, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    url = gateway(enabled=False)  # metering off: the gateway answers usage reads with 503
+    out = tmp_path / "grid"
+    assert _run(url, out) == 0
+    record = json.loads((out / "cloud-only" / T4 / "run0" / "result.json").read_text())
+    assert record["overall_score"] == 1.0  # the score stands
+    assert len(record["incomplete"]) == 1 and record["incomplete"][0].startswith("usage not read: HTTP 503")
+    capsys.readouterr()
+    assert eval_main(["eval", "report", str(out)]) == 0
+    table = (out / "report.md").read_text()
+    row = next(line for line in table.splitlines() if line.startswith("| cloud-only"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:7] == ["0.00/0.00/0.00*", "0.00*", "0.00*", cells[6]] and cells[6].endswith("*")
+    assert "* Usage or audit could not be read completely for cloud-only 1 of 1 runs" in table
+    summary = summary_from_json(json.loads((out / "summaries.json").read_text())[0])
+    assert summary.incomplete_runs == 1
