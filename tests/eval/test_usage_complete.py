@@ -39,6 +39,7 @@ RUNS = 3
 # Whole USD per 1M tokens, so every call costs a whole number of micro-dollars and sums compare exactly.
 PRICE = {"input": 3, "cache_read": 1, "output": 15}
 EDGE_PARAMS = 1_000_000_000
+FLUSH_S = 2.0
 
 
 @dataclass
@@ -82,7 +83,10 @@ def serve(edge: ModelServer, cloud: ModelServer, tmp_path: Path) -> Iterator[Any
                   "privacy": {"actions": {"contact": "audit"}, "layers": {"ner": False}},
                   "accounting": {"prices": {"gpt-test": PRICE}, "litellm_fallback": False,
                                  "edge_models": {"edge-model": {"params": EDGE_PARAMS}},
-                                 "spill_path": str(tmp_path / "spill.jsonl")},
+                                 "spill_path": str(tmp_path / "spill.jsonl"),
+                                 # runs far shorter than a worker's write interval: a read answered by one
+                                 # worker cannot see what the other still holds unless it waits for it
+                                 "writer": {"flush_interval_s": FLUSH_S}},
                   "policy": {"default": "edge-only"}}
         path = tmp_path / f"config{workers}.yaml"
         path.write_text(yaml.safe_dump(config))
