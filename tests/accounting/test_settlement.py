@@ -3,10 +3,15 @@ upstream call it caused are in the store, whichever worker holds them; a lost re
 
 from __future__ import annotations
 
+from typing import Any
+
+import httpx
+
 from accounting.settings import WriterSettings
-from accounting.settlement import settlement_report
+from accounting.settlement import MAX_REQUEST_IDS, settlement_report
 from tests.accounting.rows import call
 from tests.accounting.test_writer import meter_for
+from tests.fakes.model_server import ModelServer, Reply
 
 HOLD = WriterSettings(flush_interval_s=3600, batch_size=100_000)  # nothing written until flushed
 
@@ -73,3 +78,43 @@ async def test_a_request_that_made_no_upstream_call_settles_with_no_usage(databa
         assert report["settled"] and (usage["requests"], usage["cloud_calls"], usage["edge_calls"]) == (0, 0, 0)
     finally:
         await meter.aclose()
+
+
+def test_the_gateway_marks_every_request_streamed_failed_or_not(start_metered_gateway: Any, cloud: ModelServer,
+                                                                 edge: ModelServer) -> None:
+    gw = start_metered_gateway(accounting={"writer": {"flush_interval_s": 3600}})  # written only when asked
+    headers = {"X-Session-Id": "s-mark", "X-ECGW-Policy": "cloud-only"}
+    body = {"model": "ecgw", "messages": [{"role": "user", "content": "hello there"}]}
+    ids = []
+    with httpx.stream("POST", gw.base_url + "/chat/completions", headers=headers,
+                      json={**body, "stream": True, "stream_options": {"include_usage": True}}) as response:
+        assert response.status_code == 200
+        ids.append(response.headers["x-ecgw-request-id"])
+        response.read()
+    ids.append(httpx.post(gw.base_url + "/chat/completions", headers=headers, json=body)
+               .headers["x-ecgw-request-id"])
+    cloud.script(Reply(status=400, error_message="bad request upstream"))
+    failed = httpx.post(gw.base_url + "/chat/completions", headers=headers, json=body)
+    assert failed.status_code >= 400
+    ids.append(failed.headers["x-ecgw-request-id"])
+
+    answer = httpx.post(gw.url + "/v1/usage/requests", json={"request_ids": ids}).json()
+    assert answer["settled"] and answer["requests"] == 3
+    usage = answer["usage"]
+    assert usage["cloud_calls"] == 3 and usage["edge_calls"] == 0  # the failed call is metered too
+    reported = cloud.usages  # two answers with usage; the failure reported none
+    assert len(reported) == 2
+    assert usage["cloud_output_tokens"] == sum(u["completion_tokens"] for u in reported)
+    cached = sum(u["prompt_tokens_details"]["cached_tokens"] for u in reported)
+    assert usage["cloud_cache_read_tokens"] == cached
+    assert usage["cloud_raw_input_tokens"] == sum(u["prompt_tokens"] for u in reported) - cached
+
+
+def test_the_settlement_endpoint_refuses_bad_questions(start_metered_gateway: Any) -> None:
+    gw = start_metered_gateway()
+    for bad in ({"request_ids": "req-1"}, {"ids": []}, {"request_ids": [1]},
+                {"request_ids": [f"r{i}" for i in range(MAX_REQUEST_IDS + 1)]}):
+        response = httpx.post(gw.url + "/v1/usage/requests", json=bad)
+        assert response.status_code == 400
+        assert response.json()["error"]["param"] == "request_ids"
+    assert httpx.post(gw.url + "/v1/usage/requests", content=b"{").status_code == 400
