@@ -67,8 +67,23 @@ def _v1_usage_records(conn: Connection) -> None:
     meta.create_all(conn, checkfirst=True)
 
 
+def _v2_request_marks(conn: Connection) -> None:
+    meta = MetaData()
+    table = Table(
+        "ecgw_request_marks", meta,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("request_id", String(64), nullable=False, unique=True),
+        Column("session_id", String(256), nullable=False),
+        Column("upstream_calls", Integer, nullable=False),
+        Column("finished_at", Float, nullable=False),
+    )
+    Index("ix_ecgw_request_marks_session_id", table.c.session_id)
+    meta.create_all(conn, checkfirst=True)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "usage records", _v1_usage_records),
+    Migration(2, "request marks: how many upstream calls each finished request caused", _v2_request_marks),
 )
 
 

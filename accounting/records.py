@@ -38,3 +38,17 @@ class UsageRecord(SQLModel, table=True):
     price_version: str | None = Field(default=None, max_length=64)
     edge_flops: float | None = None
     flops_formula: str | None = Field(default=None, max_length=64)
+
+
+class RequestMark(SQLModel, table=True):
+    """One client request that has finished, written after every upstream call it caused: how many there were.
+    A request is *settled* — its usage complete in the store — when this row exists and that many usage records
+    carry its ``request_id`` (see ``accounting.settlement``)."""
+
+    __tablename__ = "ecgw_request_marks"
+
+    id: int | None = Field(default=None, primary_key=True)
+    request_id: str = Field(max_length=64, unique=True)
+    session_id: str = Field(max_length=256, index=True)
+    upstream_calls: int
+    finished_at: float

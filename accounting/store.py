@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Table, case, distinct, func, select
+from sqlalchemy import Table, case, distinct, func, null, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -13,7 +13,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from accounting.builder import Row
 from accounting.database import StoreUnavailable, make_engine, safe_url
 from accounting.migrations import MIGRATIONS, Migration, SchemaTooNew, migrate
-from accounting.records import UsageRecord
+from accounting.records import RequestMark, UsageRecord
 
 GROUPS: dict[str, str] = {
     "session": "session_id",
@@ -29,6 +29,46 @@ GROUPS: dict[str, str] = {
 def _table() -> Table:
     table: Table = UsageRecord.__table__  # type: ignore[attr-defined]
     return table
+
+
+def _marks_table() -> Table:
+    table: Table = RequestMark.__table__  # type: ignore[attr-defined]
+    return table
+
+
+def _sums(t: Table) -> list[Any]:
+    """The raw sums of a report, over whatever rows a query selects."""
+    cloud = t.c.side == "cloud"
+    edge = t.c.side == "edge"
+
+    def total(expr: Any, when: Any) -> Any:
+        return func.coalesce(func.sum(case((when, expr), else_=0)), 0)
+
+    return [
+        func.count().label("calls"),
+        func.count(distinct(t.c.request_id)).label("requests"),
+        func.count(distinct(case((cloud, t.c.request_id), else_=None))).label("cloud_requests"),
+        total(1, cloud).label("cloud_calls"),
+        total(1, edge).label("edge_calls"),
+        total(t.c.prompt_tokens, cloud).label("cloud_prompt_tokens"),
+        total(t.c.raw_input_tokens, cloud).label("cloud_raw_input_tokens"),
+        total(t.c.cache_read_tokens, cloud).label("cloud_cache_read_tokens"),
+        total(t.c.cache_write_tokens, cloud).label("cloud_cache_write_tokens"),
+        total(t.c.output_tokens, cloud).label("cloud_output_tokens"),
+        func.coalesce(func.sum(case((cloud, t.c.cost_usd), else_=None)), 0.0).label("cloud_cost_usd"),
+        total(1, cloud & t.c.cost_usd.is_(None)).label("cloud_unpriced_calls"),
+        total(t.c.prompt_tokens, edge).label("edge_prompt_tokens"),
+        total(t.c.output_tokens, edge).label("edge_output_tokens"),
+        func.coalesce(func.sum(case((edge, t.c.edge_flops), else_=None)), 0.0).label("edge_flops"),
+        total(1, t.c.usage_source == "estimated").label("estimated_calls"),
+        func.min(t.c.flops_formula).label("flops_formula_min"),
+        func.max(t.c.flops_formula).label("flops_formula_max"),
+        func.min(t.c.price_version).label("price_version_min"),
+        func.max(t.c.price_version).label("price_version_max"),
+        func.avg(t.c.latency_s).label("mean_latency_s"),
+        func.min(t.c.started_at).label("first_at"),
+        func.max(t.c.started_at).label("last_at"),
+    ]
 
 
 class UsageStore:
@@ -82,48 +122,56 @@ class UsageStore:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
-    def aggregate(self, by: str, *, since: float | None = None) -> list[dict[str, Any]]:
-        """Raw sums per group (see ``accounting.reports`` for the derived figures)."""
+    def aggregate(self, by: str, *, since: float | None = None,
+                  where: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Raw sums per group (see ``accounting.reports`` for the derived figures); ``where``: equality filters on
+        columns (e.g. ``{"experiment": "e1"}``)."""
         if by not in GROUPS:
             raise ValueError(f"unknown grouping {by!r}; use one of {', '.join(GROUPS)}")
         t = _table()
-        cloud = t.c.side == "cloud"
-        edge = t.c.side == "edge"
-
-        def total(expr: Any, when: Any) -> Any:
-            return func.coalesce(func.sum(case((when, expr), else_=0)), 0)
-
         group = t.c[GROUPS[by]]
-        query = select(
-            group.label("group"),
-            func.count().label("calls"),
-            func.count(distinct(t.c.request_id)).label("requests"),
-            func.count(distinct(case((cloud, t.c.request_id), else_=None))).label("cloud_requests"),
-            total(1, cloud).label("cloud_calls"),
-            total(1, edge).label("edge_calls"),
-            total(t.c.prompt_tokens, cloud).label("cloud_prompt_tokens"),
-            total(t.c.raw_input_tokens, cloud).label("cloud_raw_input_tokens"),
-            total(t.c.cache_read_tokens, cloud).label("cloud_cache_read_tokens"),
-            total(t.c.cache_write_tokens, cloud).label("cloud_cache_write_tokens"),
-            total(t.c.output_tokens, cloud).label("cloud_output_tokens"),
-            func.coalesce(func.sum(case((cloud, t.c.cost_usd), else_=None)), 0.0).label("cloud_cost_usd"),
-            total(1, cloud & t.c.cost_usd.is_(None)).label("cloud_unpriced_calls"),
-            total(t.c.prompt_tokens, edge).label("edge_prompt_tokens"),
-            total(t.c.output_tokens, edge).label("edge_output_tokens"),
-            func.coalesce(func.sum(case((edge, t.c.edge_flops), else_=None)), 0.0).label("edge_flops"),
-            total(1, t.c.usage_source == "estimated").label("estimated_calls"),
-            func.min(t.c.flops_formula).label("flops_formula_min"),
-            func.max(t.c.flops_formula).label("flops_formula_max"),
-            func.min(t.c.price_version).label("price_version_min"),
-            func.max(t.c.price_version).label("price_version_max"),
-            func.avg(t.c.latency_s).label("mean_latency_s"),
-            func.min(t.c.started_at).label("first_at"),
-            func.max(t.c.started_at).label("last_at"),
-        ).group_by(group).order_by(group)
+        query = select(group.label("group"), *_sums(t)).group_by(group).order_by(group)
         if since is not None:
             query = query.where(t.c.started_at >= since)
+        for column, value in (where or {}).items():
+            query = query.where(t.c[column] == value)
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
+
+    def totals(self, request_ids: Sequence[str]) -> dict[str, Any]:
+        """The same raw sums as ``aggregate``, over the records of these requests, as one row (group None)."""
+        t = _table()
+        query = select(null().label("group"), *_sums(t)).where(t.c.request_id.in_(list(request_ids)))
+        with self.engine.connect() as conn:
+            return dict(conn.execute(query).one()._mapping)
+
+    def insert_marks(self, marks: Sequence[Row]) -> None:
+        """Append request marks (``accounting.records.RequestMark``); one already stored is skipped."""
+        if not marks:
+            return
+        table = _marks_table()
+        dialect = self.engine.dialect.name
+        if dialect == "postgresql":
+            statement: Any = postgresql.insert(table).on_conflict_do_nothing(index_elements=["request_id"])
+        elif dialect == "sqlite":
+            statement = sqlite.insert(table).on_conflict_do_nothing(index_elements=["request_id"])
+        else:
+            statement = table.insert()
+        with self.engine.begin() as conn:
+            conn.execute(statement, list(marks))
+
+    def settlement(self, request_ids: Sequence[str]) -> dict[str, tuple[int | None, int]]:
+        """Per request id: (upstream calls its mark says it caused — None while unmarked, records stored)."""
+        ids = list(dict.fromkeys(request_ids))
+        t, m = _table(), _marks_table()
+        with self.engine.connect() as conn:
+            expected: dict[str, int] = {
+                str(rid): int(n) for rid, n in conn.execute(
+                    select(m.c.request_id, m.c.upstream_calls).where(m.c.request_id.in_(ids)))}
+            stored: dict[str, int] = {
+                str(rid): int(n) for rid, n in conn.execute(
+                    select(t.c.request_id, func.count()).where(t.c.request_id.in_(ids)).group_by(t.c.request_id))}
+        return {i: (expected.get(i), int(stored.get(i, 0))) for i in ids}
 
     def dispose(self) -> None:
         self.engine.dispose()

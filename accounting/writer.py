@@ -2,6 +2,11 @@
 price, FLOPs) in a thread and writes them in batches. A database outage keeps rows in a bounded buffer (counted in
 /metrics) and retries with back-off; ``aclose()`` flushes everything, and what still cannot be written at shutdown
 is spilled to a JSON-lines file that the next start writes first.
+
+``settle(request_id, session_id)`` is called once a client request has finished, after every upstream call it
+caused was ``record``-ed: it queues a request mark saying how many calls that were. Marks are written after the
+records queued before them, so a mark in the store means its request's usage is there too (``accounting.settlement``
+checks the count as well, so a dropped record shows as a request that never settles rather than as missing usage).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import json
 import logging
 import os
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -41,6 +46,8 @@ class StoreMeter:
         self._clock = clock
         self._pending: deque[UpstreamCall] = deque()
         self._unwritten: deque[Row] = deque()
+        self._open_calls: Counter[str] = Counter()  # upstream calls of requests that have not finished yet
+        self._marks: deque[Row] = deque()
         self._wake: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
         self._task: asyncio.Task[None] | None = None
@@ -53,6 +60,7 @@ class StoreMeter:
 
     # the request path ---------------------------------------------------------------------------------------
     def record(self, call: UpstreamCall) -> None:
+        self._open_calls[call.request_id] += 1  # counted even if dropped below: the request then never settles
         if len(self._pending) + len(self._unwritten) >= self._settings.max_buffered:
             self.dropped += 1
             self.metrics.dropped.inc()
@@ -66,6 +74,12 @@ class StoreMeter:
         self._pending.append(call)
         if self._wake is not None and len(self._pending) >= self._settings.batch_size:
             self._wake.set()
+
+    def settle(self, request_id: str, session_id: str) -> None:
+        """The request has finished: queue its mark (how many upstream calls it caused), written after them."""
+        calls = self._open_calls.pop(request_id, 0)
+        self._marks.append({"request_id": request_id, "session_id": session_id, "upstream_calls": calls,
+                            "finished_at": time.time()})
 
     @property
     def buffered(self) -> int:
@@ -90,7 +104,7 @@ class StoreMeter:
             self._task = None
         deadline = self._clock() + self._settings.shutdown_timeout_s
         delay = self._settings.retry_initial_s
-        while self.buffered:
+        while self.buffered or self._marks:
             if await self._flush_once():
                 break
             if self._clock() + delay > deadline:
@@ -140,6 +154,7 @@ class StoreMeter:
             return await asyncio.to_thread(self._build_and_write)
 
     def _build_and_write(self) -> bool:
+        marks = len(self._marks)  # queued before the calls taken below: their requests' records are all queued
         built: list[Row] = []
         while self._pending:
             call = self._pending.popleft()
@@ -161,6 +176,10 @@ class StoreMeter:
                     self._unwritten.popleft()
                 self.written += len(batch)
                 self.metrics.written.inc(len(batch))
+            if marks:
+                self.store.insert_marks([self._marks[i] for i in range(marks)])
+                for _ in range(marks):
+                    self._marks.popleft()
         except Exception as exc:
             self.metrics.write_errors.inc()
             if self._failing_since is None:
@@ -177,6 +196,9 @@ class StoreMeter:
 
     # spill file ---------------------------------------------------------------------------------------------------
     def _spill(self) -> None:
+        if self._marks:
+            log.error("%d request marks not written at shutdown; those requests will not show as settled",
+                      len(self._marks))
         rows = list(self._unwritten)
         rows += [self._builder.build(call) for call in self._pending]
         if not rows:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -34,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.grid import MANIFEST, finished, run_dir
+from eval import attempts, manifest
+from eval.grid import finished, run_dir
 from eval.meter import SessionMeter, SessionUsage
 from eval.metrics import RunRecord
 from eval.records import save_run
@@ -47,7 +47,8 @@ COMPAT = {"supportsUsageInStreaming": True, "requiresStringContent": True}
 
 
 def session_id(experiment: str, policy: str, task_id: str, run: int) -> str:
-    """The same scheme as the built-in harness, so both kinds of runs read alike in ``ecgw usage``."""
+    """The run's stable name, the same scheme as the built-in harness, so both kinds of runs read alike in
+    ``ecgw usage``; each attempt's session id extends it (``eval.attempts``)."""
     return f"{experiment}:{policy}:{task_id}:run{run}"
 
 
@@ -103,7 +104,7 @@ def find_scores(output_dir: Path) -> tuple[dict[str, Any] | None, Path | None]:
 
 
 def join_run(task: Task, run: int, policy: str, session: str, path: Path, usage: SessionUsage, *,
-             returncode: int | None, log_tail: str = "") -> RunRecord:
+             returncode: int | None, log_tail: str = "", attempt: int = 1) -> RunRecord:
     """One record from the benchmark's outcome under ``path/acebench`` and the gateway's figures for the session;
     a failed or missing grade is a score of 0 with the reason."""
     scores, score_path = find_scores(path / "acebench")
@@ -124,7 +125,7 @@ def join_run(task: Task, run: int, policy: str, session: str, path: Path, usage:
             score = float(value)
     record = RunRecord(task_id=task.id, run=run, overall_score=0.0 if error else score, error=error,
                        cloud=usage.cloud, cloud_cost_usd=usage.cloud_cost_usd, edge_flops=usage.edge_flops,
-                       leaks=usage.leaks)
+                       leaks=usage.leaks, attempts=attempt, incomplete=usage.incomplete)
     extra = {"harness": "acebench", "session_id": session, "policy": policy, "flops_formula": usage.flops_formula,
              "privacy": usage.privacy, "acebench_scores": scores, "acebench_score_file": str(score_path or ""),
              "acebench_privacy_score": (scores or {}).get("privacy_score"), "returncode": returncode}
@@ -155,15 +156,19 @@ class AceBenchAdapter:
     runner: Runner = subprocess_runner
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
-    def prepare(self, task: Task, run: int, policy: str, out: Path) -> tuple[Path, str, list[str]]:
-        """Register the units and write the models config; returns the run directory, session id and command."""
+    def prepare(self, task: Task, run: int, policy: str, out: Path, *,
+                dry_run: bool = False) -> tuple[Path, str, list[str]]:
+        """Begin an attempt, register the units and write the models config; returns the run directory, session
+        id and command. ``dry_run`` only writes the config (under the run's name; nothing is cleared)."""
         path = run_dir(out, policy, task.id, run)
-        path.mkdir(parents=True, exist_ok=True)
-        if (path / "acebench").exists():  # a re-run: an earlier attempt's score.json must not be joined
-            shutil.rmtree(path / "acebench")
-        session = session_id(self.experiment, policy, task.id, run)
+        name = session_id(self.experiment, policy, task.id, run)
+        if dry_run:
+            path.mkdir(parents=True, exist_ok=True)
+            session = name
+        else:  # a new session; the folder is cleared, so an earlier attempt's score.json is never joined
+            session = attempts.begin(path, name).session_id
         units = task.workspace_dir(self.acebench_dir) / "gt" / "sensitive_items.json"
-        if units.is_file():
+        if units.is_file() and not dry_run:
             self.meter.register_units(session, units)
         config = models_config(self.container_base_url, policy, session, context_window=self.context_window,
                                max_tokens=self.max_tokens)
@@ -189,23 +194,22 @@ class AceBenchAdapter:
 
     def join(self, task: Task, run: int, policy: str, out: Path, *, returncode: int | None = None) -> RunRecord:
         path = run_dir(out, policy, task.id, run)
-        session = session_id(self.experiment, policy, task.id, run)
-        try:
-            usage = self.meter.session_usage(session)
-        except Exception:  # the score stands; missing metering shows as zero usage
-            usage = SessionUsage()
+        attempt = attempts.current(path, session_id(self.experiment, policy, task.id, run))
+        try:  # the requests came from OpenClaw, not from here: the session's usage, as the store has it now
+            usage = self.meter.session_usage(attempt.session_id)
+        except Exception as exc:  # the score stands; the figures are marked missing, never shown as zero
+            usage = SessionUsage(incomplete=(f"usage not read: {type(exc).__name__}: {exc}",))
         log = path / "run_batch.log"
         tail = log.read_text(encoding="utf-8", errors="replace")[-2000:] if log.is_file() else ""
-        return join_run(task, run, policy, session, path, usage, returncode=returncode, log_tail=tail)
+        return join_run(task, run, policy, attempt.session_id, path, usage, returncode=returncode, log_tail=tail,
+                        attempt=attempt.number)
 
     def run_grid(self, tasks: Sequence[Task], policies: Sequence[str], *, repeat: int, out: Path,
                  parallel: int = 1, join_only: bool = False) -> None:
         """Every (policy, task, run) without a ``result.json`` — or, with ``join_only``, re-join every run whose
         benchmark output is already there (e.g. produced on a machine with Docker)."""
-        out.mkdir(parents=True, exist_ok=True)
-        manifest = {"suite": str(self.acebench_dir), "harness": "acebench", "policies": list(policies),
-                    "repeat": repeat, "task_ids": [t.id for t in tasks]}
-        (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        manifest.record(out, policies, repeat=repeat, task_ids=[t.id for t in tasks], suite=str(self.acebench_dir),
+                        harness="acebench")
         todo = [(p, t, r) for p in policies for t in tasks for r in range(repeat)
                 if join_only or not finished(run_dir(out, p, t.id, r))]
         with ThreadPoolExecutor(max_workers=max(parallel, 1)) as pool:

@@ -56,7 +56,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     gateway = args.gateway_url.rstrip("/")
     api_key = args.api_key or os.environ.get("ECGW_API_KEY") or "ecgw-eval"
-    meter: SessionMeter = NullSessionMeter() if args.no_metering else GatewaySessionMeter(gateway, api_key=api_key)
+    meter: SessionMeter = (NullSessionMeter() if args.no_metering
+                           else GatewaySessionMeter(gateway, api_key=api_key, settle_timeout_s=args.settle_timeout))
 
     def harness_for(policy: str) -> AgentHarness:
         config = HarnessConfig(base_url=gateway + "/v1", api_key=api_key, model=args.model, policy=policy,
@@ -130,7 +131,7 @@ def cmd_acebench(args: argparse.Namespace) -> int:
         for policy in policies:
             for task in tasks:
                 for run in range(args.repeat):
-                    _, _, command = adapter.prepare(task, run, policy, out)
+                    _, _, command = adapter.prepare(task, run, policy, out, dry_run=True)
                     print(f"# {session_id(args.experiment, policy, task.id, run)} "
                           f"({run_dir(out, policy, task.id, run)}/models.json)")
                     print(" ".join(command))
@@ -167,6 +168,9 @@ def register(subparsers: Any) -> None:
                    help="per-run workspace at /tmp_workspace: a mount namespace per run (needs root/CAP_SYS_ADMIN), "
                         "or rewriting /tmp_workspace to the run's directory; auto picks the first that works")
     r.add_argument("--no-metering", action="store_true", help="don't read usage or register units at the gateway")
+    r.add_argument("--settle-timeout", type=float, default=60.0,
+                   help="seconds to wait for the gateway to have recorded every request of a run before its usage "
+                        "is read; what is still missing then marks the run incomplete (default 60)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     for name in ("OPENROUTER_BASE_URL", "OPENROUTER_API_KEY", "JUDGE_MODEL"):
         r.add_argument("--" + name.lower().replace("_", "-"), dest=name.lower(), default=os.environ.get(name),

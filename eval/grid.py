@@ -2,8 +2,10 @@
 
 Layout under ``out``::
 
-    grid.json                                  the manifest: suite, policies, repeat, task ids
+    grid.json                                  the manifest: per policy its suite, repeat, task ids (eval.manifest;
+                                               merged, so several runs into one folder are all reported)
     <policy>/<task id>/run<k>/result.json      one record per run (a finished run is skipped on resume)
+    <policy>/<task id>/run<k>/attempts.jsonl   one line per attempt of the run, each its own session
     <policy>/<task id>/run<k>/chat.jsonl       its transcript; workspace/ its files
     <policy>/summary.json                      the policy's row of the table
     summaries.json                             all rows
@@ -18,12 +20,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from eval import manifest
 from eval.harness import AgentHarness
-from eval.metrics import PolicySummary, Price, RunRecord, TokenTotals, summarize
+from eval.manifest import MANIFEST
+from eval.metrics import PolicySummary, RunRecord, TokenTotals, summarize
 from eval.records import record_from_json
 from eval.tasks import Task
 
-MANIFEST = "grid.json"
+__all__ = ["MANIFEST", "GridSpec", "finished", "run_dir", "run_grid", "summarize_dir"]
 
 
 @dataclass(frozen=True)
@@ -54,10 +58,8 @@ def finished(path: Path) -> bool:
 def run_grid(spec: GridSpec, tasks: Sequence[Task], harness_for: Callable[[str], AgentHarness], *,
              suite: Path | None = None, progress: bool = True) -> list[PolicySummary]:
     """Run what is missing, then summarise everything on disk. ``harness_for(policy)`` builds a policy's harness."""
-    spec.out.mkdir(parents=True, exist_ok=True)
-    manifest = {"suite": str(suite) if suite else None, "policies": list(spec.policies), "repeat": spec.repeat,
-                "task_ids": [t.id for t in tasks]}
-    (spec.out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    manifest.record(spec.out, spec.policies, repeat=spec.repeat, task_ids=[t.id for t in tasks],
+                    suite=str(suite) if suite else None)
     harnesses = {policy: harness_for(policy) for policy in spec.policies}
     todo = [(policy, task, run) for policy in spec.policies for task in tasks for run in range(spec.repeat)
             if not finished(run_dir(spec.out, policy, task.id, run))]
@@ -87,13 +89,12 @@ def _progress(total: int, enabled: bool) -> Callable[[tuple[str, str, int]], Non
     return step
 
 
-def summarize_dir(out: Path, *, price: Price | None = None) -> list[PolicySummary]:
-    """Rebuild every policy's summary from the run records on disk and write ``summary.json`` files."""
-    manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
-    task_ids: list[str] = manifest["task_ids"]
-    runs = int(manifest["repeat"])
+def summarize_dir(out: Path) -> list[PolicySummary]:
+    """Rebuild the summary of every policy in the folder's manifest from the run records on disk and write
+    ``summary.json`` files."""
     summaries = []
-    for policy in manifest["policies"]:
+    for entry in manifest.read(out):
+        policy, task_ids, runs = entry.policy, entry.task_ids, entry.repeat
         records: list[RunRecord] = []
         formulas: set[str] = set()
         for path in sorted((out / _safe(policy)).glob("*/run*/result.json")):
@@ -103,8 +104,7 @@ def summarize_dir(out: Path, *, price: Price | None = None) -> list[PolicySummar
                 records.append(record)
                 if data.get("flops_formula"):
                     formulas.add(str(data["flops_formula"]))
-        summary = summarize(policy, task_ids, records, runs=runs, price=price,
-                            flops_formula="; ".join(sorted(formulas)))
+        summary = summarize(policy, task_ids, records, runs=runs, flops_formula="; ".join(sorted(formulas)))
         (out / _safe(policy)).mkdir(parents=True, exist_ok=True)
         (out / _safe(policy) / "summary.json").write_text(json.dumps(summary_to_json(summary), indent=2) + "\n",
                                                          encoding="utf-8")
@@ -119,4 +119,5 @@ def summary_to_json(summary: PolicySummary) -> dict[str, Any]:
 
 
 def summary_from_json(data: dict[str, Any]) -> PolicySummary:
-    return PolicySummary(**{**data, "tokens": TokenTotals(**data["tokens"])})
+    known = {k: v for k, v in data.items() if k in PolicySummary.__dataclass_fields__}
+    return PolicySummary(**{**known, "tokens": TokenTotals(**data["tokens"])})

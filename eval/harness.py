@@ -1,8 +1,10 @@
 """The built-in harness: one task run = fresh workspace → (warmup) → OpenAI tool-calling agent loop through the
 gateway → OpenClaw transcript → ``gt/`` copied in → ``grade()`` in a subprocess → one ``RunRecord`` on disk.
 
-Every run has its own session id, sent as ``X-Session-Id`` on every model call (and its policy, when set, as
-``X-ECGW-Policy``). A crash, a model error, a timeout or a grader error is recorded as a score of 0 with the
+Every attempt of a run has its own session id (``eval.attempts``), sent as ``X-Session-Id`` on every model call
+(and its policy, when set, as ``X-ECGW-Policy``). The harness keeps the ``x-ecgw-request-id`` of every response and
+reads the usage of exactly those requests once the gateway has them all (``eval.meter``), so a redo, a resume or
+a multi-worker gateway never changes what a run is charged; what cannot be read is marked incomplete. A crash, a model error, a timeout or a grader error is recorded as a score of 0 with the
 reason — never a lost run.
 
 Isolation (``eval.isolation``): where mount namespaces work (root or CAP_SYS_ADMIN), each run's workspace is
@@ -26,9 +28,10 @@ from typing import Any
 
 import openai
 
+from eval import attempts
 from eval.grading import run_grader
 from eval.isolation import Isolation, Mode, PathRewriting, choose
-from eval.meter import NullSessionMeter, SessionMeter, SessionUsage
+from eval.meter import NullSessionMeter, RunCalls, SessionMeter, SessionUsage
 from eval.metrics import RunRecord
 from eval.records import save_run
 from eval.tasks import Task
@@ -82,22 +85,23 @@ class AgentHarness:
         self.clock = clock
 
     def session_id(self, task: Task, run: int) -> str:
+        """The run's stable name; each attempt's session id extends it (``eval.attempts``)."""
         return f"{self.config.experiment}:{self.config.policy or 'default'}:{task.id}:run{run}"
 
     # ------------------------------------------------------------------------------------------------------------
 
     def run(self, task: Task, run: int, run_dir: Path, *, workspace_source: Path | None = None) -> RunRecord:
-        """Run ``task`` once in ``run_dir`` (created; replaced if present) and write ``result.json`` there."""
+        """Run ``task`` once in ``run_dir`` (created; an earlier attempt's files replaced, its ledger kept) and
+        write ``result.json`` there."""
         started = self.clock()
-        session_id = self.session_id(task, run)
-        if run_dir.exists():
-            shutil.rmtree(run_dir)
-        run_dir.mkdir(parents=True)
+        attempt = attempts.begin(run_dir, self.session_id(task, run))
+        session_id = attempt.session_id
+        calls = RunCalls()
         source = workspace_source or task.workspace_dir()
         root = run_dir / "workspace"
         transcript = Transcript(session_id, cwd=DEFAULT_ALIAS, model=self.config.model)
-        extra: dict[str, Any] = {"session_id": session_id, "policy": self.config.policy,
-                                 "experiment": self.config.experiment, "steps": 0}
+        extra: dict[str, Any] = {"session_id": session_id, "run_name": self.session_id(task, run),
+                                 "policy": self.config.policy, "experiment": self.config.experiment, "steps": 0}
         error: str | None = None
         score = 0.0
         details: Mapping[str, Any] = {}
@@ -116,7 +120,7 @@ class AgentHarness:
             if units.is_file():
                 self.meter.register_units(session_id, units)
             warmup = self._warmup(task, workspace, run_dir)
-            extra["steps"], extra["finish"] = self._agent_loop(task, workspace, transcript, session_id,
+            extra["steps"], extra["finish"] = self._agent_loop(task, workspace, transcript, session_id, calls,
                                                                started + self._timeout(task))
         except RunTimeout as exc:
             error = str(exc)
@@ -141,11 +145,12 @@ class AgentHarness:
                 score, details, error = outcome.score, outcome.details, outcome.error
             except Exception as exc:  # grading that cannot happen is a recorded 0, not a lost run
                 error = f"grading failed: {type(exc).__name__}: {exc}"
-        usage = self._usage(session_id)
+        usage = self._usage(session_id, calls)
         record = RunRecord(task_id=task.id, run=run, overall_score=0.0 if error else score, error=error,
                            cloud=usage.cloud, cloud_cost_usd=usage.cloud_cost_usd, edge_flops=usage.edge_flops,
-                           leaks=usage.leaks)
+                           leaks=usage.leaks, attempts=attempt.number, incomplete=usage.incomplete)
         extra.update(grade_details=dict(details), flops_formula=usage.flops_formula, privacy=usage.privacy,
+                     requests=len(calls.request_ids),
                      wall_s=round(self.clock() - started, 3), transcript=str(transcript_path))
         save_run(run_dir / "result.json", record, extra)
         return record
@@ -161,11 +166,11 @@ class AgentHarness:
 
         return {**os.environ, **self.config.grader_env}
 
-    def _usage(self, session_id: str) -> SessionUsage:
+    def _usage(self, session_id: str, calls: RunCalls) -> SessionUsage:
         try:
-            return self.meter.session_usage(session_id)
-        except Exception:  # the score stands; missing metering shows as zero usage, noted in the record
-            return SessionUsage()
+            return self.meter.session_usage(session_id, calls)
+        except Exception as exc:  # the score stands; the figures are marked missing, never shown as zero
+            return SessionUsage(incomplete=(f"usage not read: {type(exc).__name__}: {exc}",))
 
     def _warmup(self, task: Task, workspace: Workspace, run_dir: Path) -> subprocess.Popen[bytes] | None:
         if not task.warmup_commands:
@@ -181,7 +186,7 @@ class AgentHarness:
         return process
 
     def _agent_loop(self, task: Task, workspace: Workspace, transcript: Transcript, session_id: str,
-                    deadline: float) -> tuple[int, str]:
+                    calls_seen: RunCalls, deadline: float) -> tuple[int, str]:
         client = self.client_factory(self.config, session_id)
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": SYSTEM_PROMPT.format(alias=workspace.alias)},
@@ -198,12 +203,18 @@ class AgentHarness:
             if self.config.max_tokens is not None:
                 kwargs["max_tokens"] = self.config.max_tokens
             try:
-                response = client.chat.completions.create(**kwargs)
-            except openai.APITimeoutError:
-                if self.clock() >= deadline:
+                raw = client.chat.completions.with_raw_response.create(**kwargs)
+            except openai.APIStatusError as exc:
+                _note_request(calls_seen, exc.response.headers.get(REQUEST_ID))
+                raise
+            except openai.APIError as exc:  # no response: a timeout or a connection error
+                calls_seen.unidentified += 1
+                if isinstance(exc, openai.APITimeoutError) and self.clock() >= deadline:
                     raise RunTimeout(f"timeout: the task's {self._timeout(task):g} s ran out during a model "
                                      f"call at step {step}") from None
                 raise
+            _note_request(calls_seen, raw.headers.get(REQUEST_ID))
+            response = raw.parse()
             if not response.choices:
                 raise RuntimeError(f"the model's response at step {step} has no choices")
             message = response.choices[0].message
@@ -224,6 +235,16 @@ class AgentHarness:
                 transcript.tool_result(call["id"], call["name"], result.text, result.is_error)
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": result.text})
         return self.config.max_steps, "max_steps"
+
+
+REQUEST_ID = "x-ecgw-request-id"
+
+
+def _note_request(calls: RunCalls, request_id: str | None) -> None:
+    if request_id:
+        calls.request_ids.append(request_id)
+    else:
+        calls.unidentified += 1
 
 
 def _wrapper(isolation: Isolation, root: Path) -> Wrap | None:

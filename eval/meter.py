@@ -1,11 +1,20 @@
 """What the harness learns from the gateway about one session: registering its sensitivity units beforehand, and
 its cloud tokens, cost, edge FLOPs and per-unit privacy exposure afterwards — over HTTP only
-(``PUT /v1/sessions/{id}/units``, ``GET /v1/usage?by=session``, ``GET /v1/sessions/{id}/privacy``)."""
+(``PUT /v1/sessions/{id}/units``, ``POST /v1/usage/requests``, ``GET /v1/sessions/{id}/privacy``).
+
+Complete before read: the built-in harness knows the id of every request it made (``x-ecgw-request-id`` on every
+response) and asks ``POST /v1/usage/requests`` until the gateway says each of them is *settled* — its mark and all
+the upstream calls it caused (probes, plans, advice, delegation) are in the metering store, whichever worker served
+it (``accounting.settlement``). The wait is bounded (``settle_timeout_s``); what is still missing then, what could
+not be read, a call that got no response (so no id), a cloud call without a price — each is a reason in
+``SessionUsage.incomplete``, which the record and the report show. Nothing missing is ever silently zero.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -16,6 +25,13 @@ import httpx
 from eval.metrics import CloudUsage, UnitLeak
 
 
+@dataclass
+class RunCalls:
+    """What a harness saw of its model calls in one attempt."""
+
+    request_ids: list[str] = field(default_factory=list)  # x-ecgw-request-id of every response, errors included
+    unidentified: int = 0  # calls whose response never came (timeout, connection) or carried no request id
+
 @dataclass(frozen=True)
 class SessionUsage:
     cloud: CloudUsage = field(default_factory=CloudUsage)
@@ -24,12 +40,16 @@ class SessionUsage:
     flops_formula: str = ""
     leaks: tuple[UnitLeak, ...] | None = None  # per listed unit: 1.0 when its raw value reached the cloud
     privacy: dict[str, Any] | None = None  # the gateway's summary: cloud calls, units known/exposed/protected
+    incomplete: tuple[str, ...] = ()  # why some figures are missing (they are then not zero but unknown)
 
 
 class SessionMeter(Protocol):
     def register_units(self, session_id: str, sensitive_items: Path) -> None: ...
 
-    def session_usage(self, session_id: str) -> SessionUsage: ...
+    def session_usage(self, session_id: str, calls: RunCalls | None = None) -> SessionUsage:
+        """``calls``: the requests the harness made (then exactly their usage, once settled); None when another
+        client made them (the official harness): then whatever the store holds for the session."""
+        ...
 
 
 class NullSessionMeter:
@@ -38,7 +58,7 @@ class NullSessionMeter:
     def register_units(self, session_id: str, sensitive_items: Path) -> None:
         return None
 
-    def session_usage(self, session_id: str) -> SessionUsage:
+    def session_usage(self, session_id: str, calls: RunCalls | None = None) -> SessionUsage:
         return SessionUsage()
 
 
@@ -49,10 +69,14 @@ class GatewayMeterError(RuntimeError):
 class GatewaySessionMeter:
     """``gateway_url`` is the gateway's root (``http://host:port``, without ``/v1``)."""
 
-    def __init__(self, gateway_url: str, *, api_key: str | None = None,
-                 client: httpx.Client | None = None) -> None:
+    def __init__(self, gateway_url: str, *, api_key: str | None = None, client: httpx.Client | None = None,
+                 settle_timeout_s: float = 60.0, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = client or httpx.Client(base_url=gateway_url.rstrip("/"), headers=headers, timeout=30)
+        self._settle_timeout_s = settle_timeout_s
+        self._clock = clock
+        self._sleep = sleep
 
     def register_units(self, session_id: str, sensitive_items: Path) -> None:
         body = sensitive_items.read_bytes()
@@ -64,32 +88,87 @@ class GatewaySessionMeter:
             raise GatewayMeterError(f"registering units for {session_id} failed: HTTP {response.status_code}: "
                                     f"{response.text[:300]}")
 
-    def session_usage(self, session_id: str) -> SessionUsage:
-        response = self._client.get("/v1/usage", params={"by": "session", "format": "json"})
-        if response.status_code >= 400:
-            raise GatewayMeterError(f"reading usage failed: HTTP {response.status_code}: {response.text[:300]}")
-        rows: Sequence[dict[str, Any]] = json.loads(response.text).get("data") or []
-        found = next((r for r in rows if r.get("group") == session_id), None)
-        if found is None:  # no model call was metered; the audit may still know the session's units
+    def session_usage(self, session_id: str, calls: RunCalls | None = None) -> SessionUsage:
+        incomplete: list[str] = []
+        row: dict[str, Any] | None = None
+        try:
+            if calls is not None:
+                row = self._settled_usage(calls, incomplete)
+            else:
+                row = self._session_row(session_id)
+                if row is None:
+                    incomplete.append(f"no usage recorded for session {session_id}")
+        except (httpx.HTTPError, GatewayMeterError, ValueError) as exc:
+            incomplete.append(f"usage not read: {exc}")
+        leaks: tuple[UnitLeak, ...] | None = None
+        privacy: dict[str, Any] | None = None
+        try:
             leaks, privacy = self.session_privacy(session_id)
-            return SessionUsage(leaks=leaks, privacy=privacy)
-        row: dict[str, Any] = found
+        except (httpx.HTTPError, GatewayMeterError, ValueError) as exc:
+            incomplete.append(f"audit not read: {exc}")
+        if row is None:
+            return SessionUsage(leaks=leaks, privacy=privacy, incomplete=tuple(incomplete))
+        found: dict[str, Any] = row
 
         def count(key: str) -> int:
-            return int(row.get(key) or 0)
+            return int(found.get(key) or 0)
 
+        if count("cloud_unpriced_calls"):
+            incomplete.append(f"{count('cloud_unpriced_calls')} cloud calls have no price (cost_usd null): add "
+                              "their model to accounting.prices")
         raw, cache_read, cache_write = (count("cloud_raw_input_tokens"), count("cloud_cache_read_tokens"),
                                         count("cloud_cache_write_tokens"))
-        leaks, privacy = self.session_privacy(session_id)
         return SessionUsage(
             cloud=CloudUsage(prompt=raw + cache_read + cache_write, cache_read=cache_read, cache_write=cache_write,
                              output=count("cloud_output_tokens")),
-            cloud_cost_usd=float(row.get("cloud_cost_usd") or 0.0),
-            edge_flops=float(row.get("edge_pflops") or 0.0) * 1e15,
-            flops_formula=str(row.get("flops_formula") or ""),
+            cloud_cost_usd=float(found.get("cloud_cost_usd") or 0.0),
+            edge_flops=float(found.get("edge_pflops") or 0.0) * 1e15,
+            flops_formula=str(found.get("flops_formula") or ""),
             leaks=leaks,
             privacy=privacy,
+            incomplete=tuple(incomplete),
         )
+
+    def _settled_usage(self, calls: RunCalls, incomplete: list[str]) -> dict[str, Any] | None:
+        """Ask until every request is settled or ``settle_timeout_s`` runs out; the usage of those requests."""
+        if calls.unidentified:
+            incomplete.append(f"{calls.unidentified} model calls got no response with an x-ecgw-request-id "
+                              "(timeout or connection error), so their usage cannot be counted")
+        ids = list(dict.fromkeys(calls.request_ids))
+        if not ids:
+            return None
+        deadline = self._clock() + self._settle_timeout_s
+        pause = 0.02
+        while True:
+            response = self._client.post("/v1/usage/requests", json={"request_ids": ids})
+            if response.status_code == 404:
+                raise GatewayMeterError("the gateway has no POST /v1/usage/requests (upgrade ecgw), so usage "
+                                        "cannot be known complete")
+            if response.status_code >= 400:
+                raise GatewayMeterError(f"HTTP {response.status_code}: {response.text[:300]}")
+            report: dict[str, Any] = response.json()
+            if report.get("settled"):
+                usage: dict[str, Any] | None = report.get("usage")
+                return usage
+            if self._clock() + pause > deadline:
+                pending = report.get("pending") or []
+                shown = "; ".join(f"{p.get('request_id')}: {p.get('recorded_calls')} of "
+                                  f"{'?' if p.get('expected_calls') is None else p.get('expected_calls')} calls "
+                                  "recorded" for p in pending[:3])
+                incomplete.append(f"usage of {len(pending)} of {len(ids)} requests not complete in the metering "
+                                  f"store after {self._settle_timeout_s:g} s ({shown}); is the gateway's "
+                                  "database reachable (see its /metrics and log)?")
+                partial: dict[str, Any] | None = report.get("usage")
+                return partial
+            self._sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+    def _session_row(self, session_id: str) -> dict[str, Any] | None:
+        response = self._client.get("/v1/usage", params={"by": "session", "format": "json"})
+        if response.status_code >= 400:
+            raise GatewayMeterError(f"HTTP {response.status_code}: {response.text[:300]}")
+        rows: Sequence[dict[str, Any]] = json.loads(response.text).get("data") or []
+        return next((r for r in rows if r.get("group") == session_id), None)
 
     def session_privacy(self, session_id: str) -> tuple[tuple[UnitLeak, ...] | None, dict[str, Any] | None]:
         """Per-unit leaks from the gateway's audit (deterministic: leak = 1 when the raw value reached the cloud),

@@ -4,7 +4,9 @@
 - Pass^k = share (%) of tasks whose ``overall_score`` ≥ 0.7 in all k runs (a missing run fails the task).
 - Cloud tokens raw / cache-read / output, in millions, summed over tasks and averaged over runs, with
   raw = prompt − cache_read − cache_write (floored at 0).
-- Cloud cost = R·p_input + C·p_cache_read + O·p_output (+ W·p_cache_write), tokens in millions, prices in USD per 1M.
+- Cloud cost = Σ over cloud calls of the USD the gateway's accounting priced each call at (``accounting.pricing``:
+  R·p_input + C·p_cache_read + O·p_output + W·p_cache_write with the call's context tier), averaged over runs.
+  Eval has no price table of its own, so one call never gets two USD figures.
 - Edge PFLOPs per run = Σ edge FLOPs / runs / 1e15.
 - Privacy of a task run = 1 − Σ w·leak / Σ w over its annotated units; privacy of a task is the mean over its
   runs; privacy of a policy is the mean over annotated tasks; exposure = 100 − privacy × 100.
@@ -15,7 +17,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 PASS_THRESHOLD = 0.7
 DEFAULT_RUNS = 3
@@ -49,52 +50,6 @@ class TokenTotals:
     cache_read: float = 0.0
     output: float = 0.0
     cache_write: float = 0.0
-
-
-@dataclass(frozen=True)
-class Price:
-    """USD per 1M tokens; optional long-context tier applied per call above ``long_context_over_tokens``."""
-
-    input: float
-    cache_read: float
-    output: float
-    cache_write: float | None = None  # None: billed as input
-    long_context_over_tokens: int | None = None
-    long_input: float | None = None
-    long_cache_read: float | None = None
-    long_output: float | None = None
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> Price:
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        return cls(**known)
-
-    def for_prompt(self, prompt_tokens: int) -> Price:
-        """The tier that applies to one call with ``prompt_tokens`` of input."""
-        if self.long_context_over_tokens is None or prompt_tokens <= self.long_context_over_tokens:
-            return self
-        return Price(input=self.long_input if self.long_input is not None else self.input,
-                     cache_read=self.long_cache_read if self.long_cache_read is not None else self.cache_read,
-                     output=self.long_output if self.long_output is not None else self.output,
-                     cache_write=self.cache_write)
-
-
-def cloud_cost(tokens: TokenTotals, price: Price) -> float:
-    """USD for token totals given in millions (the benchmark's table arithmetic; no per-call tiers)."""
-    write_price = price.input if price.cache_write is None else price.cache_write
-    return (tokens.raw * price.input + tokens.cache_read * price.cache_read + tokens.output * price.output
-            + tokens.cache_write * write_price)
-
-
-def call_cost(usage: CloudUsage, price: Price) -> float:
-    """USD for one cloud call, with the long-context tier chosen by its prompt size."""
-    return cloud_cost(to_millions(usage), price.for_prompt(usage.prompt))
-
-
-def to_millions(usage: CloudUsage, runs: int = 1) -> TokenTotals:
-    scale = MILLION * runs
-    return TokenTotals(raw=usage.raw / scale, cache_read=usage.cache_read / scale, output=usage.output / scale,
-                       cache_write=usage.cache_write / scale)
 
 
 def cloud_tokens(per_call_or_run: Iterable[CloudUsage], runs: int = DEFAULT_RUNS) -> TokenTotals:
@@ -188,10 +143,12 @@ class RunRecord:
     overall_score: float
     error: str | None = None  # crash / timeout / grader error: the score is then 0 and this says why
     cloud: CloudUsage = field(default_factory=CloudUsage)
-    cloud_cost_usd: float = 0.0  # metered per call (tiers applied); used when no price is given
+    cloud_cost_usd: float = 0.0  # Σ of accounting's per-call USD (context tiers applied there)
     edge_flops: float = 0.0
     leaks: tuple[UnitLeak, ...] | None = None  # the gateway's deterministic measure
     judge_leaks: tuple[UnitLeak, ...] | None = None  # the benchmark's judge-based measure, when configured
+    attempts: int = 1  # how many times this run was started (a redo or a resume after a crash adds one)
+    incomplete: tuple[str, ...] = ()  # why some of its usage or audit could not be read: figures missing, not 0
 
 
 @dataclass(frozen=True)
@@ -208,6 +165,9 @@ class PolicySummary:
     judge_privacy_exposure: float | None = None
     errors: int = 0
     flops_formula: str = ""
+    incomplete_runs: int = 0  # runs whose usage or audit could not be read completely
+    retried_runs: int = 0  # runs that took more than one attempt
+    attempts: int = 0  # attempts over all runs
 
 
 def _privacy_of(records: Iterable[RunRecord], attribute: str) -> float | None:
@@ -221,9 +181,8 @@ def _privacy_of(records: Iterable[RunRecord], attribute: str) -> float | None:
 
 
 def summarize(policy: str, task_ids: Sequence[str], records: Sequence[RunRecord], *,
-              runs: int = DEFAULT_RUNS, price: Price | None = None, flops_formula: str = "") -> PolicySummary:
-    """One row of the paper's table. With ``price`` the cost is the benchmark's R/C/O arithmetic on the
-    totals; without it, the metered per-call costs of the records are averaged over runs."""
+              runs: int = DEFAULT_RUNS, flops_formula: str = "") -> PolicySummary:
+    """One row of the paper's table; the cost is the records' metered per-call costs averaged over runs."""
     seen: set[tuple[str, int]] = set()
     scores: dict[str, list[float]] = defaultdict(list)
     for record in records:
@@ -235,7 +194,7 @@ def summarize(policy: str, task_ids: Sequence[str], records: Sequence[RunRecord]
         seen.add(key)
         scores[record.task_id].append(0.0 if record.error else min(max(record.overall_score, 0.0), 1.0))
     tokens = cloud_tokens((r.cloud for r in records), runs)
-    cost = cloud_cost(tokens, price) if price is not None else sum(r.cloud_cost_usd for r in records) / runs
+    cost = sum(r.cloud_cost_usd for r in records) / runs
     privacy_value = _privacy_of(records, "leaks")
     judge_value = _privacy_of(records, "judge_leaks")
     return PolicySummary(
@@ -251,4 +210,7 @@ def summarize(policy: str, task_ids: Sequence[str], records: Sequence[RunRecord]
         judge_privacy_exposure=exposure(judge_value) if judge_value is not None else None,
         errors=sum(1 for r in records if r.error),
         flops_formula=flops_formula,
+        incomplete_runs=sum(1 for r in records if r.incomplete),
+        retried_runs=sum(1 for r in records if r.attempts > 1),
+        attempts=sum(r.attempts for r in records),
     )

@@ -37,6 +37,8 @@ def record_from_json(data: Mapping[str, Any]) -> RunRecord:
         edge_flops=float(data.get("edge_flops") or 0.0),
         leaks=_leaks(data.get("leaks")),
         judge_leaks=_leaks(data.get("judge_leaks")),
+        attempts=int(data.get("attempts") or 1),
+        incomplete=tuple(str(reason) for reason in data.get("incomplete") or ()),
     )
 
 

@@ -1,6 +1,8 @@
 """The paper's table (Markdown, HTML) and the Pareto plots (PNG) from per-policy summaries.
 
 Columns: Policy · Completion · Pass^k · Cloud Tok. R/C/O (M) · Cloud Cost ($) · Edge PFLOPs · Privacy Exp.
+A policy with runs whose usage or audit could not be read completely has its figures marked ``*`` and a note
+with the count: those figures are lower bounds, not measurements. Runs that took several attempts are noted too.
 Plots: completion vs cloud cost and completion vs privacy exposure, one point per policy, with a dashed line
 from the edge-only point to the cloud-only point: a policy above that line beats interpolating the two.
 """
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 EDGE_ONLY = "edge-only"
 CLOUD_ONLY = "cloud-only"
 DASH = "—"
+INCOMPLETE = "*"
 
 
 def _num(value: float | None, digits: int = 2) -> str:
@@ -42,14 +45,15 @@ def headers(summaries: Sequence[PolicySummary]) -> list[str]:
 
 def row(summary: PolicySummary) -> list[str]:
     tokens = summary.tokens
+    mark = INCOMPLETE if summary.incomplete_runs else ""
     return [
         summary.policy,
         _num(summary.completion),
         _num(summary.pass_k),
-        f"{_num(tokens.raw)}/{_num(tokens.cache_read)}/{_num(tokens.output)}",
-        _num(summary.cost_usd),
-        _num(summary.edge_pflops),
-        _num(summary.privacy_exposure),
+        f"{_num(tokens.raw)}/{_num(tokens.cache_read)}/{_num(tokens.output)}{mark}",
+        _num(summary.cost_usd) + mark,
+        _num(summary.edge_pflops) + mark,
+        _num(summary.privacy_exposure) + mark,
     ]
 
 
@@ -62,6 +66,17 @@ def _notes(summaries: Sequence[PolicySummary]) -> list[str]:
     if judged:
         notes.append("Privacy exposure by the benchmark's LLM judge: "
                      + ", ".join(f"{s.policy} {s.judge_privacy_exposure:.2f}" for s in judged) + ".")
+    incomplete = [s for s in summaries if s.incomplete_runs]
+    if incomplete:
+        notes.append(f"{INCOMPLETE} Usage or audit could not be read completely for "
+                     + ", ".join(f"{s.policy} {s.incomplete_runs} of {s.tasks * s.runs} runs" for s in incomplete)
+                     + "; what is missing is not counted, so these figures are lower bounds (see 'incomplete' "
+                       "in each run's result.json).")
+    retried = [s for s in summaries if s.retried_runs]
+    if retried:
+        notes.append("Runs that took more than one attempt (each attempt metered on its own session; only the "
+                     "last counts): " + ", ".join(f"{s.policy} {s.retried_runs} of {s.tasks * s.runs} runs "
+                                                  f"({s.attempts} attempts in all)" for s in retried) + ".")
     errored = [s for s in summaries if s.errors]
     if errored:
         notes.append("Runs scored 0 for a crash, timeout or grader error: "

@@ -17,6 +17,7 @@ from accounting.calls import Meter
 from accounting.database import StoreUnavailable
 from accounting.endpoints import metrics_endpoint, usage_endpoint
 from accounting.factory import build_meter
+from accounting.settlement import usage_requests_endpoint
 from accounting.store import UsageStore
 from gateway.api import guarded, healthz, list_models, readyz
 from gateway.doors import Doors, ManagedUpstream
@@ -165,6 +166,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
               guarded(services, session_privacy_endpoint(services.protector)), methods=["GET"]),
         Route("/v1/usage", guarded(services, usage_endpoint(services.meter)), methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        Route("/v1/usage/requests", guarded(services, usage_requests_endpoint(services.meter)), methods=["POST"]),
     ]
     # Plain Starlette: the chat route is the hot path of every agent step, and FastAPI's extra per-request
     # middleware (telemetry, body limit, exit stacks) buys nothing for raw-Request endpoints.

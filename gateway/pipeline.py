@@ -31,6 +31,7 @@ class Outcome:
     policy: str = "none"
     route: RouteTracker | None = None
     streamed: bool = False
+    session: str | None = None  # once identified: the request is then marked settled when it ends
 
     def observe(self, metrics: RequestMetrics, status: int) -> None:
         route = self.route.route if self.route is not None else "none"
@@ -71,6 +72,7 @@ class StepPipeline:
         session_id, _ = identify_session(headers, body, api_key=api_key, session_keys=s.settings.server.session_keys,
                                          fingerprint_fallback=s.settings.sessions.fingerprint_fallback,
                                          hint=session_hint)
+        outcome.session = session_id
         session = SessionState(session_id, s.sessions)
         decision = await s.chooser.decide(headers, body, session)
         policy_name = outcome.policy = decision.policy

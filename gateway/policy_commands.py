@@ -61,10 +61,13 @@ def _database_url(args: argparse.Namespace) -> str:
     return settings.database_url
 
 
-def _store_rows(database_url: str, experiment: str) -> list[dict[str, Any]]:
+def _store_rows(database_url: str, experiment: str, by: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The experiment's rows (sessions, purposes) and accounting's SQL sums per group (every figure)."""
     from accounting.store import UsageStore  # the metering store's public reader
 
-    return UsageStore.from_url(database_url).rows(experiment=experiment)
+    store = UsageStore.from_url(database_url)
+    totals = {str(t["group"] or "-"): t for t in store.aggregate(by, where={"experiment": experiment})}
+    return store.rows(experiment=experiment), totals
 
 
 def _exposures(database_url: str, sessions: set[str]) -> dict[str, float] | None:
@@ -92,11 +95,12 @@ def _grades(path: str) -> dict[str, float]:
 
 def ab(args: argparse.Namespace) -> int:
     database_url: str | None = None
+    totals: dict[str, Any] | None = None
     if args.calls:
         rows = [r for r in _jsonl(args.calls) if r.get("experiment") in (None, args.experiment)]
     else:
         database_url = _database_url(args)
-        rows = _store_rows(database_url, args.experiment)
+        rows, totals = _store_rows(database_url, args.experiment, args.by)
     if not rows:
         print(f"ecgw ab: no metered calls for experiment {args.experiment!r}; run sessions in it first "
               "(experiments.active, or the X-ECGW-Arm header)", file=sys.stderr)
@@ -105,7 +109,8 @@ def ab(args: argparse.Namespace) -> int:
     if database_url is not None:
         exposures = _exposures(database_url, {str(r.get("session_id")) for r in rows})
     grades = _grades(args.grades) if args.grades else None
-    reports = compare(rows, by=args.by, exposures=exposures, grades=grades, resamples=args.resamples)
+    reports = compare(rows, by=args.by, exposures=exposures, grades=grades, resamples=args.resamples,
+                      totals=totals)
     if args.format == "json":
         print(json.dumps(as_json(reports), indent=2))
     else:

@@ -5,6 +5,10 @@ A row is one upstream call as the metering store keeps it (``accounting.store.Us
 columns ``raw_input_tokens``, ``cache_read_tokens``, ``cache_write_tokens``, ``output_tokens``; ``cost_usd``
 and ``edge_flops`` when accounting priced them. Exposure (per session, from the privacy audit) and completion
 (per session, from eval grades) are joined by session id. Pure functions: no I/O here.
+
+Reading from the metering store, pass ``totals`` — accounting's SQL sums per group (``UsageStore.aggregate``) —
+and the counts, tokens, USD and FLOPs are those, the very figures ``ecgw usage`` shows; the rows then only say
+which sessions and purposes each group has. Without ``totals`` (rows from a file) they are summed here.
 """
 
 from __future__ import annotations
@@ -85,9 +89,22 @@ def bootstrap_ci(values: Sequence[float], *, resamples: int = 2000, level: float
     return low, high
 
 
+def _apply_totals(report: GroupReport, total: Mapping[str, Any]) -> None:
+    report.requests, report.cloud_requests = int(total["requests"]), int(total["cloud_requests"])
+    report.cloud_calls, report.edge_calls = int(total["cloud_calls"]), int(total["edge_calls"])
+    report.cloud_raw_input_tokens = int(total["cloud_raw_input_tokens"])
+    report.cloud_cache_read_tokens = int(total["cloud_cache_read_tokens"])
+    report.cloud_cache_write_tokens = int(total["cloud_cache_write_tokens"])
+    report.cloud_output_tokens = int(total["cloud_output_tokens"])
+    report.cloud_cost_usd = float(total["cloud_cost_usd"])
+    report.unpriced_cloud_calls = int(total["cloud_unpriced_calls"])
+    report.edge_flops = float(total["edge_flops"])
+
+
 def compare(rows: Iterable[Mapping[str, Any]], *, by: str = "arm", exposures: Mapping[str, float] | None = None,
-            grades: Mapping[str, float] | None = None, resamples: int = 2000, seed: int = 0) -> list[GroupReport]:
-    """One report per group (arm or policy), in name order."""
+            grades: Mapping[str, float] | None = None, resamples: int = 2000, seed: int = 0,
+            totals: Mapping[str, Mapping[str, Any]] | None = None) -> list[GroupReport]:
+    """One report per group (arm or policy), in name order; ``totals``: accounting's sums per group."""
     reports: dict[str, GroupReport] = {}
     sessions: dict[str, set[str]] = defaultdict(set)
     requests: dict[str, set[str]] = defaultdict(set)
@@ -100,6 +117,8 @@ def compare(rows: Iterable[Mapping[str, Any]], *, by: str = "arm", exposures: Ma
         sessions[group].add(session)
         requests[group].add(request)
         report.purposes[f"{row.get('side')}:{row.get('purpose')}"] += 1
+        if totals is not None:
+            continue
         if row.get("side") == "cloud":
             cloud_requests[group].add(request)
             report.cloud_calls += 1
@@ -121,6 +140,8 @@ def compare(rows: Iterable[Mapping[str, Any]], *, by: str = "arm", exposures: Ma
         report.sessions = len(sessions[group])
         report.requests = len(requests[group])
         report.cloud_requests = len(cloud_requests[group])
+        if totals is not None and group in totals:
+            _apply_totals(report, totals[group])
         members = sorted(sessions[group])
         if exposures is not None:
             seen = [exposures[s] for s in members if s in exposures]

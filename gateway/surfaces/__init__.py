@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 
+from accounting.settlement import settle_request
 from gateway.api import authenticate, read_body
 from gateway.failures import Failure, classify
 from gateway.metrics import RequestMetrics
@@ -70,9 +71,15 @@ class SurfaceEndpoint:
             response = Response(status_code=499)
         except Exception as exc:
             response = self._surface.error(classify(exc, request_id), {"x-ecgw-request-id": request_id})
-        if not isinstance(response, StreamingResponse):  # a stream is observed when it ends
+        if not isinstance(response, StreamingResponse):  # a stream is observed (and settled) when it ends
             outcome.observe(self._metrics, response.status_code)
+            self._settle(request_id, outcome)
         return response
+
+    def _settle(self, request_id: str, outcome: Outcome) -> None:
+        """Mark the request finished once every upstream call it caused is recorded (``accounting.settlement``)."""
+        if outcome.session is not None:
+            settle_request(self._pipeline.services.meter, request_id, outcome.session)
 
     async def _handle(self, request: Request, request_id: str, outcome: Outcome) -> Response:
         key = authenticate(self._pipeline.services, request)
@@ -103,3 +110,4 @@ class SurfaceEndpoint:
             outcome.observe(self._metrics, status)
             if started.rest is not None:
                 await aclose(started.rest)
+            self._settle(request_id, outcome)

@@ -215,6 +215,7 @@ def test_acebench_adapter_runs_a_stub_harness_through_the_gateway(fake_acebench:
     capsys.readouterr()
     again = json.loads((out / "edge-only" / T4 / "run0" / "result.json").read_text())
     assert again["error"] is None and again["overall_score"] == 0.5
+    assert again["attempts"] == 2 and again["session_id"] == f"acebench:edge-only:{T4}:run0:a2"
     # join-only rebuilds the records from the benchmark outputs already there, e.g. after a Docker run elsewhere
     (out / "cloud-only" / T3 / "run0" / "result.json").unlink()
     assert eval_main([*args, "--join-only"]) == 0

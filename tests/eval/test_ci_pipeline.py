@@ -105,6 +105,8 @@ def test_suite_under_every_policy_report_numbers(gateway_url: str, cloud: ModelS
         assert summary.pass_k == pytest.approx(pass_k(ids, expected, RUNS)), policy
         for record in _records(out, policy):
             assert record["overall_score"] == expected[record["task_id"]][record["run"]], (policy, record["task_id"])
+            # every request settled: its usage — probes, plans, advice, delegation included — read complete
+            assert record["incomplete"] == [], (policy, record["task_id"], record["incomplete"])
     assert [summaries[p].completion for p in POLICIES[:7]] == [50.0, 100.0, 75.0, 75.0, 75.0, 75.0, 100.0]
 
     # cloud calls per run, as the gateway's audit counted them, are what each policy must make

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from eval.harness import AgentHarness, HarnessConfig
-from eval.meter import SessionUsage
+from eval.meter import RunCalls, SessionUsage
 from eval.metrics import CloudUsage, UnitLeak
 from eval.paths import suite_dir
 from eval.records import load_run
@@ -45,7 +45,7 @@ class RecordingMeter:
     def register_units(self, session_id: str, sensitive_items: Path) -> None:
         self.registered.append((session_id, json.loads(sensitive_items.read_text(encoding="utf-8"))))
 
-    def session_usage(self, session_id: str) -> SessionUsage:
+    def session_usage(self, session_id: str, calls: RunCalls | None = None) -> SessionUsage:
         return SessionUsage(cloud=CloudUsage(1000, 600, 0, 50), cloud_cost_usd=0.002, edge_flops=3e12,
                             flops_formula="2·N·T", leaks=(UnitLeak(1.0, 0.0, "P1.email"),))
 

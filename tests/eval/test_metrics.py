@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
+from accounting.pricing import Price
+from accounting.settings import ModelPrice, PriceTier
+from accounting.usage import Tokens
 from eval.metrics import (
     CloudUsage,
-    Price,
     RunRecord,
     TokenTotals,
     UnitLeak,
-    call_cost,
-    cloud_cost,
     cloud_tokens,
     completion,
     edge_pflops,
@@ -25,6 +25,24 @@ from eval.metrics import (
 )
 
 TASKS = [f"t{i}" for i in range(128)]
+
+
+def price_of(entry: dict[str, Any], *, tiers: bool = True) -> Price:
+    """A leaderboard price as accounting's own (eval has none): the same arithmetic the gateway bills with."""
+    tier = []
+    if tiers and "long_context_over_tokens" in entry:
+        tier = [PriceTier(above_prompt_tokens=entry["long_context_over_tokens"], input=entry["long_input"],
+                          cache_read=entry.get("long_cache_read"), output=entry["long_output"])]
+    return Price(ModelPrice(input=entry["input"], cache_read=entry["cache_read"], output=entry["output"],
+                            tiers=tier), "leaderboard")
+
+
+def table_cost(tokens: TokenTotals, price: Price) -> float:
+    """The paper's R·p + C·p + O·p on totals in millions (no per-call tier: a total is no call)."""
+    million = 1_000_000
+    raw, cache, out, write = (round(tokens.raw * million), round(tokens.cache_read * million),
+                              round(tokens.output * million), round(tokens.cache_write * million))
+    return price.cost(Tokens(prompt=raw + cache + write, cache_read=cache, cache_write=write, output=out))
 
 
 @pytest.fixture(scope="module")
@@ -96,11 +114,11 @@ def test_raw_is_prompt_minus_cache_read_minus_write_floored() -> None:
 
 
 def test_gpt54_cloud_only_row_cost(board: dict[str, Any]) -> None:
-    price = Price.from_mapping(board["prices_usd_per_mtok"]["gpt-5.4"])
-    assert (price.input, price.cache_read, price.output) == (2.5, 0.25, 15.0)
+    price = price_of(board["prices_usd_per_mtok"]["gpt-5.4"], tiers=False)
+    assert price.rates(1000) == (2.5, 0.25, 2.5, 15.0)
     row = next(r for r in board["rows"] if r["strategy"] == "cloud-only" and r["cloud"] == "gpt-5.4")
     assert (row["raw"], row["cache"], row["out"]) == (5.46, 22.92, 1.02)
-    assert cloud_cost(TokenTotals(5.46, 22.92, 1.02), price) == pytest.approx(34.69, abs=0.01)
+    assert table_cost(TokenTotals(5.46, 22.92, 1.02), price) == pytest.approx(34.69, abs=0.01)
 
 
 def cloud_model(row: dict[str, Any]) -> str:
@@ -113,24 +131,25 @@ def test_leaderboard_costs_reproduce_within_rounding(board: dict[str, Any]) -> N
     for row in board["rows"]:
         if "cost" not in row or cloud_model(row) not in prices:
             continue
-        price = Price.from_mapping(prices[cloud_model(row)])
-        computed = cloud_cost(TokenTotals(row["raw"], row["cache"], row["out"]), price)
+        price = price_of(prices[cloud_model(row)], tiers=False)
+        computed = table_cost(TokenTotals(row["raw"], row["cache"], row["out"]), price)
         # the listed token figures are rounded to 0.01M, which bounds how far the listed cost can be
-        bound = (half_unit(row["raw"]) * price.input + half_unit(row["cache"]) * price.cache_read
-                 + half_unit(row["out"]) * price.output + half_unit(row["cost"]))
+        p_input, p_cache_read, _, p_output = price.rates(0)
+        bound = (half_unit(row["raw"]) * p_input + half_unit(row["cache"]) * p_cache_read
+                 + half_unit(row["out"]) * p_output + half_unit(row["cost"]))
         assert abs(computed - row["cost"]) <= bound, (row, computed)
         checked.append(row)
     assert len(checked) == 10
     exact = [r for r in checked if r["strategy"] == "cloud-only"]
     assert [cloud_model(r) for r in exact] == ["gpt-5.4", "deepseek-v4-pro"]
     for row in exact:
-        price = Price.from_mapping(prices[cloud_model(row)])
-        assert cloud_cost(TokenTotals(row["raw"], row["cache"], row["out"]), price) == pytest.approx(
+        price = price_of(prices[cloud_model(row)], tiers=False)
+        assert table_cost(TokenTotals(row["raw"], row["cache"], row["out"]), price) == pytest.approx(
             row["cost"], abs=0.01)
 
 
 def test_summarize_reproduces_gpt54_row_from_per_run_usage(board: dict[str, Any]) -> None:
-    price = Price.from_mapping(board["prices_usd_per_mtok"]["gpt-5.4"])
+    price = price_of(board["prices_usd_per_mtok"]["gpt-5.4"])
     records = []
     # 128 tasks × 3 runs whose cloud usage sums to 3 × (5.46M raw, 22.92M cache, 1.02M out)
     for run in range(3):
@@ -139,26 +158,30 @@ def test_summarize_reproduces_gpt54_row_from_per_run_usage(board: dict[str, Any]
             cache = round(22.92e6 * share) + (22.92e6 - 128 * round(22.92e6 * share) if i == 0 else 0)
             raw = round(5.46e6 * share) + (5.46e6 - 128 * round(5.46e6 * share) if i == 0 else 0)
             out = round(1.02e6 * share) + (1.02e6 - 128 * round(1.02e6 * share) if i == 0 else 0)
-            records.append(RunRecord(task, run, 1.0, cloud=CloudUsage(int(raw + cache), int(cache), 0, int(out))))
-    summary = summarize("cloud-only", TASKS, records, price=price)
+            usage = CloudUsage(int(raw + cache), int(cache), 0, int(out))
+            # what accounting charged the run (one call each, well under the long-context tier)
+            cost = price.cost(Tokens(usage.prompt, usage.cache_read, 0, usage.output))
+            records.append(RunRecord(task, run, 1.0, cloud=usage, cloud_cost_usd=cost))
+    summary = summarize("cloud-only", TASKS, records)
     assert summary.tokens.raw == pytest.approx(5.46) and summary.tokens.cache_read == pytest.approx(22.92)
     assert summary.tokens.output == pytest.approx(1.02)
-    assert summary.cost_usd == pytest.approx(34.69, abs=0.01)
+    assert summary.cost_usd == pytest.approx(34.69, abs=0.01 + 1e-9)  # 34.68 from the rounded token figures
     assert summary.completion == 100.0 and summary.pass_k == 100.0
 
 
 def test_long_context_tier_applies_per_call(board: dict[str, Any]) -> None:
-    price = Price.from_mapping(board["prices_usd_per_mtok"]["gpt-5.4"])
-    short = CloudUsage(prompt=272_000, cache_read=0, output=1000)
-    long = CloudUsage(prompt=272_001, cache_read=1, output=1000)
-    assert call_cost(short, price) == pytest.approx(0.272 * 2.5 + 0.001 * 15)
-    assert call_cost(long, price) == pytest.approx(0.272 * 5.0 + 0.000001 * 0.5 + 0.001 * 22.5)
+    """The leaderboard's long-context prices, billed by accounting's tiers (the one implementation)."""
+    price = price_of(board["prices_usd_per_mtok"]["gpt-5.4"])
+    assert price.cost(Tokens(272_000, 0, 0, 1000)) == pytest.approx(0.272 * 2.5 + 0.001 * 15)
+    assert price.cost(Tokens(272_001, 1, 0, 1000)) == pytest.approx(0.272 * 5.0 + 0.000001 * 0.5 + 0.001 * 22.5)
 
 
 def test_cache_write_billed_as_input_unless_priced() -> None:
     tokens = TokenTotals(raw=1, cache_read=1, output=1, cache_write=2)
-    assert cloud_cost(tokens, Price(3, 0.3, 15)) == pytest.approx(3 + 0.3 + 15 + 6)
-    assert cloud_cost(tokens, Price(3, 0.3, 15, cache_write=3.75)) == pytest.approx(3 + 0.3 + 15 + 7.5)
+    plain = Price(ModelPrice(input=3, cache_read=0.3, output=15), "t")
+    priced = Price(ModelPrice(input=3, cache_read=0.3, cache_write=3.75, output=15), "t")
+    assert table_cost(tokens, plain) == pytest.approx(3 + 0.3 + 15 + 6)
+    assert table_cost(tokens, priced) == pytest.approx(3 + 0.3 + 15 + 7.5)
 
 
 # ---- privacy and FLOPs -------------------------------------------------------------------------------------------

@@ -66,11 +66,14 @@ def test_grid_through_gateway_and_report(gateway_url: str, edge: ModelServer, cl
     # every run was its own session at the gateway, metered under the policy it asked for
     import httpx
     rows = {r["group"]: r for r in httpx.get(gateway_url + "/v1/usage", params={"by": "session"}).json()["data"]}
+    sessions = {(p.parts[-4], p.parts[-3], p.parts[-2]): json.loads(p.read_text())["session_id"]
+                for p in out.glob("*/*/run*/result.json")}
     for task in TASKS:
         for run in range(3):
-            assert rows[f"ci:edge-only:{task.id}:run{run}"]["cloud_calls"] == 0
-            assert rows[f"ci:edge-only:{task.id}:run{run}"]["edge_calls"] >= 1
-            assert rows[f"ci:cloud-only:{task.id}:run{run}"]["cloud_calls"] >= 1
+            assert rows[sessions["edge-only", task.id, f"run{run}"]]["cloud_calls"] == 0
+            assert rows[sessions["edge-only", task.id, f"run{run}"]]["edge_calls"] >= 1
+            assert rows[sessions["cloud-only", task.id, f"run{run}"]]["cloud_calls"] >= 1
+            assert sessions["cloud-only", task.id, f"run{run}"] == f"ci:cloud-only:{task.id}:run{run}"
     records = [json.loads(p.read_text()) for p in (out / "cloud-only").glob("*/run*/result.json")]
     assert len(records) == 6
     raw = sum(r["cloud"]["prompt"] - r["cloud"]["cache_read"] for r in records)

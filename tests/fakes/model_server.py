@@ -90,6 +90,7 @@ class ModelServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.cancelled = 0
+        self.usages: list[dict[str, Any]] = []  # every usage object it reported, in order
         self._script: deque[Reply] = deque()
         self._responder = responder
         self._cache: list[list[str]] = []
@@ -111,6 +112,7 @@ class ModelServer:
             self._script.clear()
             self.requests.clear()
             self.headers.clear()
+            self.usages.clear()
             self._cache.clear()
             self.cancelled = 0
 
@@ -235,6 +237,7 @@ class ModelServer:
             result["system_fingerprint"] = None
         if usage is not None:
             result["usage"] = usage
+            self.usages.append(usage)
         return JSONResponse(result)
 
     async def _stream(self, rid: str, created: int, reply: Reply, content: str | None, out_tokens: list[str],
@@ -285,6 +288,7 @@ class ModelServer:
             if usage is not None:
                 data = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": self.model,
                         "choices": [], "usage": usage}
+                self.usages.append(usage)
                 yield b"data: " + json.dumps(data).encode() + b"\n\n"
             yield b"data: [DONE]\n\n"
         except asyncio.CancelledError:
