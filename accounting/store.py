@@ -82,8 +82,10 @@ class UsageStore:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
-    def aggregate(self, by: str, *, since: float | None = None) -> list[dict[str, Any]]:
-        """Raw sums per group (see ``accounting.reports`` for the derived figures)."""
+    def aggregate(self, by: str, *, since: float | None = None,
+                  session_prefix: str | None = None) -> list[dict[str, Any]]:
+        """Raw sums per group (see ``accounting.reports`` for the derived figures), over every session or only
+        those whose id starts with ``session_prefix``."""
         if by not in GROUPS:
             raise ValueError(f"unknown grouping {by!r}; use one of {', '.join(GROUPS)}")
         t = _table()
@@ -122,6 +124,8 @@ class UsageStore:
         ).group_by(group).order_by(group)
         if since is not None:
             query = query.where(t.c.started_at >= since)
+        if session_prefix is not None:
+            query = query.where(t.c.session_id.startswith(session_prefix, autoescape=True))
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 

@@ -18,7 +18,7 @@ from gateway.errors import ClientError, error_body, error_response
 from gateway.jsonio import dumps
 from gateway.metrics import RequestMetrics
 from gateway.service import Services
-from gateway.sessions import identify_session
+from gateway.tenancy import Identity
 from gateway.wire import client_wants_usage, parse_chat_request
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
 from router.channels import CloudChannel, EdgeChannel
@@ -31,34 +31,18 @@ from router.wire import chunks_to_completion, completion_to_chunks
 log = logging.getLogger("ecgw")
 
 
-def _bearer(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    if header.lower().startswith("bearer "):
-        return header[7:].strip() or None
-    return None
-
-
-def authenticate(services: Services, request: Request) -> str | None:
-    """The caller's key; raises 401 when keys are configured and this one is not among them."""
-    server = services.settings.server
-    key = _bearer(request)
-    if not server.api_keys and not server.session_keys:
-        return key
-    if key is None:
-        raise ClientError(401, "Missing API key: send 'Authorization: Bearer <key>' with a key from "
-                               "server.api_keys.", type_="authentication_error", code="invalid_api_key")
-    if key not in server.api_keys and key not in server.session_keys:
-        raise ClientError(401, "Invalid API key: use a key listed in server.api_keys.",
-                          type_="authentication_error", code="invalid_api_key")
-    return key
+def authenticate(services: Services, request: Request) -> Identity:
+    """The caller; raises 401 when keys are configured and this one is not among them."""
+    return services.tenancy.authenticate(request.headers)
 
 
 def guarded(services: Services, handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-    """``handler`` behind the gateway's API keys, with OpenAI-shaped errors for bad keys."""
+    """``handler`` behind the gateway's API keys, with OpenAI-shaped errors for bad keys; the caller's identity is
+    ``request.state.identity``."""
 
     async def endpoint(request: Request) -> Response:
         try:
-            authenticate(services, request)
+            request.state.identity = authenticate(services, request)
         except ClientError as exc:
             return error_response(exc.status, exc.message, exc.type, code=exc.code)
         return await handler(request)
@@ -148,11 +132,9 @@ class ChatCompletions:
 
     async def _handle(self, request: Request, request_id: str, outcome: _Outcome) -> Response:
         s = self._s
-        key = authenticate(s, request)
+        identity = authenticate(s, request)
         body = parse_chat_request(await _read_body(request, s.settings.server.max_body_bytes))
-        session_id, _ = identify_session(request.headers, body, api_key=key,
-                                         session_keys=s.settings.server.session_keys,
-                                         fingerprint_fallback=s.settings.sessions.fingerprint_fallback)
+        session_id, shown = s.tenancy.session(identity, request.headers, body)  # owner-namespaced; echoed
         session = SessionState(session_id, s.sessions)
         decision = await s.chooser.decide(request.headers, body, session)
         policy_name = outcome.policy = decision.policy
@@ -168,7 +150,7 @@ class ChatCompletions:
             route=route,
             knobs=decision.knobs,
         )
-        headers = {"x-ecgw-request-id": request_id, "x-ecgw-session": _header_safe(session_id),
+        headers = {"x-ecgw-request-id": request_id, "x-ecgw-session": _header_safe(shown),
                    "x-ecgw-policy": policy_name}
         if decision.arm is not None:
             headers["x-ecgw-arm"] = f"{decision.experiment}:{decision.arm}"

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from accounting.calls import Meter
 from gateway.policy_choice import PolicyChooser
 from gateway.settings import Settings
+from gateway.tenancy import Tenancy
 from privacy.protection import Protector
 from router.channels import Upstream
 from router.policy import PolicyRegistry
@@ -31,9 +32,13 @@ class Services:
     protector: Protector
     meter: Meter
     sessions: SessionStateStore
+    tenancy: Tenancy
 
     async def start(self) -> None:
         """Start background parts (the meter's writer, …) that need the running event loop."""
+        verify: Any = getattr(self.sessions, "verify", None)  # an encrypted store: the key opens it
+        if verify is not None:
+            await verify()
         for part in (self.meter, self.protector):
             starter: Any = getattr(part, "start", None)
             if starter is not None:

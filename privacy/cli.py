@@ -53,6 +53,7 @@ def _fail(message: str, code: int = EXIT_INVALID) -> int:
 def scrub(args: argparse.Namespace) -> int:
     from privacy.audit import Hasher
     from privacy.factory import build_privacy_protector
+    from privacy.locations import safe_location
     from privacy.units import UnitsDocument
 
     try:
@@ -87,7 +88,7 @@ def scrub(args: argparse.Namespace) -> int:
     if args.report:
         hasher = Hasher((settings.hash_key or secrets.token_hex(16)).encode())
         findings = [{"type": a.finding.type, "layer": a.finding.layer, "action": a.action,
-                     "location": a.finding.location, "unit_id": a.finding.unit_id, "field": a.finding.field,
+                     "location": safe_location(a.finding.location, hasher), "unit_id": a.finding.unit_id, "field": a.finding.field,
                      "dimension": a.finding.dimension, "value_hash": hasher(a.finding.value)}
                     for a in result.applied]
         Path(args.report).write_text(json.dumps({"session_id": args.session, "findings": findings}, indent=2,
@@ -96,7 +97,8 @@ def scrub(args: argparse.Namespace) -> int:
 
 
 def privacy_report(args: argparse.Namespace) -> int:
-    from privacy.audit import AuditStore, make_engine
+    from accounting.database import make_engine
+    from privacy.audit import AuditStore
     from privacy.report import benchmark_export, session_report, sessions_of, to_html, to_markdown
 
     try:
