@@ -151,8 +151,9 @@ class PrivacyProtector:
         except PrivacyBlocked:
             raise
         except Exception as exc:  # any failure: nothing leaves (fail closed)
-            reason = f"a privacy detector failed ({type(exc).__name__}: {exc})" if not isinstance(
-                exc, DetectionError) else f"a privacy detector failed ({exc})"
+            reason = exc.reason if isinstance(exc, PrivacyUnavailable) else (  # e.g. session state that won't open
+                f"a privacy detector failed ({exc})" if isinstance(exc, DetectionError)
+                else f"a privacy detector failed ({type(exc).__name__}: {exc})")
             log.error("privacy protection failed for request %s: %s", request_id, reason)
             if self._settings.on_privacy_error == "edge":
                 raise PrivacyBlocked(reason + "; privacy.on_privacy_error is 'edge'") from exc
