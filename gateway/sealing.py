@@ -9,34 +9,26 @@ value keeps the rule simple. A value that does not open fails the step closed (`
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
-import os
 from typing import Any
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-from privacy.errors import PrivacyUnavailable
+from privacy.seal import SealBroken, Sealer
 from router.step import SessionStateStore
+
+__all__ = ["SealBroken", "SealedStore"]
 
 log = logging.getLogger("ecgw")
 
-PREFIX = "ecgw-sealed:v1:"
 _CHECK_SESSION = "\0ecgw"
 _CHECK_KEY = "key-check"
 _CHECK_VALUE = "the secrets key opens this store"
 
 
-class SealBroken(PrivacyUnavailable):
-    """A stored session value could not be decrypted: the wrong secrets key, or the value was altered."""
-
-
 class SealedStore:
     def __init__(self, inner: SessionStateStore, key: bytes) -> None:
         self.inner = inner
-        self._aead = AESGCM(key)
+        self._sealer = Sealer(key)
         self._warned = False
 
     @staticmethod
@@ -44,15 +36,13 @@ class SealedStore:
         return session_id.encode("utf-8", "surrogatepass") + b"\0" + key.encode("utf-8", "surrogatepass")
 
     def seal(self, session_id: str, key: str, value: Any) -> str:
-        nonce = os.urandom(12)
         plain = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
-        sealed = self._aead.encrypt(nonce, plain, self._aad(session_id, key))
-        return PREFIX + base64.b64encode(nonce + sealed).decode("ascii")
+        return self._sealer.seal(plain, self._aad(session_id, key))
 
     def open(self, session_id: str, key: str, stored: Any) -> Any:
         if stored is None:
             return None
-        if not (isinstance(stored, str) and stored.startswith(PREFIX)):
+        if not Sealer.is_sealed(stored):
             # Written in plain text by a version before encryption: not used, and replaced (sealed) when the
             # session next writes this key, so no raw value stays behind.
             if not self._warned:
@@ -60,13 +50,7 @@ class SealedStore:
                 log.warning("session store holds unencrypted state from an older version; it is ignored and "
                             "replaced as sessions write again")
             return None
-        try:
-            raw = base64.b64decode(stored[len(PREFIX):], validate=True)
-            plain = self._aead.decrypt(raw[:12], raw[12:], self._aad(session_id, key))
-        except (InvalidTag, ValueError):
-            raise SealBroken(f"session state {key!r} could not be decrypted (a different secrets key, or the "
-                             "stored value was altered); nothing was sent and nothing was overwritten") from None
-        return json.loads(plain)
+        return json.loads(self._sealer.open(stored, self._aad(session_id, key), what=f"session state {key!r}"))
 
     async def get(self, session_id: str, key: str) -> Any | None:
         return self.open(session_id, key, await self.inner.get(session_id, key))

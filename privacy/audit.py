@@ -11,10 +11,13 @@ import hashlib
 import hmac
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
+
+from privacy.seal import SealBroken, Sealer
 
 log = logging.getLogger("ecgw.privacy")
 
@@ -27,7 +30,7 @@ class PrivacyCall(SQLModel, table=True):
     request_id: str = Field(index=True)
     experiment: str | None = Field(default=None, index=True)
     created_at: float
-    body: str  # the JSON body exactly as sent to the cloud (already scrubbed)
+    body: str  # the JSON body exactly as sent to the cloud (scrubbed), sealed at rest (``seal_body``)
     findings: int = 0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -142,3 +145,23 @@ class AuditStore:
 
 def body_json(body: dict[str, Any]) -> str:
     return json.dumps(body, ensure_ascii=False)
+
+
+def seal_body(sealer: Sealer | None, call_id: str, body: dict[str, Any]) -> str:
+    """The stored form of a call's body: encrypted when the gateway has a key. The body is what left, scrubbed —
+    but whatever detection missed (a session without its units, an ``audit`` action) would otherwise rest raw."""
+    text = body_json(body)
+    return text if sealer is None else sealer.seal(text.encode("utf-8", "surrogatepass"), call_id.encode())
+
+
+def body_opener(sealer: Sealer | None) -> Callable[[PrivacyCall], str]:
+    """Reads a stored body back (sealed or, from older versions, plain)."""
+
+    def open_body(call: PrivacyCall) -> str:
+        if not Sealer.is_sealed(call.body):
+            return call.body
+        if sealer is None:
+            raise SealBroken("the audit's bodies are encrypted; give the gateway's secrets key (--config)")
+        return sealer.open(call.body, call.id.encode(), what=f"the body of cloud call {call.id}").decode()
+
+    return open_body

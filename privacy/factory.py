@@ -16,6 +16,7 @@ from privacy.protection import PassThroughProtector, Protector
 from privacy.protector import PrivacyProtector
 from privacy.registry import UnitRegistry
 from privacy.scrubber import ActionTable, Scrubber
+from privacy.seal import Sealer
 from privacy.secrets import SecretDetector
 from privacy.settings import NerSettings, PrivacySettings
 
@@ -41,9 +42,10 @@ def build_detector(settings: PrivacySettings) -> LayeredDetector:
 
 def build_privacy_protector(settings: PrivacySettings, *, database_url: str | None, sessions: Any,
                             detector: LayeredDetector | None = None,
-                            hash_key: bytes | None = None) -> PrivacyProtector:
+                            hash_key: bytes | None = None, seal_key: bytes | None = None) -> PrivacyProtector:
     """``database_url`` None: no audit (``ecgw scrub``). ``hash_key``: the audit's HMAC key (the gateway derives
-    it from its secrets key); ``privacy.hash_key`` overrides it. Never stored in the database."""
+    it from its secrets key); ``privacy.hash_key`` overrides it. Never stored in the database. ``seal_key``: encrypts
+    the audit's copy of each outgoing body (None: kept as sent)."""
     audit: AuditWriter | None = None
     hasher: Hasher | None = None
     if settings.audit and database_url:
@@ -56,12 +58,14 @@ def build_privacy_protector(settings: PrivacySettings, *, database_url: str | No
         hasher = Hasher(key)
     scrubber = Scrubber(detector or build_detector(settings), ActionTable(settings))
     return PrivacyProtector(settings, sessions=sessions, scrubber=scrubber,
-                            units=UnitRegistry(sessions, settings.units_files), audit=audit, hasher=hasher)
+                            units=UnitRegistry(sessions, settings.units_files), audit=audit, hasher=hasher,
+                            sealer=Sealer(seal_key) if seal_key else None)
 
 
 def build_protector(settings: PrivacySettings, *, database_url: str, sessions: Any,
-                    hash_key: bytes | None = None) -> Protector:
+                    hash_key: bytes | None = None, seal_key: bytes | None = None) -> Protector:
     """``sessions`` is the gateway's session store (async ``get``/``set`` of JSON values per session)."""
     if not settings.enabled:
         return PassThroughProtector()
-    return build_privacy_protector(settings, database_url=database_url, sessions=sessions, hash_key=hash_key)
+    return build_privacy_protector(settings, database_url=database_url, sessions=sessions, hash_key=hash_key,
+                                   seal_key=seal_key)

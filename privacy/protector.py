@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, body_json
+from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, seal_body
 from privacy.audit_writer import AuditWriter, Record
 from privacy.detector import DetectionError
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
@@ -19,6 +19,7 @@ from privacy.registry import UnitRegistry
 from privacy.report import session_exposure
 from privacy.restore import Restorer, given_placeholders
 from privacy.scrubber import Applied, DetectionCache, Scrubber, ScrubResult, prepare
+from privacy.seal import Sealer
 from privacy.settings import PrivacySettings
 from privacy.stream import RestoringStream
 from privacy.units import Unit, UnitsDocument
@@ -73,13 +74,15 @@ class PrivacyProtection:
 
 class PrivacyProtector:
     def __init__(self, settings: PrivacySettings, *, sessions: SessionStore, scrubber: Scrubber,
-                 units: UnitRegistry, audit: AuditWriter | None, hasher: Hasher | None) -> None:
+                 units: UnitRegistry, audit: AuditWriter | None, hasher: Hasher | None,
+                 sealer: Sealer | None = None) -> None:
         self._settings = settings
         self._sessions = sessions
         self._scrubber = scrubber
         self.units = units
         self._audit = audit
         self._hasher = hasher
+        self._sealer = sealer  # encrypts the audit's copy of each outgoing body
         self._cache = DetectionCache(settings.cache_entries)
         self._session_locks: dict[str, asyncio.Lock] = {}
 
@@ -169,7 +172,7 @@ class PrivacyProtector:
         """Enqueue the audit rows; they are built (hashes, JSON) on the writer thread, off the request path."""
         assert self._audit is not None and self._hasher is not None
         call_id = uuid.uuid4().hex
-        hasher, created = self._hasher, time.time()
+        hasher, sealer, created = self._hasher, self._sealer, time.time()
         body = dict(scrubbed.body)  # the upstream may set keys on the original
 
         def build() -> Record:
@@ -180,7 +183,7 @@ class PrivacyProtector:
                                        value_hash=hasher(a.finding.value), unit_id=a.finding.unit_id,
                                        field=a.finding.field, dimension=a.finding.dimension) for a in applied]
             call = PrivacyCall(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
-                               created_at=created, body=body_json(body), findings=len(findings))
+                               created_at=created, body=seal_body(sealer, call_id, body), findings=len(findings))
             return {"kind": "call", "call": call.model_dump(), "findings": [f.model_dump() for f in findings]}
 
         self._audit.submit(build)
