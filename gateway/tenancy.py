@@ -110,14 +110,6 @@ class Tenancy:
             return None
         return identity.prefix
 
-    @staticmethod
-    def shown(identity: Identity, internal: str) -> str:
-        """A session id as this caller knows it."""
-        prefix = identity.prefix
-        if prefix and not identity.admin and internal.startswith(prefix):
-            return internal[len(prefix):]
-        return internal
-
 
 class RequestTenancy:
     """``Tenancy`` for endpoints behind ``gateway.api.guarded``, which leaves the caller in

@@ -39,6 +39,9 @@ def units_endpoint(protector: Any, *, session_of: SessionOf = _as_named) -> Call
             return _error(409, "Privacy protection is disabled (privacy.enabled: false), so units are not used.",
                           "privacy_disabled")
         session_id = request.path_params["session_id"]
+        if session_id == "*":  # the audit's name for units from privacy.units_files, which apply to every session
+            return _error(400, "'*' is not a session id; name one session (units for every session go in "
+                               "privacy.units_files).", "invalid_session_id")
         try:
             document = UnitsDocument.model_validate(json.loads(await request.body()))
         except (ValueError, ValidationError) as exc:

@@ -200,3 +200,20 @@ def test_keys_are_checked_and_failures_are_openai_shaped(tenants):
         r = httpx.put(tenants.base_url + "/sessions/s1/units", json=UNITS, headers=headers)
         assert r.status_code == 401
 
+
+
+def test_naming_another_owners_internal_id_reaches_nothing(tenants, cloud):
+    _a_protected_step(tenants, cloud)
+    internal = next(row["group"] for row in _get(tenants, ADMIN, "/usage?by=session").json()["data"]
+                    if row["group"].endswith("/s1"))
+    # B forges A's internal id, in the header and in the report path: it stays inside B's own namespace
+    cloud.script(Reply(content="ok"))
+    assert _chat(tenants, B, "hi", session=internal).headers["x-ecgw-policy"] == "edge-only"
+    assert _get(tenants, B, f"/sessions/{internal}/privacy").json()["units_known"] == 0
+    assert _units(tenants, B, internal, {"items": []}).status_code == 200
+    assert _get(tenants, A, "/sessions/s1/privacy").json()["units_known"] == 3
+
+
+def test_the_every_session_marker_is_not_a_session_id(tenants):
+    r = _units(tenants, A, "*", UNITS)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_session_id"

@@ -109,3 +109,23 @@ def test_a_consultation_restores_only_what_it_carried(gw, cloud, edge):
         model="x", messages=[{"role": "user", "content": "Tidy the inbox."}], extra_headers={"X-ECGW-Policy": "sketch"})
     system = edge.requests[-1]["messages"][0]["content"]
     assert p["password"] in system and PASSWORD not in system and NAME not in system
+
+
+def _spellings(placeholder: str) -> list[str]:
+    """How a model may echo a placeholder, all of which the restorer accepts for a placeholder it was given."""
+    inner = placeholder[1:-1]
+    kind, number = inner.rsplit("_", 1)
+    return [placeholder, f"[{kind.lower()}_{int(number)}]", inner, "\\[" + inner.replace("_", "\\_") + "\\]",
+            f"[ {inner} ]"]
+
+
+def test_no_spelling_of_a_placeholder_not_given_is_restored(gw, cloud):
+    p = _vault(gw, cloud, "given-spellings")
+    cloud.script(Reply(content=" / ".join(_spellings(p["password"]) + _spellings(p["phone"]))))
+    answer = _client(gw, "given-spellings").chat.completions.create(
+        model="ecgw/cloud-only", messages=_second_step("x")).choices[0].message.content
+    assert PASSWORD not in answer and PHONE not in answer
+    cloud.script(Reply(content=" / ".join(_spellings(p["name"]))))
+    answer = _client(gw, "given-spellings").chat.completions.create(
+        model="ecgw/cloud-only", messages=_second_step("x")).choices[0].message.content
+    assert answer == " / ".join([NAME] * 5)  # the one it was given, in every spelling
