@@ -3,6 +3,7 @@ and a value that does not open keeps the step off the cloud without overwriting 
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -105,3 +106,28 @@ def test_a_vault_entry_that_does_not_open_keeps_the_step_off_the_cloud(start_gat
     (after,) = db.execute("SELECT value FROM session_state WHERE session_id='t1' AND key='privacy.vault'").fetchone()
     assert after == tampered  # and nothing was overwritten
     db.close()
+
+
+def test_audit_bodies_rest_sealed_and_the_export_opens_them_with_the_same_config(start_gateway, cloud, tmp_path,
+                                                                                  capsys):
+    sections = {"sessions": {"store": "sqlite", "sqlite_path": str(tmp_path / "s.sqlite3")},
+                "database_url": f"sqlite:///{tmp_path / 'gw.sqlite3'}",
+                "privacy": {"layers": {"ner": False}, "audit_spill_path": None}}
+    gw = start_gateway(**sections)
+    cloud.script(Reply(content="ok"))
+    body = {"model": "ecgw/cloud-only", "messages": [{"role": "user", "content": f"I am {NAME}; mail me"}]}
+    assert httpx.post(gw.base_url + "/chat/completions", json=body, headers={"X-Session-Id": "e1"}).status_code == 200
+    gw.services.protector.flush()  # type: ignore[attr-defined]
+    (stored,) = sqlite3.connect(tmp_path / "gw.sqlite3").execute("SELECT body FROM privacy_call").fetchone()
+    assert stored.startswith("ecgw-sealed:v1:") and NAME not in stored  # no units here: the name left raw
+    config = tmp_path / "c.yaml"
+    config.write_text(json.dumps(sections))
+    export = tmp_path / "audit.jsonl"
+    assert main(["privacy-report", "--config", str(config), "--session", "e1", "--export", str(export)]) == 0
+    line = json.loads(export.read_text())
+    assert line["input"][0]["content"] == f"I am {NAME}; mail me"
+    other = tmp_path / "other.yaml"  # another key cannot open them, and says so
+    other.write_text(json.dumps({**sections, "secrets": {"key_file": str(tmp_path / "other.key")}}))
+    capsys.readouterr()
+    assert main(["privacy-report", "--config", str(other), "--session", "e1", "--export", str(export)]) == 1
+    assert "could not be decrypted" in capsys.readouterr().err
