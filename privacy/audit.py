@@ -100,6 +100,14 @@ class AuditStore:
                 conn.exec_driver_sql("DROP TABLE IF EXISTS privacy_key")
             self._ready = True
 
+    def reachable(self) -> bool:
+        try:
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+            return True
+        except Exception:
+            return False
+
     def apply(self, record: dict[str, Any]) -> None:
         """Write one audit record (as built by the protector, or read back from a spill file)."""
         kind = record["kind"]

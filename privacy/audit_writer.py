@@ -37,19 +37,21 @@ class _Read:
 
 class AuditWriter:
     def __init__(self, store: AuditStore, *, spill_path: Path | None = None, retry_initial_s: float = 0.25,
-                 retry_max_s: float = 30.0, shutdown_timeout_s: float = 30.0,
+                 retry_max_s: float = 30.0, shutdown_timeout_s: float = 30.0, max_pending: int = 100_000,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.store = store
         self._spill_path = spill_path
         self._initial = retry_initial_s
         self._max = retry_max_s
         self._shutdown_timeout = shutdown_timeout_s
+        self._max_pending = max_pending  # a long outage: beyond this, records go to the spill file, not memory
         self._clock = clock
         self._queue: queue.Queue[Any] = queue.Queue()
         self._pending: deque[Record] = deque()  # built, not yet written (thread-owned)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._failing = False
+        self._spilled = False  # this run moved records to the spill file; they go first once the database is back
         self.written = 0
 
     # the request path ------------------------------------------------------------------------------------------
@@ -138,11 +140,17 @@ class AuditWriter:
                 if record is not None:
                     self._pending.append(record)
                 delay = self._write_pending(delay)
+                if len(self._pending) > self._max_pending and self._spill_path is not None:
+                    self._spill()
             finally:
                 self._queue.task_done()
 
     def _write_pending(self, delay: float) -> float:
         """Write what is pending, in order; the next retry delay (reset after success, doubled after failure)."""
+        if self._spilled:
+            if not self.store.reachable():
+                return min(delay * 2, self._max)
+            self._reclaim_spill()
         while self._pending:
             try:
                 self.store.apply(self._pending[0])
@@ -177,12 +185,27 @@ class AuditWriter:
                       "privacy.audit_spill_path to keep them)", len(records))
             return
         self._spill_path.parent.mkdir(parents=True, exist_ok=True)
+        data = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records).encode()
         fd = os.open(self._spill_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        with os.fdopen(fd, "a", encoding="utf-8") as out:
-            for record in records:
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
+        try:  # one append per spill: workers sharing the file never interleave within a line
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         self._pending.clear()
-        log.error("privacy audit database unreachable at shutdown; %d audit records saved to %s and written at "
-                  "the next start", len(records), self._spill_path)
+        self._spilled = True
+        log.error("privacy audit database unreachable; %d audit records saved to %s, written when it is back or "
+                  "at the next start", len(records), self._spill_path)
+
+    def _reclaim_spill(self) -> None:
+        """The spill file's records back in front of what is pending, in their order."""
+        self._spilled = False
+        assert self._spill_path is not None
+        claimed = self._spill_path.with_name(f"{self._spill_path.name}.{os.getpid()}.replay")
+        try:
+            os.replace(self._spill_path, claimed)
+        except FileNotFoundError:
+            return
+        records = [json.loads(line) for line in claimed.read_text(encoding="utf-8").splitlines() if line.strip()]
+        self._pending.extendleft(reversed(records))
+        claimed.unlink(missing_ok=True)

@@ -97,3 +97,23 @@ def test_rows_unwritten_at_shutdown_are_spilled_and_written_at_the_next_start(tm
     again.flush()
     assert _stored(url) == ["call-0", "call-1"] and not spill.exists()
     again.close()
+
+
+def test_a_long_outage_moves_records_to_the_spill_file_not_memory_and_back_in_order(tmp_path):
+    folder = tmp_path / "down"
+    url = f"sqlite:///{folder / 'audit.sqlite3'}"
+    spill = tmp_path / "audit-spill.jsonl"
+    writer = AuditWriter(AuditStore(make_engine(url)), spill_path=spill, retry_initial_s=0.01, retry_max_s=0.02,
+                         shutdown_timeout_s=0.05, max_pending=3)
+    for n in range(5):
+        writer.submit(lambda n=n: _call(n))
+    writer.flush()
+    assert writer.pending < 5 and len(spill.read_text().splitlines()) >= 4
+    folder.mkdir()  # back while still running: the spilled records go first, then the rest, in order
+    writer.submit(lambda: _call(5))
+    for _ in range(500):
+        if writer.pending == 0:
+            break
+        time.sleep(0.01)
+    assert _stored(url) == [f"call-{n}" for n in range(6)] and not spill.exists()
+    writer.close()
