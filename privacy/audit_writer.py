@@ -188,7 +188,9 @@ class AuditWriter:
         data = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records).encode()
         fd = os.open(self._spill_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:  # one append per spill: workers sharing the file never interleave within a line
-            os.write(fd, data)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
             os.fsync(fd)
         finally:
             os.close(fd)
