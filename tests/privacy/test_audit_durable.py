@@ -117,3 +117,30 @@ def test_a_long_outage_moves_records_to_the_spill_file_not_memory_and_back_in_or
         time.sleep(0.01)
     assert _stored(url) == [f"call-{n}" for n in range(6)] and not spill.exists()
     writer.close()
+
+
+async def test_a_spill_file_holds_nothing_raw(tmp_path):
+    import os
+
+    from gateway.sessions import MemorySessionStore
+    from privacy.factory import build_privacy_protector
+    from privacy.settings import PrivacySettings
+    from tests.privacy.helpers import UNITS
+
+    spill = tmp_path / "audit-spill.jsonl"
+    settings = PrivacySettings(layers={"ner": False}, audit_spill_path=str(spill), audit_shutdown_timeout_s=0.05,
+                               audit_retry_max_s=0.05)
+    p = build_privacy_protector(settings, database_url=f"sqlite:///{tmp_path / 'down' / 'a.sqlite3'}",
+                                sessions=MemorySessionStore(), hash_key=os.urandom(32), seal_key=os.urandom(32))
+    await p.register_units("s", units_document())
+    arguments = json.dumps({EMAIL_KEY: "Maria Gonzalez"})
+    body = {"messages": [{"role": "user", "content": "415-555-0132, Maria Gonzalez, unlisted Ms Jane Roe"},
+                         {"role": "assistant", "content": None, "tool_calls": [
+                             {"id": "c", "type": "function", "function": {"name": "f", "arguments": arguments}}]}]}
+    await p.protect(body, session_id="s", request_id="r")
+    await p.aclose()  # the database never came up: everything is spilled
+    data = spill.read_bytes()
+    assert data.count(b"\n") >= 2
+    raw = [f["value"] for item in UNITS["items"] for f in item["sensitive_fields"]] + [EMAIL_KEY, "Jane Roe"]
+    for value in raw:
+        assert value.encode() not in data and json.dumps(value).strip('"').encode() not in data, value
