@@ -25,8 +25,11 @@ def _error(status: int, message: str, type_: str, param: str | None = None) -> R
     return Response(json.dumps(body), status_code=status, media_type="application/json")
 
 
-def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time) -> Handler:
-    """``GET /v1/usage?by=policy&since=7d&format=json`` — the rows of ``ecgw usage``."""
+def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time,
+                   scope: Callable[[Request], str | None] | None = None) -> Handler:
+    """``GET /v1/usage?by=policy&since=7d&format=json`` — the rows of ``ecgw usage``. ``scope`` gives the prefix
+    of the session ids the caller may see (its own, as the gateway namespaces them), None for all; rows grouped by
+    session show ids without that prefix."""
 
     async def handle(request: Request) -> Response:
         if not isinstance(meter, StoreMeter):
@@ -42,13 +45,16 @@ def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time) -> H
                           "invalid_request_error", "format")
         try:
             since = parse_since(request.query_params.get("since"), now=clock())
-            rows = await meter.report(by, since=since)
+            prefix = scope(request) if scope is not None else None
+            rows = await meter.report(by, since=since, session_prefix=prefix)
         except BadReportRequest as exc:
             return _error(400, str(exc).replace("--since", "since"), "invalid_request_error", "since")
         except StoreUnavailable as exc:
             return _error(503, str(exc), "metering_unavailable")
         except Exception as exc:  # the database went away between flush and query
             return _error(503, str(meter.store.unavailable(exc)), "metering_unavailable")
+        if prefix and by == "session":
+            rows = [{**row, "group": str(row["group"])[len(prefix):]} for row in rows]
         if fmt == "json":
             payload: dict[str, Any] = {"object": "list", "by": by, "since": since, "data": rows}
             return Response(json.dumps(payload), media_type="application/json")

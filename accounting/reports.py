@@ -88,10 +88,11 @@ def derive(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def usage_report(store: UsageStore, by: str, *, since: float | None = None) -> list[dict[str, Any]]:
+def usage_report(store: UsageStore, by: str, *, since: float | None = None,
+                 session_prefix: str | None = None) -> list[dict[str, Any]]:
     if by not in GROUPS:
         raise BadReportRequest(f"unknown grouping {by!r}; valid: {', '.join(GROUPS)}")
-    return [derive(raw) for raw in store.aggregate(by, since=since)]
+    return [derive(raw) for raw in store.aggregate(by, since=since, session_prefix=session_prefix)]
 
 
 # formatting ----------------------------------------------------------------------------------------------------

@@ -123,9 +123,11 @@ class UsageStore:
             return [dict(r._mapping) for r in conn.execute(query)]
 
     def aggregate(self, by: str, *, since: float | None = None,
-                  where: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+                  where: Mapping[str, Any] | None = None,
+                  session_prefix: str | None = None) -> list[dict[str, Any]]:
         """Raw sums per group (see ``accounting.reports`` for the derived figures); ``where``: equality filters on
-        columns (e.g. ``{"experiment": "e1"}``)."""
+        columns (e.g. ``{"experiment": "e1"}``); ``session_prefix``: only sessions whose id starts with it (an
+        owner's namespace)."""
         if by not in GROUPS:
             raise ValueError(f"unknown grouping {by!r}; use one of {', '.join(GROUPS)}")
         t = _table()
@@ -135,6 +137,8 @@ class UsageStore:
             query = query.where(t.c.started_at >= since)
         for column, value in (where or {}).items():
             query = query.where(t.c[column] == value)
+        if session_prefix is not None:
+            query = query.where(t.c.session_id.startswith(session_prefix, autoescape=True))
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 

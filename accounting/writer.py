@@ -119,9 +119,10 @@ class StoreMeter:
         """Write what is buffered now; False if the database refused."""
         return await self._flush_once()
 
-    async def report(self, by: str, *, since: float | None = None) -> list[dict[str, Any]]:
+    async def report(self, by: str, *, since: float | None = None,
+                     session_prefix: str | None = None) -> list[dict[str, Any]]:
         await self.flush()
-        return await asyncio.to_thread(usage_report, self.store, by, since=since)
+        return await asyncio.to_thread(usage_report, self.store, by, since=since, session_prefix=session_prefix)
 
     # the writer -------------------------------------------------------------------------------------------------
     async def _run(self) -> None:

@@ -12,37 +12,21 @@ from starlette.responses import Response
 from gateway.errors import ClientError, error_response
 from gateway.jsonio import dumps
 from gateway.service import Services
+from gateway.tenancy import Identity
 
 
-def _presented_key(request: Request) -> str | None:
-    """The key a client sent: ``Authorization: Bearer`` (OpenAI's SDKs), else ``x-api-key`` (Anthropic's)."""
-    header = request.headers.get("authorization", "")
-    if header.lower().startswith("bearer "):
-        return header[7:].strip() or None
-    return request.headers.get("x-api-key") or None
-
-
-def authenticate(services: Services, request: Request) -> str | None:
-    """The caller's key; raises 401 when keys are configured and this one is not among them."""
-    server = services.settings.server
-    key = _presented_key(request)
-    if not server.api_keys and not server.session_keys:
-        return key
-    if key is None:
-        raise ClientError(401, "Missing API key: send 'Authorization: Bearer <key>' with a key from "
-                               "server.api_keys.", type_="authentication_error", code="invalid_api_key")
-    if key not in server.api_keys and key not in server.session_keys:
-        raise ClientError(401, "Invalid API key: use a key listed in server.api_keys.",
-                          type_="authentication_error", code="invalid_api_key")
-    return key
+def authenticate(services: Services, request: Request) -> Identity:
+    """The caller; raises 401 when keys are configured and this one is not among them."""
+    return services.tenancy.authenticate(request.headers)
 
 
 def guarded(services: Services, handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-    """``handler`` behind the gateway's API keys, with OpenAI-shaped errors for bad keys."""
+    """``handler`` behind the gateway's API keys, with OpenAI-shaped errors for bad keys; the caller's identity is
+    ``request.state.identity``."""
 
     async def endpoint(request: Request) -> Response:
         try:
-            authenticate(services, request)
+            request.state.identity = authenticate(services, request)
         except ClientError as exc:
             return error_response(exc.status, exc.message, exc.type, code=exc.code)
         return await handler(request)

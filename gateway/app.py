@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,14 +23,17 @@ from accounting.store import UsageStore
 from gateway.api import guarded, healthz, list_models, readyz
 from gateway.doors import Doors, ManagedUpstream
 from gateway.errors import StartupError, error_response
+from gateway.keys import Keys, load_keys
 from gateway.metrics import RequestMetrics
 from gateway.pipeline import StepPipeline
 from gateway.policy_choice import PolicyChooser
+from gateway.sealing import SealBroken, SealedStore
 from gateway.service import Services
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from gateway.settings import ConfigError, Settings
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
+from gateway.tenancy import RequestTenancy, Tenancy
 from privacy.factory import build_protector
 from privacy.protection import Protector
 from privacy.routes import session_privacy_endpoint, units_endpoint
@@ -42,15 +46,46 @@ from router.step import SessionStateStore
 log = logging.getLogger("ecgw")
 
 
-def build_session_store(settings: Settings) -> SessionStateStore:
-    """In memory for one worker; a shared SQLite file as soon as several workers may serve one session."""
+def session_store_kind(settings: Settings) -> str:
     store = settings.sessions.store
     if store == "auto":
         # `ecgw serve` sets server.workers in every worker it starts; an app built in-process is one worker.
         store = "sqlite" if (settings.server.workers or 1) > 1 else "memory"
-    if store == "sqlite":
-        return SQLiteSessionStore(settings.sessions.sqlite_path, ttl_s=settings.sessions.ttl_s)
+    return store
+
+
+def build_session_store(settings: Settings, keys: Keys | None = None) -> SessionStateStore:
+    """In memory for one worker; a shared SQLite file as soon as several workers may serve one session, every
+    value encrypted with the secrets key (``gateway.sealing``)."""
+    if session_store_kind(settings) == "sqlite":
+        keys = keys or load_keys(settings, persistent_sessions=True)
+        return SealedStore(SQLiteSessionStore(settings.sessions.sqlite_path, ttl_s=settings.sessions.ttl_s),
+                           keys.derive("vault"))
     return MemorySessionStore(ttl_s=settings.sessions.ttl_s)
+
+
+def check_secrets(settings: Settings) -> Keys:
+    """The secrets key, created if needed; ``ConfigError`` (exit 2) when it is missing or does not open the
+    session store that earlier starts encrypted."""
+    persistent = session_store_kind(settings) != "memory"
+    keys = load_keys(settings, persistent_sessions=persistent)
+    if persistent:
+        store = build_session_store(settings, keys)
+
+        async def verify() -> None:
+            try:
+                await store.verify()  # type: ignore[attr-defined]
+            finally:
+                await store.aclose()  # type: ignore[attr-defined]
+
+        try:
+            asyncio.run(verify())
+        except SealBroken:
+            raise ConfigError(f"secrets: the key from {keys.source} does not open the session store "
+                              f"{settings.sessions.sqlite_path}, which was encrypted with another key; set "
+                              "secrets.key_env or secrets.key_file to that key (or move the store away to start "
+                              "afresh)") from None
+    return keys
 
 
 def measured_rates(meter: Meter) -> CloudRateSource | None:
@@ -88,6 +123,7 @@ def preflight(settings: Settings) -> None:
     """What ``ecgw serve`` checks once, before it binds a port or starts workers: policies and experiments
     (``ConfigError``), and the metering database, migrated here once rather than raced by every worker."""
     build_router(settings)
+    check_secrets(settings)
     if settings.accounting.enabled:
         store = UsageStore.from_url(settings.database_url)
         try:
@@ -109,8 +145,11 @@ def build_services(
 ) -> Services:
     meter = meter or build_meter(settings.accounting, database_url=settings.database_url)
     registry, chooser = build_router(settings, cloud_rates=measured_rates(meter))
-    sessions = sessions or build_session_store(settings)
-    protector = protector or build_protector(settings.privacy, database_url=settings.database_url, sessions=sessions)
+    keys = load_keys(settings, persistent_sessions=sessions is None and session_store_kind(settings) != "memory")
+    sessions = sessions or build_session_store(settings, keys)
+    protector = protector or build_protector(settings.privacy, database_url=settings.database_url,
+                                             sessions=sessions, hash_key=keys.derive("audit"),
+                                             seal_key=keys.derive("audit-body"))
     return Services(
         settings=settings,
         doors=Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud),
@@ -119,6 +158,8 @@ def build_services(
         protector=protector,
         meter=meter,
         sessions=sessions,
+        tenancy=Tenancy(settings.server, settings.sessions, owner_key=keys.derive("owner"),
+                        session_id_key=keys.derive("session-id")),
     )
 
 
@@ -145,6 +186,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         return error_response(500, "The gateway failed on this request; see its log.", "internal_error")
 
     request_metrics = RequestMetrics()
+    tenancy = RequestTenancy(services.tenancy)
     pipeline = StepPipeline(services)
     limit = services.settings.server.max_body_bytes
     chat = SurfaceEndpoint(ChatSurface(), pipeline, request_metrics, max_body_bytes=limit).handle
@@ -160,11 +202,13 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         Route("/v1/models", guarded(services, list_models), methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
-        Route("/v1/sessions/{session_id:path}/units", guarded(services, units_endpoint(services.protector)),
-              methods=["PUT"]),
+        Route("/v1/sessions/{session_id:path}/units",
+              guarded(services, units_endpoint(services.protector, session_of=tenancy.own)), methods=["PUT"]),
         Route("/v1/sessions/{session_id:path}/privacy",
-              guarded(services, session_privacy_endpoint(services.protector)), methods=["GET"]),
-        Route("/v1/usage", guarded(services, usage_endpoint(services.meter)), methods=["GET"]),
+              guarded(services, session_privacy_endpoint(services.protector, session_of=tenancy.readable)),
+              methods=["GET"]),
+        Route("/v1/usage", guarded(services, usage_endpoint(services.meter, scope=tenancy.usage_scope)),
+              methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/usage/requests", guarded(services, usage_requests_endpoint(services.meter)), methods=["POST"]),
     ]

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from gateway.metrics import RequestMetrics
 from gateway.service import Services
-from gateway.sessions import identify_session
+from gateway.tenancy import Identity
 from privacy.errors import PrivacyBlocked
 from router.policies.edge_only import EdgeOnly
 from router.policy import Policy
@@ -64,14 +64,13 @@ class StepPipeline:
         self._s = services
         self._edge_only = EdgeOnly()
 
-    async def start(self, headers: Mapping[str, str], body: dict[str, Any], *, api_key: str | None,
+    async def start(self, headers: Mapping[str, str], body: dict[str, Any], *, identity: Identity,
                     request_id: str, outcome: Outcome, session_hint: str | None = None) -> Started:
-        """Run the step in ``body`` (chat-completions shape). ``session_hint`` is a surface's own session header
-        (Claude Code's, Codex's), taken after ``X-Session-Id``."""
+        """Run the step in ``body`` (chat-completions shape) for the authenticated caller. ``session_hint`` is a
+        surface's own session header (Claude Code's, Codex's), taken after ``X-Session-Id``."""
         s = self._s
-        session_id, _ = identify_session(headers, body, api_key=api_key, session_keys=s.settings.server.session_keys,
-                                         fingerprint_fallback=s.settings.sessions.fingerprint_fallback,
-                                         hint=session_hint)
+        # owner-namespaced internally; the client's own id (or its keyed hash) is what is echoed
+        session_id, shown = s.tenancy.session(identity, headers, body, hint=session_hint)
         outcome.session = session_id
         session = SessionState(session_id, s.sessions)
         decision = await s.chooser.decide(headers, body, session)
@@ -88,7 +87,7 @@ class StepPipeline:
             route=route,
             knobs=decision.knobs,
         )
-        out_headers = {"x-ecgw-request-id": request_id, "x-ecgw-session": header_safe(session_id),
+        out_headers = {"x-ecgw-request-id": request_id, "x-ecgw-session": header_safe(shown),
                        "x-ecgw-policy": policy_name}
         if decision.arm is not None:
             out_headers["x-ecgw-arm"] = f"{decision.experiment}:{decision.arm}"

@@ -73,7 +73,7 @@ def _store_rows(database_url: str, experiment: str, by: str) -> tuple[list[dict[
 def _exposures(database_url: str, sessions: set[str]) -> dict[str, float] | None:
     """Per-session exposure from the privacy audit; None when it cannot be read (the column says n/a)."""
     try:
-        from privacy.audit import make_engine
+        from accounting.database import make_engine
         from privacy.report import session_report
 
         engine = make_engine(database_url)

@@ -10,6 +10,7 @@ from accounting.calls import Meter
 from gateway.doors import Doors
 from gateway.policy_choice import PolicyChooser
 from gateway.settings import Settings
+from gateway.tenancy import Tenancy
 from privacy.protection import Protector
 from router.policy import PolicyRegistry
 from router.step import SessionStateStore
@@ -29,9 +30,13 @@ class Services:
     protector: Protector
     meter: Meter
     sessions: SessionStateStore
+    tenancy: Tenancy
 
     async def start(self) -> None:
         """Start background parts (the meter's writer, …) that need the running event loop."""
+        verify: Any = getattr(self.sessions, "verify", None)  # an encrypted store: the key opens it
+        if verify is not None:
+            await verify()
         for part in (self.meter, self.protector):
             starter: Any = getattr(part, "start", None)
             if starter is not None:

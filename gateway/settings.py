@@ -32,6 +32,7 @@ class ServerSettings(_Section):
     port: int = Field(4000, ge=1, le=65535)
     api_keys: list[str] = Field(default_factory=list)
     session_keys: dict[str, str] = Field(default_factory=dict)
+    admin_keys: list[str] = Field(default_factory=list)  # may read every owner's usage and privacy reports
     max_body_bytes: int = Field(32 * 1024 * 1024, gt=0)
     workers: int | None = Field(None, ge=1)  # None: one per core
 
@@ -81,6 +82,14 @@ class SessionSettings(_Section):
     fingerprint_fallback: bool = True
 
 
+class SecretsSettings(_Section):
+    """Where the gateway's secret key lives: it encrypts session state at rest and keys every hash (audit values,
+    API-key owners, session ids from ``user``/``metadata``). Never inside a database."""
+
+    key_env: str | None = None  # name of an environment variable holding the key (64 hex digits or base64)
+    key_file: str | None = None  # null: ecgw.key beside the SQLite session store or database, created 0600
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ECGW_", env_nested_delimiter="__", extra="forbid")
 
@@ -93,6 +102,7 @@ class Settings(BaseSettings):
     accounting: AccountingSettings = Field(default_factory=AccountingSettings)
     experiments: ExperimentsSettings = Field(default_factory=ExperimentsSettings)
     database_url: str = "sqlite:///ecgw.sqlite3"
+    secrets: SecretsSettings = Field(default_factory=SecretsSettings)
 
     @classmethod
     def settings_customise_sources(

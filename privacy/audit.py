@@ -1,7 +1,8 @@
 """The audit: per cloud call, what was found, where, and what was done — with a keyed hash, never the value.
 
 SQLModel tables in the database at ``database_url`` (a SQLite file, ``sqlite://`` in memory, or PostgreSQL).
-Writes go through a background thread so the request path only enqueues; ``flush()`` waits for them.
+Writes go through ``privacy.audit_writer.AuditWriter`` (a background thread that never drops a record); the engine
+comes from the one factory for every table on ``database_url`` (``accounting.database.make_engine``).
 """
 
 from __future__ import annotations
@@ -10,16 +11,13 @@ import hashlib
 import hmac
 import json
 import logging
-import queue
-import secrets
-import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlalchemy.pool import StaticPool
-from sqlmodel import Field, Session, SQLModel, create_engine, select
+from sqlmodel import Field, Session, SQLModel, select
+
+from privacy.seal import SealBroken, Sealer
 
 log = logging.getLogger("ecgw.privacy")
 
@@ -32,7 +30,7 @@ class PrivacyCall(SQLModel, table=True):
     request_id: str = Field(index=True)
     experiment: str | None = Field(default=None, index=True)
     created_at: float
-    body: str  # the JSON body exactly as sent to the cloud (already scrubbed)
+    body: str  # the JSON body exactly as sent to the cloud (scrubbed), sealed at rest (``seal_body``)
     findings: int = 0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -69,28 +67,7 @@ class PrivacyUnit(SQLModel, table=True):
     value_hash: str
 
 
-class PrivacyKey(SQLModel, table=True):
-    __tablename__ = "privacy_key"
-
-    id: int = Field(default=1, primary_key=True)
-    key: str
-
-
-TABLES = [PrivacyCall.__table__, PrivacyFinding.__table__, PrivacyUnit.__table__,  # type: ignore[attr-defined]
-          PrivacyKey.__table__]  # type: ignore[attr-defined]
-
-
-def make_engine(database_url: str) -> Engine:
-    url = database_url
-    if url.startswith("postgres://"):
-        url = "postgresql://" + url[len("postgres://"):]
-    if url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url[len("postgresql://"):]
-    if url in ("sqlite://", "sqlite:///:memory:"):
-        return create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool)
-    if url.startswith("sqlite"):
-        return create_engine(url, connect_args={"check_same_thread": False})
-    return create_engine(url, pool_pre_ping=True)
+TABLES = [PrivacyCall.__table__, PrivacyFinding.__table__, PrivacyUnit.__table__]  # type: ignore[attr-defined]
 
 
 def normalise_for_hash(value: str) -> str:
@@ -98,16 +75,13 @@ def normalise_for_hash(value: str) -> str:
 
 
 class Hasher:
-    """HMAC-SHA256 of the normalised value; the key is given, or fetched on first use (e.g. from the database)."""
+    """HMAC-SHA256 of the normalised value, with a key kept outside the database (``secrets`` or
+    ``privacy.hash_key``): with the key beside the hashes, short values (phones, PINs) could be brute-forced."""
 
-    def __init__(self, key: bytes | Callable[[], bytes]) -> None:
-        self._key: bytes | None = key if isinstance(key, bytes) else None
-        self._load = None if isinstance(key, bytes) else key
+    def __init__(self, key: bytes) -> None:
+        self._key = key
 
     def __call__(self, value: str) -> str:
-        if self._key is None:
-            assert self._load is not None
-            self._key = self._load()
         return hmac.new(self._key, normalise_for_hash(value).encode(), hashlib.sha256).hexdigest()[:32]
 
 
@@ -122,28 +96,35 @@ class AuditStore:
     def ensure(self) -> None:
         if not self._ready:
             SQLModel.metadata.create_all(self.engine, tables=TABLES)
+            with self.engine.begin() as conn:  # earlier versions kept the hash key here, beside the hashes
+                conn.exec_driver_sql("DROP TABLE IF EXISTS privacy_key")
             self._ready = True
 
-    def hash_key(self, configured: str | None) -> bytes:
-        if configured:
-            return configured.encode()
-        self.ensure()
-        with Session(self.engine) as db:
-            row = db.get(PrivacyKey, 1)
-            if row is None:
-                row = PrivacyKey(id=1, key=secrets.token_hex(32))
-                db.add(row)
-                try:
-                    db.commit()
-                except Exception:  # another worker created it first
-                    db.rollback()
-                    row = db.get(PrivacyKey, 1)
-            assert row is not None
-            return row.key.encode()
+    def reachable(self) -> bool:
+        try:
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+            return True
+        except Exception:
+            return False
+
+    def apply(self, record: dict[str, Any]) -> None:
+        """Write one audit record (as built by the protector, or read back from a spill file)."""
+        kind = record["kind"]
+        if kind == "call":
+            self.write_call(PrivacyCall(**record["call"]), [PrivacyFinding(**f) for f in record["findings"]])
+        elif kind == "usage":
+            self.write_usage(record["call_id"], record["usage"])
+        elif kind == "units":
+            self.write_units(record["session_id"], [PrivacyUnit(**u) for u in record["units"]])
+        else:
+            raise ValueError(f"unknown audit record kind {kind!r}")
 
     def write_call(self, call: PrivacyCall, findings: list[PrivacyFinding]) -> None:
         self.ensure()
         with Session(self.engine) as db:
+            if db.get(PrivacyCall, call.id) is not None:  # a retried record the database took before
+                return
             db.add(call)
             db.add_all(findings)
             db.commit()
@@ -170,53 +151,25 @@ class AuditStore:
             db.commit()
 
 
-class AuditWriter:
-    """Runs store writes on one background thread; nothing is dropped: failures are retried, then logged."""
-
-    def __init__(self, store: AuditStore, *, retries: int = 3) -> None:
-        self.store = store
-        self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
-        self._retries = retries
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def submit(self, job: Callable[[], None]) -> None:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="ecgw-privacy-audit", daemon=True)
-                self._thread.start()
-        self._queue.put(job)
-
-    def _run(self) -> None:
-        while True:
-            job = self._queue.get()
-            try:
-                if job is None:
-                    return
-                for attempt in range(self._retries):
-                    try:
-                        job()
-                        break
-                    except Exception:
-                        if attempt == self._retries - 1:
-                            log.exception("privacy audit write failed %d times; dropped", self._retries)
-                        else:
-                            time.sleep(0.05 * (attempt + 1))
-            finally:
-                self._queue.task_done()
-
-    def flush(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
-            self._queue.join()
-
-    def close(self) -> None:
-        self.flush()
-        with self._lock:
-            if self._thread is not None and self._thread.is_alive():
-                self._queue.put(None)
-                self._thread.join(timeout=5)
-            self._thread = None
-
-
 def body_json(body: dict[str, Any]) -> str:
     return json.dumps(body, ensure_ascii=False)
+
+
+def seal_body(sealer: Sealer | None, call_id: str, body: dict[str, Any]) -> str:
+    """The stored form of a call's body: encrypted when the gateway has a key. The body is what left, scrubbed —
+    but whatever detection missed (a session without its units, an ``audit`` action) would otherwise rest raw."""
+    text = body_json(body)
+    return text if sealer is None else sealer.seal(text.encode("utf-8", "surrogatepass"), call_id.encode())
+
+
+def body_opener(sealer: Sealer | None) -> Callable[[PrivacyCall], str]:
+    """Reads a stored body back (sealed or, from older versions, plain)."""
+
+    def open_body(call: PrivacyCall) -> str:
+        if not Sealer.is_sealed(call.body):
+            return call.body
+        if sealer is None:
+            raise SealBroken("the audit's bodies are encrypted; give the gateway's secrets key (--config)")
+        return sealer.open(call.body, call.id.encode(), what=f"the body of cloud call {call.id}").decode()
+
+    return open_body

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from privacy.errors import PrivacyBlocked
+from privacy.errors import PrivacyBlocked, PrivacyUnavailable
 from privacy.settings import PrivacySettings
 
 EXIT_INVALID = 2
@@ -53,6 +53,7 @@ def _fail(message: str, code: int = EXIT_INVALID) -> int:
 def scrub(args: argparse.Namespace) -> int:
     from privacy.audit import Hasher
     from privacy.factory import build_privacy_protector
+    from privacy.locations import safe_location
     from privacy.units import UnitsDocument
 
     try:
@@ -87,7 +88,7 @@ def scrub(args: argparse.Namespace) -> int:
     if args.report:
         hasher = Hasher((settings.hash_key or secrets.token_hex(16)).encode())
         findings = [{"type": a.finding.type, "layer": a.finding.layer, "action": a.action,
-                     "location": a.finding.location, "unit_id": a.finding.unit_id, "field": a.finding.field,
+                     "location": safe_location(a.finding.location, hasher), "unit_id": a.finding.unit_id, "field": a.finding.field,
                      "dimension": a.finding.dimension, "value_hash": hasher(a.finding.value)}
                     for a in result.applied]
         Path(args.report).write_text(json.dumps({"session_id": args.session, "findings": findings}, indent=2,
@@ -95,8 +96,35 @@ def scrub(args: argparse.Namespace) -> int:
     return 0
 
 
+def _body_opener(config: str | None) -> Any:
+    """Opens the audit's bodies, which the gateway seals with a key derived from its secrets key (the same
+    configuration finds the same key); the key is looked up only when a body is sealed."""
+    from privacy.audit import PrivacyCall, body_opener
+    from privacy.seal import Sealer
+
+    opener: Any = None
+
+    def open_body(call: PrivacyCall) -> str:
+        nonlocal opener
+        if not Sealer.is_sealed(call.body):
+            return call.body
+        if opener is None:
+            from gateway.app import session_store_kind
+            from gateway.keys import load_keys
+            from gateway.settings import load_settings
+
+            settings = load_settings(config)
+            keys = load_keys(settings, persistent_sessions=session_store_kind(settings) != "memory")
+            opener = body_opener(Sealer(keys.derive("audit-body")))
+        result: str = opener(call)
+        return result
+
+    return open_body
+
+
 def privacy_report(args: argparse.Namespace) -> int:
-    from privacy.audit import AuditStore, make_engine
+    from accounting.database import make_engine
+    from privacy.audit import AuditStore
     from privacy.report import benchmark_export, session_report, sessions_of, to_html, to_markdown
 
     try:
@@ -116,7 +144,10 @@ def privacy_report(args: argparse.Namespace) -> int:
         out = to_markdown(reports)
     sys.stdout.write(out + "\n")
     if args.export:
-        lines = benchmark_export(store.engine, session_ids)
+        try:
+            lines = benchmark_export(store.engine, session_ids, open_body=_body_opener(args.config))
+        except PrivacyUnavailable as exc:
+            return _fail(f"cannot export the bodies: {exc.reason}", 1)
         Path(args.export).write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
                                      encoding="utf-8")
     return 0

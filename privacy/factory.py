@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import secrets
+from pathlib import Path
 from typing import Any
 
-from privacy.audit import AuditStore, AuditWriter, Hasher, make_engine
+from accounting.database import make_engine
+from privacy.audit import AuditStore, Hasher
+from privacy.audit_writer import AuditWriter
 from privacy.detector import LayeredDetector
 from privacy.ner import PresidioRecognizer
 from privacy.patterns import PatternDetector
@@ -12,6 +16,7 @@ from privacy.protection import PassThroughProtector, Protector
 from privacy.protector import PrivacyProtector
 from privacy.registry import UnitRegistry
 from privacy.scrubber import ActionTable, Scrubber
+from privacy.seal import Sealer
 from privacy.secrets import SecretDetector
 from privacy.settings import NerSettings, PrivacySettings
 
@@ -36,22 +41,31 @@ def build_detector(settings: PrivacySettings) -> LayeredDetector:
 
 
 def build_privacy_protector(settings: PrivacySettings, *, database_url: str | None, sessions: Any,
-                            detector: LayeredDetector | None = None) -> PrivacyProtector:
-    """``database_url`` None: no audit (``ecgw scrub``)."""
+                            detector: LayeredDetector | None = None,
+                            hash_key: bytes | None = None, seal_key: bytes | None = None) -> PrivacyProtector:
+    """``database_url`` None: no audit (``ecgw scrub``). ``hash_key``: the audit's HMAC key (the gateway derives
+    it from its secrets key); ``privacy.hash_key`` overrides it. Never stored in the database. ``seal_key``: encrypts
+    the audit's copy of each outgoing body (None: kept as sent)."""
     audit: AuditWriter | None = None
     hasher: Hasher | None = None
     if settings.audit and database_url:
-        store = AuditStore(make_engine(database_url))
-        audit = AuditWriter(store)
-        configured = settings.hash_key
-        hasher = Hasher(lambda: store.hash_key(configured))
+        # Neither (tests, one-off tools): a random key for this process.
+        key = settings.hash_key.encode() if settings.hash_key else hash_key or secrets.token_bytes(32)
+        audit = AuditWriter(AuditStore(make_engine(database_url)),
+                            spill_path=Path(settings.audit_spill_path) if settings.audit_spill_path else None,
+                            retry_max_s=settings.audit_retry_max_s,
+                            shutdown_timeout_s=settings.audit_shutdown_timeout_s)
+        hasher = Hasher(key)
     scrubber = Scrubber(detector or build_detector(settings), ActionTable(settings))
     return PrivacyProtector(settings, sessions=sessions, scrubber=scrubber,
-                            units=UnitRegistry(sessions, settings.units_files), audit=audit, hasher=hasher)
+                            units=UnitRegistry(sessions, settings.units_files), audit=audit, hasher=hasher,
+                            sealer=Sealer(seal_key) if seal_key else None)
 
 
-def build_protector(settings: PrivacySettings, *, database_url: str, sessions: Any) -> Protector:
+def build_protector(settings: PrivacySettings, *, database_url: str, sessions: Any,
+                    hash_key: bytes | None = None, seal_key: bytes | None = None) -> Protector:
     """``sessions`` is the gateway's session store (async ``get``/``set`` of JSON values per session)."""
     if not settings.enabled:
         return PassThroughProtector()
-    return build_privacy_protector(settings, database_url=database_url, sessions=sessions)
+    return build_privacy_protector(settings, database_url=database_url, sessions=sessions, hash_key=hash_key,
+                                   seal_key=seal_key)

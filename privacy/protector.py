@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from privacy.audit import AuditWriter, Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, body_json
+from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, seal_body
+from privacy.audit_writer import AuditWriter, Record
 from privacy.detector import DetectionError
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from privacy.locations import safe_location
 from privacy.protection import Protection, StreamRestorer
 from privacy.registry import UnitRegistry
 from privacy.report import session_exposure
-from privacy.restore import Restorer
+from privacy.restore import Restorer, given_placeholders
 from privacy.scrubber import Applied, DetectionCache, Scrubber, ScrubResult, prepare
+from privacy.seal import Sealer
 from privacy.settings import PrivacySettings
 from privacy.stream import RestoringStream
 from privacy.units import Unit, UnitsDocument
@@ -72,13 +74,15 @@ class PrivacyProtection:
 
 class PrivacyProtector:
     def __init__(self, settings: PrivacySettings, *, sessions: SessionStore, scrubber: Scrubber,
-                 units: UnitRegistry, audit: AuditWriter | None, hasher: Hasher | None) -> None:
+                 units: UnitRegistry, audit: AuditWriter | None, hasher: Hasher | None,
+                 sealer: Sealer | None = None) -> None:
         self._settings = settings
         self._sessions = sessions
         self._scrubber = scrubber
         self.units = units
         self._audit = audit
         self._hasher = hasher
+        self._sealer = sealer  # encrypts the audit's copy of each outgoing body
         self._cache = DetectionCache(settings.cache_entries)
         self._session_locks: dict[str, asyncio.Lock] = {}
 
@@ -120,12 +124,14 @@ class PrivacyProtector:
             for i, p, f in zip(misses, prepared, found, strict=True):
                 results[i] = self._scrubber.apply(p, f, vault)
         by_slot: list[tuple[str, Sequence[Applied]]] = []
+        changed: list[tuple[str, str]] = []
         for slot, maybe in zip(slots, results, strict=True):
             assert maybe is not None
             result = maybe
             if result.blocked:
                 raise PrivacyBlocked(f"{slot.location} holds {result.blocked}; the step stays on the edge")
             if result.text != slot.text:
+                changed.append((slot.text, result.text))
                 slot.set(result.text)
             if result.applied:
                 by_slot.append((slot.location, result.applied))
@@ -136,7 +142,10 @@ class PrivacyProtector:
             fresh = results[i]
             assert fresh is not None
             self._cache.put(keys[i], fresh)
-        return ScrubbedRequest(copy_, by_slot, dict(vault.values))
+        # The way back restores only what this call gave the cloud: a placeholder the cloud invents, or copies
+        # from text the client sent (a prompt injection in a fetched page), stays literal.
+        given = given_placeholders(changed)
+        return ScrubbedRequest(copy_, by_slot, {p: v for p, v in vault.values.items() if p in given})
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None) -> Protection:
@@ -145,8 +154,9 @@ class PrivacyProtector:
         except PrivacyBlocked:
             raise
         except Exception as exc:  # any failure: nothing leaves (fail closed)
-            reason = f"a privacy detector failed ({type(exc).__name__}: {exc})" if not isinstance(
-                exc, DetectionError) else f"a privacy detector failed ({exc})"
+            reason = exc.reason if isinstance(exc, PrivacyUnavailable) else (  # e.g. session state that won't open
+                f"a privacy detector failed ({exc})" if isinstance(exc, DetectionError)
+                else f"a privacy detector failed ({type(exc).__name__}: {exc})")
             log.error("privacy protection failed for request %s: %s", request_id, reason)
             if self._settings.on_privacy_error == "edge":
                 raise PrivacyBlocked(reason + "; privacy.on_privacy_error is 'edge'") from exc
@@ -162,20 +172,21 @@ class PrivacyProtector:
         """Enqueue the audit rows; they are built (hashes, JSON) on the writer thread, off the request path."""
         assert self._audit is not None and self._hasher is not None
         call_id = uuid.uuid4().hex
-        hasher, store, created = self._hasher, self._audit.store, time.time()
+        hasher, sealer, created = self._hasher, self._sealer, time.time()
         body = dict(scrubbed.body)  # the upstream may set keys on the original
 
-        def write() -> None:
+        def build() -> Record:
             applied = scrubbed.applied
             findings = [PrivacyFinding(call_id=call_id, session_id=session_id, type=a.finding.type,
-                                       layer=a.finding.layer, action=a.action, location=a.finding.location,
+                                       layer=a.finding.layer, action=a.action,
+                                       location=safe_location(a.finding.location, hasher),
                                        value_hash=hasher(a.finding.value), unit_id=a.finding.unit_id,
                                        field=a.finding.field, dimension=a.finding.dimension) for a in applied]
             call = PrivacyCall(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
-                               created_at=created, body=body_json(body), findings=len(findings))
-            store.write_call(call, findings)
+                               created_at=created, body=seal_body(sealer, call_id, body), findings=len(findings))
+            return {"kind": "call", "call": call.model_dump(), "findings": [f.model_dump() for f in findings]}
 
-        self._audit.submit(write)
+        self._audit.submit(build)
         return call_id
 
     async def register_units(self, session_id: str, document: UnitsDocument) -> list[Unit]:
@@ -186,14 +197,14 @@ class PrivacyProtector:
 
     def _persist_units(self, session_id: str, units: list[Unit]) -> None:
         assert self._audit is not None and self._hasher is not None
-        hasher, store = self._hasher, self._audit.store
+        hasher = self._hasher
 
-        def write() -> None:
+        def build() -> Record:
             rows = [PrivacyUnit(session_id=session_id, unit_id=u.unit_id, entity_id=u.entity_id, field=u.field,
                                 dimension=u.dimension, weight=u.weight, value_hash=hasher(u.value)) for u in units]
-            store.write_units(session_id, rows)
+            return {"kind": "units", "session_id": session_id, "units": [r.model_dump() for r in rows]}
 
-        self._audit.submit(write)
+        self._audit.submit(build)
 
     async def session_exposure(self, session_id: str) -> dict[str, Any] | None:
         """The session's per-unit exposure from the audit (``privacy.report.session_exposure``), read on the audit
@@ -201,21 +212,22 @@ class PrivacyProtector:
         if self._audit is None:
             return None
         store = self._audit.store
-        done: concurrent.futures.Future[dict[str, Any]] = concurrent.futures.Future()
 
-        def read() -> None:
-            try:
-                store.ensure()
-                done.set_result(session_exposure(store.engine, session_id))
-            except Exception as exc:  # handed to the caller; the writer must not retry a read
-                done.set_exception(exc)
+        def read() -> dict[str, Any]:
+            store.ensure()
+            return session_exposure(store.engine, session_id)
 
-        self._audit.submit(read)
-        return await asyncio.wrap_future(done)
+        try:
+            report: dict[str, Any] = await asyncio.wrap_future(self._audit.read(read))
+        except Exception as exc:
+            raise PrivacyUnavailable(f"the privacy audit database cannot be read ({type(exc).__name__})") from exc
+        return report
 
     async def start(self) -> None:
-        if self._audit is not None and self.units.file_units():
-            self._persist_units("*", self.units.file_units())
+        if self._audit is not None:
+            self._audit.start()
+            if self.units.file_units():
+                self._persist_units("*", self.units.file_units())
 
     def flush(self) -> None:
         if self._audit is not None:
@@ -232,5 +244,5 @@ class _UsageRecorder:
         self._call_id = call_id
 
     def __call__(self, usage: dict[str, Any]) -> None:
-        store, call_id, usage = self._audit.store, self._call_id, dict(usage)
-        self._audit.submit(lambda: store.write_usage(call_id, usage))
+        record = {"kind": "usage", "call_id": self._call_id, "usage": dict(usage)}
+        self._audit.submit(lambda: record)

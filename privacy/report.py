@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -92,14 +93,16 @@ def session_exposure(engine: Engine, session_id: str) -> dict[str, Any]:
     return report
 
 
-def benchmark_export(engine: Engine, session_ids: list[str]) -> list[dict[str, Any]]:
-    """Lines in the benchmark's ``cloud_assistant_audit.jsonl`` schema: what each cloud call carried."""
+def benchmark_export(engine: Engine, session_ids: list[str],
+                     open_body: Callable[[PrivacyCall], str] | None = None) -> list[dict[str, Any]]:
+    """Lines in the benchmark's ``cloud_assistant_audit.jsonl`` schema: what each cloud call carried.
+    ``open_body`` decrypts a body the gateway sealed at rest (``privacy.audit.open_body``)."""
     with Session(engine) as db:
         calls = db.exec(select(PrivacyCall).where(col(PrivacyCall.session_id).in_(session_ids))
                         .order_by(col(PrivacyCall.created_at))).all()
     out = []
     for call in calls:
-        body = json.loads(call.body)
+        body = json.loads(open_body(call) if open_body is not None else call.body)
         out.append({"session_id": call.session_id, "request_id": call.request_id, "timestamp": call.created_at,
                     "model": body.get("model"), "input": body.get("messages") or [],
                     "prompt_tokens": call.prompt_tokens, "completion_tokens": call.completion_tokens,

@@ -10,10 +10,26 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 _SHAPE = re.compile(r"^\[([A-Z][A-Z0-9_]*)_(\d+)\]$")
+_PLACEHOLDER = re.compile(r"\[[A-Z][A-Z0-9_]*_\d+\]")
 _SLACK = 6
+
+
+def given_placeholders(pairs: Iterable[tuple[str, str]]) -> set[str]:
+    """The placeholders protection put into the outgoing text, from ``(text as sent by the client, text as sent
+    to the cloud)`` pairs: those that occur more often after than before. One the client's text already held
+    (copied from a web page, a tool result) was not given by the gateway and is never restored."""
+    given: set[str] = set()
+    for before, after in pairs:
+        if before == after:
+            continue
+        for placeholder in set(_PLACEHOLDER.findall(after)):
+            if after.count(placeholder) > before.count(placeholder):
+                given.add(placeholder)
+    return given
 
 
 class Restorer:

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from privacy.errors import PrivacyUnavailable
 from privacy.units import UnitsDocument
 
 
@@ -22,27 +23,40 @@ def _error(status: int, message: str, code: str) -> Response:
                                    "param": None, "code": code}}, status_code=status)
 
 
-def units_endpoint(protector: Any) -> Callable[[Request], Awaitable[Response]]:
+SessionOf = Callable[[Request, str], str]
+
+
+def _as_named(request: Request, session_id: str) -> str:
+    return session_id
+
+
+def units_endpoint(protector: Any, *, session_of: SessionOf = _as_named) -> Callable[[Request], Awaitable[Response]]:
+    """``session_of`` maps the id in the path to the session it means for this caller (its owner's)."""
+
     async def put_units(request: Request) -> Response:
         register = getattr(protector, "register_units", None)
         if register is None:
             return _error(409, "Privacy protection is disabled (privacy.enabled: false), so units are not used.",
                           "privacy_disabled")
         session_id = request.path_params["session_id"]
+        if session_id == "*":  # the audit's name for units from privacy.units_files, which apply to every session
+            return _error(400, "'*' is not a session id; name one session (units for every session go in "
+                               "privacy.units_files).", "invalid_session_id")
         try:
             document = UnitsDocument.model_validate(json.loads(await request.body()))
         except (ValueError, ValidationError) as exc:
             return _error(400, 'Send a JSON body in the sensitive_items.json schema: {"items": [{"entity_id", "name", '
                                f'"sensitive_fields": [{{"field", "value", "dimension", "weight"}}]}}]}}. ({exc})',
                           "invalid_units")
-        units = await register(session_id, document)
+        units = await register(session_of(request, session_id), document)
         return JSONResponse({"session_id": session_id, "units": len(units),
                              "unit_ids": [u.unit_id for u in units]})
 
     return put_units
 
 
-def session_privacy_endpoint(protector: Any) -> Callable[[Request], Awaitable[Response]]:
+def session_privacy_endpoint(protector: Any, *, session_of: SessionOf = _as_named
+                             ) -> Callable[[Request], Awaitable[Response]]:
     """``GET /v1/sessions/{session_id}/privacy``: the session's per-unit exposure from the audit (what reached the
     cloud raw vs protected), for harnesses that talk to the gateway over HTTP only."""
 
@@ -52,10 +66,14 @@ def session_privacy_endpoint(protector: Any) -> Callable[[Request], Awaitable[Re
             return _error(409, "Privacy protection is disabled (privacy.enabled: false), so nothing is audited.",
                           "privacy_disabled")
         session_id = request.path_params["session_id"]
-        report = await read(session_id)
+        try:
+            report = await read(session_of(request, session_id))
+        except PrivacyUnavailable as exc:
+            return _error(503, f"The privacy report cannot be read now: {exc.reason}. Retry later.",
+                          "audit_unavailable")
         if report is None:
             return _error(409, "The privacy audit is off (privacy.audit: false); turn it on to measure exposure.",
                           "audit_disabled")
-        return JSONResponse(report)
+        return JSONResponse({**report, "session_id": session_id})
 
     return get_privacy

@@ -38,6 +38,9 @@ class PrivacySettings(_Section):
     images: Literal["block", "pass"] = "block"  # image content parts: block keeps the step on the edge
     on_privacy_error: Literal["fail", "edge"] = "fail"  # detector error: fail = HTTP 503; edge = keep the step local
     units_files: list[str] = Field(default_factory=list)  # sensitive_items.json files that apply to every session
-    hash_key: str | None = None  # HMAC key for audit hashes; null = a random key kept in the database
+    hash_key: str | None = None  # HMAC key for audit hashes; null = derived from the gateway's secrets key
     audit: bool = True  # record findings per cloud call in the database
+    audit_spill_path: str | None = "ecgw-audit-spill.jsonl"  # audit rows unwritten at shutdown; written next start
+    audit_retry_max_s: float = Field(30.0, gt=0)  # longest delay between retries while the database is down
+    audit_shutdown_timeout_s: float = Field(30.0, ge=0)  # shutdown keeps retrying this long, then spills
     cache_entries: int = Field(50_000, gt=0)  # per-process detection cache (per session and content hash)

@@ -75,6 +75,7 @@ async def test_sqlite_store_is_shared_between_instances(tmp_path):
 
 def test_store_choice_follows_worker_count(tmp_path):
     from gateway.app import build_session_store
+    from gateway.sealing import SealedStore
     from gateway.sessions import MemorySessionStore, SQLiteSessionStore
     from gateway.settings import load_settings
 
@@ -83,7 +84,9 @@ def test_store_choice_follows_worker_count(tmp_path):
     in_process = load_settings(None)  # an app built in-process (tests, embedding) is one worker
     assert isinstance(build_session_store(in_process), MemorySessionStore)
     many = load_settings(None, server={"workers": 2}, sessions={"sqlite_path": str(tmp_path / "s.sqlite3")})
-    assert isinstance(build_session_store(many), SQLiteSessionStore)
+    shared = build_session_store(many)  # encrypted at rest, with a key file created beside it
+    assert isinstance(shared, SealedStore) and isinstance(shared.inner, SQLiteSessionStore)
+    assert (tmp_path / "ecgw.key").stat().st_mode & 0o777 == 0o600
 
 
 def test_session_ids_with_slashes_work_for_units(gateway):

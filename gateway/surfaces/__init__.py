@@ -82,9 +82,9 @@ class SurfaceEndpoint:
             settle_request(self._pipeline.services.meter, request_id, outcome.session)
 
     async def _handle(self, request: Request, request_id: str, outcome: Outcome) -> Response:
-        key = authenticate(self._pipeline.services, request)
+        identity = authenticate(self._pipeline.services, request)
         parsed = self._surface.parse(await read_body(request, self._limit), request.headers)
-        started = await self._pipeline.start(request.headers, parsed.body, api_key=key, request_id=request_id,
+        started = await self._pipeline.start(request.headers, parsed.body, identity=identity, request_id=request_id,
                                              outcome=outcome, session_hint=parsed.session_hint)
         if started.completion is not None:
             return Response(self._surface.render(started.completion, parsed), media_type="application/json",

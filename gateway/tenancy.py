@@ -1,0 +1,130 @@
+"""Who owns a session. With API keys configured, a session belongs to the key that uses it: internally it is
+``(owner, client's session id)``, the owner being a keyed hash of the key, so another key naming the same id
+simply has another session — its own vault, units, sticky route, arm, sketch, report and usage rows. Without keys
+the gateway is single-tenant and session ids are used as sent.
+
+- A virtual key (``server.session_keys``) always works in its bound session, whatever the request names.
+- Session ids taken from ``user`` or ``metadata.session_id`` are personal data more often than not (an e-mail,
+  a user name): they are always replaced by a keyed hash (``u-…``), which is what is stored and echoed in
+  ``x-ecgw-session``. An ``X-Session-Id`` header is the client's own label and is kept as sent.
+- ``server.admin_keys`` may read every owner's usage and privacy reports, naming sessions by their internal id
+  (``o.<owner>/<id>``, as ``/v1/usage?by=session`` lists them for an admin).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+
+from gateway.errors import ClientError
+from gateway.sessions import identify_session
+from gateway.settings import ServerSettings, SessionSettings
+
+_OWNER_HEX = 24  # 96 bits of the owner's keyed hash
+_ID_HEX = 24
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The authenticated caller. ``owner`` is None in single-tenant mode (no keys configured)."""
+
+    key: str | None
+    owner: str | None = None
+    admin: bool = False
+    bound_session: str | None = None
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.owner}/" if self.owner else ""
+
+
+def _presented_key(headers: Mapping[str, str]) -> str | None:
+    """The key a client sent: ``Authorization: Bearer`` (OpenAI's SDKs), else ``x-api-key`` (Anthropic's)."""
+    header = headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        return header[7:].strip() or None
+    return headers.get("x-api-key") or None
+
+
+class Tenancy:
+    def __init__(self, server: ServerSettings, sessions: SessionSettings, *, owner_key: bytes,
+                 session_id_key: bytes) -> None:
+        self._server = server
+        self._sessions = sessions
+        self._owner_key = owner_key
+        self._id_key = session_id_key
+        self._keys = set(server.api_keys) | set(server.session_keys) | set(server.admin_keys)
+
+    @property
+    def multi_tenant(self) -> bool:
+        return bool(self._keys)
+
+    def _hash(self, key: bytes, value: str, size: int) -> str:
+        return hmac.new(key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:size]
+
+    def authenticate(self, headers: Mapping[str, str]) -> Identity:
+        """The caller; ``ClientError`` 401 (OpenAI's shape) when keys are configured and this one is not."""
+        key = _presented_key(headers)
+        if not self._keys:
+            return Identity(key)
+        if key is None:
+            raise ClientError(401, "Missing API key: send 'Authorization: Bearer <key>' with a key from "
+                                   "server.api_keys.", type_="authentication_error", code="invalid_api_key")
+        if key not in self._keys:
+            raise ClientError(401, "Invalid API key: use a key listed in server.api_keys.",
+                              type_="authentication_error", code="invalid_api_key")
+        bound = self._server.session_keys.get(key)
+        if bound is not None:  # every key bound to one session shares it
+            return Identity(key, "k." + self._hash(self._owner_key, "bound\0" + bound, _OWNER_HEX),
+                            bound_session=bound)
+        return Identity(key, "o." + self._hash(self._owner_key, "key\0" + key, _OWNER_HEX),
+                        admin=key in self._server.admin_keys)
+
+    def session(self, identity: Identity, headers: Mapping[str, str], body: Mapping[str, Any], *,
+                hint: str | None = None) -> tuple[str, str]:
+        """``(internal session id, id to echo)`` for a step; ``hint`` is a surface's own session header."""
+        if identity.bound_session is not None:
+            client = identity.bound_session
+        else:
+            client, source = identify_session(headers, body, api_key=None, session_keys={},
+                                              fingerprint_fallback=self._sessions.fingerprint_fallback, hint=hint)
+            if source in ("user", "metadata"):
+                client = "u-" + self._hash(self._id_key, client, _ID_HEX)
+        return identity.prefix + client, client
+
+    def named(self, identity: Identity, client_id: str) -> str:
+        """The internal id of a session a request names in its path (units, privacy report): always the caller's
+        own, so naming another owner's id reaches an independent, empty session."""
+        return identity.prefix + client_id
+
+    def readable(self, identity: Identity, client_id: str) -> str:
+        """Like ``named``, except that an admin names any session by its internal id."""
+        return client_id if identity.admin else self.named(identity, client_id)
+
+    def usage_scope(self, identity: Identity) -> str | None:
+        """The prefix of the session ids this caller may see in usage reports; None: all of them."""
+        if identity.owner is None or identity.admin:
+            return None
+        return identity.prefix
+
+
+class RequestTenancy:
+    """``Tenancy`` for endpoints behind ``gateway.api.guarded``, which leaves the caller in
+    ``request.state.identity``."""
+
+    def __init__(self, tenancy: Tenancy) -> None:
+        self._t = tenancy
+
+    def own(self, request: Request, session_id: str) -> str:
+        return self._t.named(request.state.identity, session_id)
+
+    def readable(self, request: Request, session_id: str) -> str:
+        return self._t.readable(request.state.identity, session_id)
+
+    def usage_scope(self, request: Request) -> str | None:
+        return self._t.usage_scope(request.state.identity)
