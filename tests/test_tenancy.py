@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from accounting.writer import StoreMeter
-from gateway.app import build_services, create_app
+from gateway.app import create_app
 from tests.conftest import RunningGateway, settings_for
-from tests.door import GuardedCloud
+from tests.door import guarded_cloud, guarded_services
 from tests.fakes.model_server import ModelServer, Reply
 from tests.fakes.threaded import ThreadedServer
 
@@ -40,13 +40,13 @@ def tenants(tmp_path, edge: ModelServer, cloud: ModelServer) -> Iterator[Running
                             database_url=f"sqlite:///{tmp_path / 'gw.sqlite3'}",
                             privacy={"layers": {"ner": False}, "audit_spill_path": None},
                             accounting={"spill_path": None})
-    from gateway.upstreams.cloud import LiteLLMUpstream
-
-    services = build_services(settings, cloud=GuardedCloud(LiteLLMUpstream(settings.cloud)))
+    guard = guarded_cloud(settings)
+    services = guarded_services(settings, cloud=guard)
     assert isinstance(services.meter, StoreMeter)
     server = ThreadedServer(create_app(settings, services=services)).start()
     try:
-        yield RunningGateway(url=server.url, settings=settings, services=services, meter=None)  # type: ignore[arg-type]
+        yield RunningGateway(url=server.url, settings=settings, services=services, meter=None,  # type: ignore[arg-type]
+                             guard=guard)
     finally:
         server.stop()
 
