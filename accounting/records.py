@@ -38,3 +38,25 @@ class UsageRecord(SQLModel, table=True):
     price_version: str | None = Field(default=None, max_length=64)
     edge_flops: float | None = None
     flops_formula: str | None = Field(default=None, max_length=64)
+
+
+class StepRecordRow(SQLModel, table=True):
+    """One client request's decision record (``accounting.calls.StepRecord``); ``signal`` is JSON."""
+
+    __tablename__ = "ecgw_step_records"
+
+    id: int | None = Field(default=None, primary_key=True)
+    request_id: str = Field(max_length=64, unique=True)
+    session_id: str = Field(max_length=256, index=True)
+    started_at: float = Field(index=True)
+    experiment: str | None = Field(default=None, max_length=128)
+    arm: str | None = Field(default=None, max_length=128)
+    policy: str = Field(max_length=64)
+    route: str = Field(max_length=8)
+    decision: str | None = Field(default=None, max_length=32)
+    reason: str | None = Field(default=None, max_length=64)
+    signal: str
+    fallback: str | None = Field(default=None, max_length=32)
+    status: int
+    latency_s: float
+    trace_id: str | None = Field(default=None, max_length=32)

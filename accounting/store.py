@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Table, case, distinct, func, select
+from sqlalchemy import Integer, Table, case, cast, distinct, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -86,6 +86,16 @@ class UsageStore:
         """Raw sums per group (see ``accounting.reports`` for the derived figures)."""
         if by not in GROUPS:
             raise ValueError(f"unknown grouping {by!r}; use one of {', '.join(GROUPS)}")
+        return self._sums(_table().c[GROUPS[by]], since=since)
+
+    def aggregate_buckets(self, bucket_s: float, *, since: float | None = None) -> list[dict[str, Any]]:
+        """The same sums per time bucket; ``group`` is the bucket's start (unix seconds)."""
+        if bucket_s <= 0:
+            raise ValueError("bucket_s must be positive")
+        t = _table()
+        return self._sums(cast(t.c.started_at / bucket_s, Integer) * bucket_s, since=since)
+
+    def _sums(self, group: Any, *, since: float | None) -> list[dict[str, Any]]:
         t = _table()
         cloud = t.c.side == "cloud"
         edge = t.c.side == "edge"
@@ -93,7 +103,6 @@ class UsageStore:
         def total(expr: Any, when: Any) -> Any:
             return func.coalesce(func.sum(case((when, expr), else_=0)), 0)
 
-        group = t.c[GROUPS[by]]
         query = select(
             group.label("group"),
             func.count().label("calls"),

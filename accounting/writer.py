@@ -14,17 +14,19 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from accounting.builder import RecordBuilder, Row
-from accounting.calls import UpstreamCall
+from accounting.calls import StepRecord, UpstreamCall
 from accounting.database import StoreUnavailable
 from accounting.metrics import MeteringMetrics
 from accounting.reports import usage_report
 from accounting.settings import WriterSettings
+from accounting.steps import insert_steps, step_row
 from accounting.store import UsageStore
 
 log = logging.getLogger("ecgw.accounting")
+T = TypeVar("T")
 
 
 class StoreMeter:
@@ -41,6 +43,8 @@ class StoreMeter:
         self._clock = clock
         self._pending: deque[UpstreamCall] = deque()
         self._unwritten: deque[Row] = deque()
+        # Step decision records: kept while the database is down, the oldest dropped past max_buffered.
+        self._steps: deque[dict[str, Any]] = deque(maxlen=settings.max_buffered)
         self._wake: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
         self._task: asyncio.Task[None] | None = None
@@ -66,6 +70,9 @@ class StoreMeter:
         self._pending.append(call)
         if self._wake is not None and len(self._pending) >= self._settings.batch_size:
             self._wake.set()
+
+    def record_step(self, step: StepRecord) -> None:
+        self._steps.append(step_row(step))
 
     @property
     def buffered(self) -> int:
@@ -108,6 +115,12 @@ class StoreMeter:
     async def report(self, by: str, *, since: float | None = None) -> list[dict[str, Any]]:
         await self.flush()
         return await asyncio.to_thread(usage_report, self.store, by, since=since)
+
+    async def query(self, read: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``read(store, *args, **kwargs)`` in a thread, after writing what is buffered (reports see every call
+        made before them)."""
+        await self.flush()
+        return await asyncio.to_thread(read, self.store, *args, **kwargs)
 
     # the writer -------------------------------------------------------------------------------------------------
     async def _run(self) -> None:
@@ -161,6 +174,11 @@ class StoreMeter:
                     self._unwritten.popleft()
                 self.written += len(batch)
                 self.metrics.written.inc(len(batch))
+            while self._steps:
+                steps = [self._steps[i] for i in range(min(self._settings.batch_size, len(self._steps)))]
+                insert_steps(self.store, steps)
+                for _ in steps:
+                    self._steps.popleft()
         except Exception as exc:
             self.metrics.write_errors.inc()
             if self._failing_since is None:

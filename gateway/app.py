@@ -29,6 +29,7 @@ from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from gateway.settings import ConfigError, Settings
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
+from gateway.tracing import Tracing, build_tracing
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
 from privacy.factory import build_protector
 from privacy.protection import Protector
@@ -106,6 +107,7 @@ def build_services(
     protector: Protector | None = None,
     meter: Meter | None = None,
     sessions: SessionStateStore | None = None,
+    tracing: Tracing | None = None,
 ) -> Services:
     prepare_offline_environment()
     if cloud is None:
@@ -125,6 +127,8 @@ def build_services(
                                                sessions=sessions),
         meter=meter,
         sessions=sessions,
+        tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
+                                         service_name=settings.observability.service_name),
     )
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from gateway.errors import StartupError
+from gateway.logs import configure_logging
 from gateway.settings import ConfigError, Settings, load_settings
 
 CONFIG_ENV = "ECGW_CONFIG_FILE"
@@ -34,7 +34,9 @@ def app_factory() -> Any:
     """For uvicorn's ``--factory`` with several workers: each worker builds its app from the same file."""
     from gateway.app import create_app
 
-    return create_app(load_settings(os.environ.get(CONFIG_ENV)))
+    settings = load_settings(os.environ.get(CONFIG_ENV))
+    configure_logging(settings.server.log_format)
+    return create_app(settings)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -44,7 +46,7 @@ def serve(args: argparse.Namespace) -> int:
     from gateway.app import preflight
 
     preflight(settings)  # fail here, once, with a message, not in every worker with a traceback
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(settings.server.log_format)
     workers = settings.server.worker_count
     if workers > 1:
         if args.config:

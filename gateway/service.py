@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from accounting.calls import Meter
 from gateway.policy_choice import PolicyChooser
 from gateway.settings import Settings
+from gateway.tracing import NoTracing, Tracing
 from privacy.protection import Protector
 from router.channels import Upstream
 from router.policy import PolicyRegistry
@@ -31,6 +32,7 @@ class Services:
     protector: Protector
     meter: Meter
     sessions: SessionStateStore
+    tracing: Tracing = field(default_factory=NoTracing)
 
     async def start(self) -> None:
         """Start background parts (the meter's writer, …) that need the running event loop."""
@@ -49,3 +51,4 @@ class Services:
                 await closer()
             except Exception:  # one part failing to close must not keep the meter from flushing
                 log.exception("closing %s failed", type(part).__name__)
+        self.tracing.shutdown()  # exports the spans still batched

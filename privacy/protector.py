@@ -7,8 +7,8 @@ import concurrent.futures
 import logging
 import time
 import uuid
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from privacy.audit import AuditWriter, Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, body_json
 from privacy.detector import DetectionError
@@ -24,6 +24,7 @@ from privacy.units import Unit, UnitsDocument
 from privacy.vault import SessionStore, Vault
 from privacy.walk import collect
 
+T = TypeVar("T")
 log = logging.getLogger("ecgw.privacy")
 
 _INLINE_CHARS = 256  # detect inline below this many new characters; above it, off the event loop (NER on a
@@ -211,6 +212,24 @@ class PrivacyProtector:
                 done.set_exception(exc)
 
         self._audit.submit(read)
+        return await asyncio.wrap_future(done)
+
+    async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:
+        """``read(engine, *args)`` on the audit writer's thread, after every write this process queued before it
+        (the dashboard's reads: ``privacy.overview``); None when the audit is off."""
+        if self._audit is None:
+            return None
+        store = self._audit.store
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                store.ensure()
+                done.set_result(read(store.engine, *args))
+            except Exception as exc:  # handed to the caller; the writer must not retry a read
+                done.set_exception(exc)
+
+        self._audit.submit(run)
         return await asyncio.wrap_future(done)
 
     async def start(self) -> None:
