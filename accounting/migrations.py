@@ -92,9 +92,22 @@ def _v2_step_records(conn: Connection) -> None:
     meta.create_all(conn, checkfirst=True)
 
 
+def _v3_session_grades(conn: Connection) -> None:
+    meta = MetaData()
+    Table(
+        "ecgw_session_grades", meta,
+        Column("session_id", String(256), primary_key=True),
+        Column("score", Float, nullable=False),
+        Column("source", String(128)),
+        Column("updated_at", Float, nullable=False),
+    )
+    meta.create_all(conn, checkfirst=True)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "usage records", _v1_usage_records),
     Migration(2, "step decision records", _v2_step_records),
+    Migration(3, "session grades", _v3_session_grades),
 )
 
 

@@ -60,3 +60,14 @@ class StepRecordRow(SQLModel, table=True):
     status: int
     latency_s: float
     trace_id: str | None = Field(default=None, max_length=32)
+
+
+class SessionGrade(SQLModel, table=True):
+    """A session's completion grade (0..1) as a harness reported it (``PUT /v1/sessions/{id}/grade``)."""
+
+    __tablename__ = "ecgw_session_grades"
+
+    session_id: str = Field(max_length=256, primary_key=True)
+    score: float
+    source: str | None = Field(default=None, max_length=128)
+    updated_at: float

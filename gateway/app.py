@@ -19,6 +19,7 @@ from accounting.endpoints import metrics_endpoint, usage_endpoint
 from accounting.factory import build_meter
 from accounting.store import UsageStore
 from gateway.api import guarded, healthz, list_models, readyz
+from gateway.dashboard.routes import dashboard_routes
 from gateway.errors import StartupError, error_response
 from gateway.metrics import RequestMetrics
 from gateway.offline import prepare_offline_environment
@@ -176,6 +177,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
               guarded(services, session_privacy_endpoint(services.protector)), methods=["GET"]),
         Route("/v1/usage", guarded(services, usage_endpoint(services.meter)), methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        *dashboard_routes(services),
     ]
     # Plain Starlette: the chat route is the hot path of every agent step, and FastAPI's extra per-request
     # middleware (telemetry, body limit, exit stacks) buys nothing for raw-Request endpoints.
