@@ -104,14 +104,14 @@ def session_steps(store: UsageStore, session_id: str) -> list[dict[str, Any]]:
         step["calls"] = []
         by_request[step["request_id"]] = step
     for call in calls:
-        step = by_request.get(call["request_id"])
-        if step is None:
-            step = by_request[call["request_id"]] = {
+        found = by_request.get(call["request_id"])
+        if found is None:
+            found = by_request[call["request_id"]] = {
                 "request_id": call["request_id"], "session_id": session_id, "started_at": call["started_at"],
                 "policy": call["policy"], "experiment": call["experiment"], "arm": call["arm"], "route": None,
                 "decision": None, "reason": None, "signal": {}, "fallback": None, "status": None,
                 "latency_s": None, "trace_id": None, "calls": []}
-        step["calls"].append({k: call[k] for k in (
+        found["calls"].append({k: call[k] for k in (
             "purpose", "side", "model", "status", "latency_s", "prompt_tokens", "raw_input_tokens",
             "cache_read_tokens", "cache_write_tokens", "output_tokens", "cost_usd", "edge_flops", "usage_source")})
     return sorted(by_request.values(), key=lambda s: float(s["started_at"]))

@@ -129,7 +129,9 @@ class StepPipeline:
             # policy wanted, this step stays on the edge.
             log.info("request %s: %s; answering on the edge", request_id, exc.reason)
             out_headers["x-ecgw-fallback"] = "privacy-blocked"
+            wanted = step.note.decision, step.note.reason  # the record keeps what the policy decided
             started = await _run(self._edge_only, step, out_headers)
+            step.note.decision, step.note.reason = wanted
         out_headers["x-ecgw-route"] = route.route
         outcome.streamed = started.completion is None
         return started

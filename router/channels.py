@@ -7,7 +7,7 @@ cloud: protect (privacy) → upstream → restore → meter
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Protocol
 
 from accounting.calls import Meter, UpstreamCall
@@ -155,7 +155,7 @@ class _MeteredChannel:
                      usage=response.get("usage"), sent=sent, output_text=_completion_text(response))
         return response
 
-    async def _stream(self, sent: dict[str, Any], purpose: str, span: Span) -> AsyncIterator[dict[str, Any]]:
+    async def _stream(self, sent: dict[str, Any], purpose: str, span: Span) -> AsyncGenerator[dict[str, Any], None]:
         self._route.used(self.side)
         started_at, t0 = time.time(), time.perf_counter()
         ttft: float | None = None

@@ -24,11 +24,11 @@ def color(name: str, index: int) -> str:
 def nice_max(value: float) -> float:
     if value <= 0:
         return 1.0
-    exponent = 10 ** math.floor(math.log10(value))
+    exponent = 10.0 ** math.floor(math.log10(value))
     for step in (1, 2, 2.5, 5, 10):
         if value <= step * exponent:
-            return step * exponent
-    return 10 * exponent
+            return float(step * exponent)
+    return float(10 * exponent)
 
 
 def number(value: float) -> str:
@@ -40,7 +40,7 @@ def number(value: float) -> str:
         return f"{value / 1e3:.3g}k"
     if abs(value) >= 0.01:
         return f"{value:.3g}"
-    return f"{value:.2e}"
+    return f"{value:.2g}"
 
 
 def _frame(width: int, height: int, title: str, body: list[str]) -> str:
@@ -63,13 +63,16 @@ def _clock(ts: float, bucket_s: float) -> str:
 
 
 def time_bars(times: Sequence[float], series: Mapping[str, Sequence[float]], *, bucket_s: float, title: str,
-              unit: str, width: int = 560, height: int = 190) -> str:
-    """Stacked bars per time bucket (one bar per bucket between the first and the last, gaps included)."""
-    left, right, top, bottom = 46, 10, 22, 34
+              unit: str, start: float | None = None, end: float | None = None, width: int = 560,
+              height: int = 190) -> str:
+    """Stacked bars per time bucket across the window [start, end] (default: the first to the last bucket with
+    data), empty buckets included, so a burst looks like a burst."""
+    left, right, top, bottom = 58, 10, 22, 34
     if not times:
         return _frame(width, height, title, [f"<text x='{width / 2}' y='{height / 2}' text-anchor='middle' "
                                              f"fill='#888' {FONT}>no data in this window</text>"])
-    first, last = min(times), max(times)
+    first = min(times) if start is None else min(min(times), start // bucket_s * bucket_s)
+    last = max(times) if end is None else max(max(times), end // bucket_s * bucket_s)
     slots = int(round((last - first) / bucket_s)) + 1
     totals = [0.0] * slots
     for i, t in enumerate(times):

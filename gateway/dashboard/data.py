@@ -99,7 +99,7 @@ class Dashboard:
     async def experiments(self) -> dict[str, Any]:
         configured = self._services.settings.experiments.definitions
         meter = self._meter
-        out = []
+        out: list[dict[str, Any]] = []
         for name, experiment in configured.items():
             rows = await meter.query(lambda store, n=name: store.rows(experiment=n))
             if not rows:

@@ -123,6 +123,7 @@ async def _chart(board: Dashboard, name: str, since: str | None, experiment: str
     if name in ("routes", "rate", "cost", "tokens", "flops"):
         data = await board.overview(since)
         bucket = float(data["bucket_s"])
+        span = {"start": data["since_ts"], "end": data["now"]}
         if name == "routes":
             rows = [(r["policy"], {k: float(r[k]) for k in ("edge", "cloud", "mixed")}) for r in data["route_mix"]]
             return charts.stacked_rows(rows, ["edge", "cloud", "mixed"], title="Steps by route, per policy",
@@ -132,19 +133,19 @@ async def _chart(board: Dashboard, name: str, since: str | None, experiment: str
             policies = sorted({r["policy"] for r in data["rate"]})
             per = {(r["t"], r["policy"]): r["steps"] for r in data["rate"]}
             series = {p: [float(per.get((t, p), 0)) for t in times] for p in policies}
-            return charts.time_bars(times, series, bucket_s=bucket, title="Steps per policy", unit="steps")
+            return charts.time_bars(times, series, bucket_s=bucket, title="Steps per policy", unit="steps", **span)
         line = data["timeline"]
         times = [float(r["group"]) for r in line]
         if name == "cost":
             return charts.time_bars(times, {"cost": [r["cloud_cost_usd"] for r in line]}, bucket_s=bucket,
-                                    title="Cloud cost", unit="USD")
+                                    title="Cloud cost", unit="USD", **span)
         if name == "tokens":
             series = {"raw input": [r["cloud_raw_input_tokens"] for r in line],
                       "cache read": [r["cloud_cache_read_tokens"] for r in line],
                       "output": [r["cloud_output_tokens"] for r in line]}
-            return charts.time_bars(times, series, bucket_s=bucket, title="Cloud tokens", unit="tokens")
+            return charts.time_bars(times, series, bucket_s=bucket, title="Cloud tokens", unit="tokens", **span)
         return charts.time_bars(times, {"edge PFLOPs": [r["edge_pflops"] for r in line]}, bucket_s=bucket,
-                                title="Edge compute", unit="PFLOPs")
+                                title="Edge compute", unit="PFLOPs", **span)
     if name == "exposure":
         found = await board.privacy()
         rows = [(s["session_id"], {"exposed": s["units_exposed"], "protected": s["units_protected"],
@@ -153,10 +154,11 @@ async def _chart(board: Dashboard, name: str, since: str | None, experiment: str
         return charts.stacked_rows(rows, ["exposed", "protected", "not sent"], title="Registered units per session",
                                    unit="units", share=False)
     if name in ("arms-cost", "arms-completion"):
-        found = next((e for e in (await board.experiments())["data"] if e["experiment"] == experiment), None)
+        arms: list[dict[str, Any]] = next((e["arms"] for e in (await board.experiments())["data"]
+                                            if e["experiment"] == experiment), [])
         key = "cost_delta" if name == "arms-cost" else "completion_delta"
-        rows = [(a["group"], a[key]["delta"], a[key]["ci"][0], a[key]["ci"][1])
-                for a in (found or {}).get("arms", []) if a.get(key)]
+        deltas = [(str(a["group"]), float(a[key]["delta"]), float(a[key]["ci"][0]), float(a[key]["ci"][1]))
+                  for a in arms if a.get(key)]
         unit = "USD / session" if name == "arms-cost" else "completion"
-        return charts.intervals(rows, title=f"{key.split('_')[0]} vs control, 95% CI", unit=unit)
+        return charts.intervals(deltas, title=f"{key.split('_')[0]} vs control, 95% CI", unit=unit)
     return None

@@ -96,6 +96,7 @@ def test_session_drill_down_shows_decisions_signals_and_placeholders_only(
     sent, blocked = private["steps"]
     assert [s["route"] for s in private["steps"]] == traffic.session_routes[PRIVATE_SESSION] == ["cloud", "edge"]
     assert blocked["fallback"] == "privacy-blocked" and blocked["cloud_bodies"] == []
+    assert (sent["decision"], blocked["decision"]) == ("cloud", "cloud")  # what cloud-only wanted, both times
     (body,) = sent["cloud_bodies"]
     text = str(body["body"])
     assert "[PERSON_" in text or "[NAME_" in text or "_001]" in text

@@ -21,6 +21,10 @@ ARM_SESSIONS = {"cloud": ["ab-cloud-1", "ab-cloud-2", "ab-cloud-3"], "step": ["a
 GRADES = {"ab-cloud-1": 1.0, "ab-cloud-2": 1.0, "ab-cloud-3": 0.0, "ab-step-1": 1.0, "ab-step-2": 0.0,
           "ab-step-3": 0.0}
 PRIVATE_SESSION = "privacy-1"
+SYSTEM = ("You are a careful operations agent. Read the on-call log, summarise incidents in plain words, name the "
+          "services involved, list follow-up actions with owners, and never invent facts that are not in the log. "
+          "Answer in short paragraphs; use bullet points for actions; keep every answer under two hundred words. "
+          "When unsure, say so and ask for the missing detail instead of guessing.")
 
 
 def settings(tmp: Path) -> dict[str, Any]:
@@ -65,7 +69,7 @@ def drive(url: str, edge: ModelServer, cloud: ModelServer, *, key: str | None = 
     with httpx.Client(base_url=url, timeout=60, headers=auth) as client:
         for arm, sessions in ARM_SESSIONS.items():
             for n, session in enumerate(sessions):
-                history = [{"role": "system", "content": "You are a careful ops agent."},
+                history = [{"role": "system", "content": SYSTEM},
                            {"role": "user", "content": f"Summarise incident {n} from the on-call log."}]
                 for first_top in (UNSURE, CONFIDENT):
                     if arm == "step":

@@ -12,7 +12,7 @@ function el(tag, attrs, ...children) {
     if (v === null || v === undefined) continue;
     if (k === "class") node.className = v; else if (k.startsWith("data-")) node.setAttribute(k, v); else node[k] = v;
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -23,7 +23,7 @@ const int = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleSt
 const usd = (n) => (n === null || n === undefined ? "–" : Number(n).toFixed(6));
 const pct = (n) => (n === null || n === undefined ? "–" : (100 * n).toFixed(1) + "%");
 const pflops = (n) => (n === null || n === undefined ? "–" : Number(n).toFixed(6));
-const ms = (s) => (s === null || s === undefined ? "–" : (1000 * s).toFixed(0) + " ms");
+const ms = (s) => (s === null || s === undefined ? "–" : (1000 * s).toFixed(s < 0.01 ? 1 : 0) + " ms");
 const clock = (t) => new Date(t * 1000).toISOString().slice(11, 19);
 const signed = (n, f) => (n > 0 ? "+" : "") + f(n);
 
