@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from accounting.calls import StepRecord
 from accounting.records import StepRecordRow, UsageRecord
-from accounting.store import UsageStore
+from accounting.store import UsageStore, time_bucket
 
 ROUTES = ("edge", "cloud", "mixed", "none")
 
@@ -68,14 +68,14 @@ def route_mix(store: UsageStore, *, since: float | None = None) -> list[dict[str
 def request_rate(store: UsageStore, bucket_s: float, *, since: float | None = None) -> list[dict[str, Any]]:
     """Steps per time bucket and policy: ``{"t": bucket start, "policy", "steps", "errors"}``, oldest first."""
     t = _steps()
-    bucket = (cast(t.c.started_at / bucket_s, Integer) * bucket_s).label("bucket")
+    bucket = time_bucket(t.c.started_at, bucket_s, store.engine.dialect.name).label("bucket")
     errors = func.sum(cast(t.c.status >= 400, Integer)).label("errors")
     query = select(bucket, t.c.policy, func.count().label("steps"), errors).group_by(bucket, t.c.policy)
     if since is not None:
         query = query.where(t.c.started_at >= since)
     with store.engine.connect() as conn:
         return [{"t": float(r.bucket), "policy": r.policy, "steps": int(r.steps), "errors": int(r.errors or 0)}
-                for r in conn.execute(query.order_by(bucket))]
+                for r in conn.execute(query.order_by(bucket, t.c.policy))]
 
 
 def blocked_steps(store: UsageStore, *, since: float | None = None) -> dict[str, int]:

@@ -26,6 +26,14 @@ GROUPS: dict[str, str] = {
 }
 
 
+def time_bucket(column: Any, bucket_s: float, dialect: str) -> Any:
+    """The start of ``column``'s time bucket: floor(t / bucket) · bucket (a cast truncates on SQLite, where floor
+    may be missing; PostgreSQL's cast rounds, so it gets floor)."""
+    if dialect == "postgresql":
+        return func.floor(column / bucket_s) * bucket_s
+    return cast(column / bucket_s, Integer) * bucket_s
+
+
 def _table() -> Table:
     table: Table = UsageRecord.__table__  # type: ignore[attr-defined]
     return table
@@ -93,7 +101,7 @@ class UsageStore:
         if bucket_s <= 0:
             raise ValueError("bucket_s must be positive")
         t = _table()
-        return self._sums(cast(t.c.started_at / bucket_s, Integer) * bucket_s, since=since)
+        return self._sums(time_bucket(t.c.started_at, bucket_s, self.engine.dialect.name), since=since)
 
     def _sums(self, group: Any, *, since: float | None) -> list[dict[str, Any]]:
         t = _table()

@@ -13,10 +13,13 @@ from accounting.reports import usage_report
 from accounting.store import UsageStore
 from tests.accounting.rows import row
 
+ALL = [m.version for m in MIGRATIONS]  # every migration this ecgw knows, in order
+NEXT = ALL[-1] + 1  # a migration a future ecgw would add
+
 
 def test_migrations_create_the_schema_once(database_url: str) -> None:
     store = UsageStore.from_url(database_url)
-    assert store.open() == [1]
+    assert store.open() == ALL
     assert store.open() == []
     assert current_version(store.engine) == len(MIGRATIONS)
     store.insert([row()])
@@ -28,13 +31,13 @@ def test_a_new_migration_is_applied_once_on_an_existing_database(database_url: s
     store = UsageStore.from_url(database_url)
     store.open()
     store.insert([row()])
-    added = Migration(2, "an index on model",
+    added = Migration(NEXT, "an index on model",
                       lambda conn: conn.execute(text("CREATE INDEX ix_test_model ON ecgw_usage_records (model)")))
-    assert migrate(store.engine, (*MIGRATIONS, added)) == [2]
+    assert migrate(store.engine, (*MIGRATIONS, added)) == [NEXT]
     assert migrate(store.engine, (*MIGRATIONS, added)) == []
     assert store.count() == 1  # data kept
     with pytest.raises(StoreUnavailable, match="newer than this ecgw"):
-        store.open()  # the code knows only version 1 now
+        store.open()  # the code knows only up to NEXT - 1 now
     store.dispose()
 
 
@@ -47,8 +50,8 @@ def test_a_failing_migration_leaves_no_trace(database_url: str) -> None:
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError):
-        migrate(store.engine, (*MIGRATIONS, Migration(2, "broken", broken)))
-    assert current_version(store.engine) == 1
+        migrate(store.engine, (*MIGRATIONS, Migration(NEXT, "broken", broken)))
+    assert current_version(store.engine) == NEXT - 1
     store.dispose()
 
 
@@ -133,7 +136,7 @@ def test_a_failing_migration_rolls_back_its_ddl(database_url: str) -> None:
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError):
-        migrate(store.engine, (*MIGRATIONS, Migration(2, "broken", broken)))
+        migrate(store.engine, (*MIGRATIONS, Migration(NEXT, "broken", broken)))
     from sqlalchemy import inspect
 
     with store.engine.connect() as conn:
@@ -155,4 +158,4 @@ def test_workers_starting_together_migrate_once(tmp_path: Path) -> None:
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         results = list(pool.map(open_store, range(8)))
-    assert sorted(v for r in results for v in r) == [1]
+    assert sorted(v for r in results for v in r) == ALL
