@@ -15,6 +15,7 @@ from accounting.store import UsageStore
 from accounting.writer import StoreMeter
 from gateway.dashboard.experiments import arms_report
 from gateway.service import Services
+from gateway.tracing import session_hash
 from privacy.overview import cloud_bodies, overview
 
 
@@ -90,7 +91,8 @@ class Dashboard:
         for step in steps:
             step["cloud_bodies"] = by_request.get(step["request_id"], [])
         report = await self._privacy_report(session_id)
-        return {"session_id": session_id, "steps": steps, "privacy": report}
+        return {"session_id": session_id, "session_hash": session_hash(session_id), "steps": steps,
+                "privacy": report}
 
     async def _privacy_report(self, session_id: str) -> dict[str, Any] | None:
         read = getattr(self._services.protector, "session_exposure", None)

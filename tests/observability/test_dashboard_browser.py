@@ -86,6 +86,7 @@ def test_a_sessions_steps_show_decision_signal_side_cost_and_what_the_cloud_saw(
     assert "entropy 2.996 > τ 1.5" in _cell(tab, first, "signal")
     assert _cell(tab, first, "route") == "mixed"
     assert "edge:probe" in _cell(tab, first, "calls") and "cloud:step" in _cell(tab, first, "calls")
+    tab.locator("#drill").screenshot(path=str(DOCS / "dashboard-steps.png"))
 
     sessions = {r["group"]: r for r in httpx.get(url + "/v1/usage?by=session", timeout=30).json()["data"]}
     tab.click(f"#session-table tr[data-session='{PRIVATE_SESSION}']")

@@ -169,7 +169,7 @@ function withPlaceholders(text) {
 function bodyView(bodies) {
   if (!bodies.length) return null;
   return bodies.map((b) => el("details", { class: "cloudbody" },
-    el("summary", {}, "what the cloud saw" + (bodies.length > 1 ? "" : "") + " (" + Object.entries(b.findings).map(([a, n]) => a + " " + n).join(", ") + ")"),
+    el("summary", {}, "what the cloud saw (" + (Object.entries(b.findings).map(([a, n]) => a + " " + n).join(", ") || "no findings") + ")"),
     b.body === null ? el("p", { class: "up" }, b.raw_left + " value(s) left raw on this call (action audit): body withheld")
       : el("pre", { class: "body" }, withPlaceholders(JSON.stringify(b.body.messages || b.body, null, 2)))));
 }
@@ -180,6 +180,7 @@ async function openSession(id) {
   const data = await getJSON("/ui/api/sessions/" + encodeURIComponent(id));
   $("#drill").hidden = false;
   $("#drill-id").textContent = id;
+  $("#drill-hash").textContent = data.session_hash;
   const p = data.privacy;
   $("#drill-tiles").replaceChildren(
     tile("steps", int(data.steps.length), "steps"),
@@ -200,7 +201,7 @@ async function openSession(id) {
       cell([s.calls.map((c) => el("div", {}, c.side + ":" + c.purpose + " " + int(c.prompt_tokens) + "→" + int(c.output_tokens) + (c.status !== 200 ? " ✗" + c.status : ""))), bodyView(s.cloud_bodies)], "calls", "calls"),
       cell(int(tok("raw_input_tokens")) + " / " + int(tok("cache_read_tokens")) + " / " + int(tok("output_tokens")), "cloud_tokens"),
       cell(usd(cost), "cloud_cost_usd"), cell(ms(s.latency_s), "latency"), cell(s.status === null ? "…" : String(s.status), "status"),
-      cell(s.trace_id ? s.trace_id.slice(0, 12) + "…" : "–", "trace"));
+      cell(s.trace_id ? el("code", { title: s.trace_id }, s.trace_id.slice(0, 12) + "…") : "–", "trace"));
   });
   $("#steps tbody").replaceChildren(...rows);
 }
