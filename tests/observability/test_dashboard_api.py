@@ -138,3 +138,13 @@ def test_the_dashboard_is_open_in_single_tenant_mode(gateway: Any) -> None:
     # conftest's gateway meters into memory only: the data endpoints say so instead of failing
     overview = httpx.get(gateway.url + "/ui/api/overview", timeout=30)
     assert overview.status_code == 503 and "accounting" in overview.json()["error"]["message"]
+
+
+def test_chart_labels_are_escaped() -> None:
+    from gateway.dashboard.charts import intervals, stacked_rows, time_bars
+
+    evil = "<script>alert(1)</script>"
+    for svg in (stacked_rows([(evil, {"edge": 1.0})], ["edge"], title=evil),
+                intervals([(evil, -1.0, -2.0, 0.5)], title="t", unit=evil),
+                time_bars([0.0], {evil: [1.0]}, bucket_s=60, title=evil, unit="u")):
+        assert "<script>" not in svg and "&lt;script&gt;" in svg
