@@ -102,6 +102,7 @@ class Dashboard:
         configured = self._services.settings.experiments.definitions
         meter = self._meter
         out: list[dict[str, Any]] = []
+        privacy: dict[str, Any] | None = None  # read once, and only when an experiment has sessions
         for name, experiment in configured.items():
             rows = await meter.query(lambda store, n=name: store.rows(experiment=n))
             if not rows:
@@ -109,9 +110,10 @@ class Dashboard:
                 continue
             sessions = {str(r["session_id"]) for r in rows}
             grades = await meter.query(grades_of, sessions)
-            privacy = await self._privacy(overview)
-            exposures = {s["session_id"]: float(s["exposure"]) for s in (privacy or {}).get("sessions", [])
-                         if s["units_known"]} if privacy is not None else None
+            if privacy is None:
+                privacy = await self._privacy(overview) or {}
+            exposures = {s["session_id"]: float(s["exposure"]) for s in privacy.get("sessions", [])
+                         if s["units_known"]} if privacy else None
             out.append(arms_report(name, list(experiment.arms), rows, exposures, grades))
         return {"active": self._services.settings.experiments.active, "data": out}
 
