@@ -21,6 +21,7 @@ from accounting.factory import build_meter
 from accounting.settlement import usage_requests_endpoint
 from accounting.store import UsageStore
 from gateway.api import guarded, healthz, list_models, readyz
+from gateway.dashboard.routes import dashboard_routes
 from gateway.doors import Doors, ManagedUpstream
 from gateway.errors import StartupError, error_response
 from gateway.keys import Keys, load_keys
@@ -34,6 +35,7 @@ from gateway.settings import ConfigError, Settings
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
 from gateway.tenancy import RequestTenancy, Tenancy
+from gateway.tracing import Tracing, build_tracing
 from privacy.factory import build_protector
 from privacy.protection import Protector
 from privacy.routes import session_privacy_endpoint, units_endpoint
@@ -142,6 +144,7 @@ def build_services(
     protector: Protector | None = None,
     meter: Meter | None = None,
     sessions: SessionStateStore | None = None,
+    tracing: Tracing | None = None,
 ) -> Services:
     meter = meter or build_meter(settings.accounting, database_url=settings.database_url)
     registry, chooser = build_router(settings, cloud_rates=measured_rates(meter))
@@ -160,6 +163,8 @@ def build_services(
         sessions=sessions,
         tenancy=Tenancy(settings.server, settings.sessions, owner_key=keys.derive("owner"),
                         session_id_key=keys.derive("session-id")),
+        tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
+                                         service_name=settings.observability.service_name),
     )
 
 
@@ -211,6 +216,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
               methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/usage/requests", guarded(services, usage_requests_endpoint(services.meter)), methods=["POST"]),
+        *dashboard_routes(services),
     ]
     # Plain Starlette: the chat route is the hot path of every agent step, and FastAPI's extra per-request
     # middleware (telemetry, body limit, exit stacks) buys nothing for raw-Request endpoints.

@@ -19,6 +19,7 @@ from gateway.api import authenticate, read_body
 from gateway.failures import Failure, classify
 from gateway.metrics import RequestMetrics
 from gateway.pipeline import Outcome, Started, StepPipeline
+from router.spans import make_current
 from router.wire import aclose
 
 
@@ -64,13 +65,20 @@ class SurfaceEndpoint:
 
     async def handle(self, request: Request) -> Response:
         request_id = "req-" + uuid.uuid4().hex[:20]
-        outcome = Outcome()
+        services = self._pipeline.services
+        span = services.tracing.request("ecgw.request", **{"ecgw.request_id": request_id,
+                                                           "http.route": request.url.path})
+        make_current(span)
+        outcome = Outcome(request_id=request_id, span=span)
         try:
             response = await self._handle(request, request_id, outcome)
         except ClientDisconnect:
             response = Response(status_code=499)
         except Exception as exc:
-            response = self._surface.error(classify(exc, request_id), {"x-ecgw-request-id": request_id})
+            headers = {"x-ecgw-request-id": request_id}
+            if span.trace_id is not None:
+                headers[services.settings.observability.trace_header] = span.trace_id
+            response = self._surface.error(classify(exc, request_id), headers)
         if not isinstance(response, StreamingResponse):  # a stream is observed (and settled) when it ends
             outcome.observe(self._metrics, response.status_code)
             self._settle(request_id, outcome)
