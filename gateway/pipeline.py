@@ -46,6 +46,7 @@ class Started:
 
     headers: dict[str, str]
     completion: dict[str, Any] | None = None
+    session_id: str = ""
     first: dict[str, Any] | None = None
     rest: AsyncIterator[dict[str, Any]] | None = None
 
@@ -101,6 +102,7 @@ class StepPipeline:
             started = await _run(self._edge_only, step, out_headers)
         out_headers["x-ecgw-route"] = route.route
         outcome.streamed = started.completion is None
+        started.session_id = session_id
         return started
 
 
