@@ -39,5 +39,7 @@ export ECGW_TEST_VLLM_URL="http://127.0.0.1:$VLLM_PORT/v1" ECGW_TEST_VLLM_LOG="$
 
 # The real OpenClaw agent and its Node (installed once into ~/.cache/ecgw): exports ECGW_TEST_OPENCLAW/_NODE_BIN.
 if OPENCLAW_ENV=$(scripts/openclaw.sh env); then eval "$OPENCLAW_ENV"; else echo "OpenClaw is not available" >&2; fi
+# The real Codex CLI (npm, into ~/.cache/ecgw; Node from openclaw.sh's cache): exports ECGW_TEST_CODEX.
+if CODEX_ENV=$(scripts/codex.sh env); then eval "$CODEX_ENV"; else echo "Codex CLI is not available" >&2; fi
 
 .venv/bin/python -m pytest -q "$@"
