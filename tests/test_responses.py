@@ -348,3 +348,12 @@ async def test_a_failure_mid_stream_ends_with_error_and_response_failed():
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     failed = events[-1]["response"]
     assert failed["status"] == "failed" and failed["error"]["message"] == "The cloud upstream failed"
+
+
+def test_a_tool_parameter_named_type_passes_the_cloud_door(gateway, cloud):
+    """Codex's tools have such a property; the privacy walk once took its schema for a content part and failed."""
+    tool = {"type": "function", "name": "find", "parameters": {
+        "type": "object", "properties": {"type": {"type": "string", "description": f"kind, ask {EMAIL}"}}}}
+    response = client(gateway).responses.create(model="ecgw/cloud-only", input="find it", tools=[tool])
+    assert response.status == "completed"
+    assert EMAIL not in json.dumps(cloud.requests[-1])
