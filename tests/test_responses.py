@@ -109,9 +109,11 @@ def test_codex_tool_shapes_custom_namespace_and_hosted(gateway, edge):
         {"role": "user", "content": "patch it"},
         {"type": "custom_tool_call", "call_id": "old", "name": "apply_patch", "input": "*** Begin Patch"},
         {"type": "custom_tool_call_output", "call_id": "old", "output": "Done"},
-        {"type": "additional_tools", "tools": [{"type": "custom", "name": "apply_patch", "description": "edit",
-                                                "format": {"type": "grammar", "syntax": "lark",
-                                                           "definition": "start: /.+/"}}]},
+        # Codex's lighter shape: tools in an input item, in the implicit "functions" namespace
+        {"type": "additional_tools", "role": "developer", "tools": [{"type": "namespace", "name": "functions",
+                                                                     "tools": [{
+            "type": "custom", "name": "apply_patch", "description": "edit",
+            "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}}]}]},
     ], tools=[{"type": "namespace", "name": "agents", "description": "sub-agents", "tools": [
         {"type": "function", "name": "spawn", "parameters": {"type": "object", "properties": {}}}]},
         {"type": "web_search", "external_web_access": True}])
@@ -124,6 +126,7 @@ def test_codex_tool_shapes_custom_namespace_and_hosted(gateway, edge):
     assert sent["messages"][2] == {"role": "tool", "tool_call_id": "old", "content": "Done"}
     custom, spawned = response.output
     assert custom.type == "custom_tool_call" and custom.input == patch and custom.call_id == "call_p"
+    assert custom.name == "apply_patch" and "namespace" not in custom.to_dict()
     assert spawned.type == "function_call" and spawned.name == "spawn" and spawned.call_id == "call_s"
     assert spawned.to_dict()["namespace"] == "agents"
 

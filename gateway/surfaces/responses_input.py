@@ -10,7 +10,8 @@ a stored response keeps every item verbatim.
 
 Tools: ``function`` tools as they are; ``custom`` (freeform) tools as a function with one string argument
 ``input`` (the call comes back as a ``custom_tool_call``); ``local_shell`` as a function ``local_shell``;
-``namespace`` tools flattened into their functions (``namespace__name``); hosted tools (``web_search``,
+``namespace`` tools flattened into their functions (``namespace__name``; Codex's ``functions`` namespace, the
+implicit one of plain function tools, keeps plain names); hosted tools (``web_search``,
 ``file_search``, ``computer_use``, ``code_interpreter``, ``image_generation``, ``mcp``) are left out, since no
 upstream here can run them, and named in ``Conversion.dropped_tools``."""
 
@@ -23,6 +24,7 @@ from typing import Any
 from gateway.errors import ClientError
 
 NAMESPACE_SEPARATOR = "__"
+DEFAULT_NAMESPACE = "functions"
 LOCAL_SHELL = "local_shell"
 _LOCAL_SHELL_PARAMETERS = {
     "type": "object",
@@ -45,7 +47,7 @@ class Conversion:
     body: dict[str, Any]
     custom_tools: set[str] = field(default_factory=set)  # function names that stand for freeform tools
     local_shell: bool = False
-    namespaces: set[str] = field(default_factory=set)
+    namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)  # chat name → (namespace, name)
     dropped_tools: list[str] = field(default_factory=list)
 
 
@@ -178,14 +180,19 @@ def _call_function(item: dict[str, Any], kind: str, where: str) -> dict[str, Any
     if not isinstance(name, str) or not name:
         raise bad(f"{where}.name is required on a {kind} item.", f"{where}.name")
     if kind == "custom_tool_call":
-        return {"name": name, "arguments": json.dumps({"input": item.get("input") or ""}, ensure_ascii=False)}
-    namespace = item.get("namespace")
-    if isinstance(namespace, str) and namespace:
-        name = f"{namespace}{NAMESPACE_SEPARATOR}{name}"
+        return {"name": chat_name(item.get("namespace"), name), "arguments": json.dumps({"input": item.get("input") or ""}, ensure_ascii=False)}
+    name = chat_name(item.get("namespace"), name)
     arguments = item.get("arguments")
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
     return {"name": name, "arguments": arguments}
+
+
+def chat_name(namespace: Any, name: str) -> str:
+    """The flat function name a namespaced tool travels under."""
+    if not isinstance(namespace, str) or namespace in ("", DEFAULT_NAMESPACE):
+        return name
+    return f"{namespace}{NAMESPACE_SEPARATOR}{name}"
 
 
 def _output_text(output: Any) -> Any:
@@ -267,19 +274,21 @@ def _tools(value: Any, items: list[dict[str, Any]], conversion: Conversion
         declared.extend(item.get("tools") or ())
     out: list[dict[str, Any]] = []
     for i, tool in enumerate(declared):
-        _tool(tool, f"tools[{i}]", "", out, conversion)
+        _tool(tool, f"tools[{i}]", None, out, conversion)
     return out, extra_items
 
 
-def _tool(tool: Any, where: str, prefix: str, out: list[dict[str, Any]], conversion: Conversion) -> None:
+def _tool(tool: Any, where: str, namespace: str | None, out: list[dict[str, Any]], conversion: Conversion) -> None:
     if not isinstance(tool, dict):
         raise bad(f"{where} must be an object with a 'type'.", where)
     kind = tool.get("type")
     name = tool.get("name")
+    if kind in ("function", "custom") and (not isinstance(name, str) or not name):
+        raise bad(f"{where}.name is required on a {kind} tool.", f"{where}.name")
+    name = str(name or "")
+    flat = chat_name(namespace, name)
     if kind == "function":
-        if not isinstance(name, str) or not name:
-            raise bad(f"{where}.name is required on a function tool.", f"{where}.name")
-        function: dict[str, Any] = {"name": prefix + name,
+        function: dict[str, Any] = {"name": flat,
                                     "parameters": tool.get("parameters") or {"type": "object", "properties": {}}}
         if isinstance(tool.get("description"), str):
             function["description"] = tool["description"]
@@ -287,15 +296,13 @@ def _tool(tool: Any, where: str, prefix: str, out: list[dict[str, Any]], convers
             function["strict"] = tool["strict"]
         out.append({"type": "function", "function": function})
     elif kind == "custom":
-        if not isinstance(name, str) or not name:
-            raise bad(f"{where}.name is required on a custom tool.", f"{where}.name")
         description = str(tool.get("description") or "")
         fmt = tool.get("format")
         if isinstance(fmt, dict) and fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str):
             description += f"\n\nThe input must follow this {fmt.get('syntax', '')} grammar:\n{fmt['definition']}"
-        conversion.custom_tools.add(prefix + name)
+        conversion.custom_tools.add(flat)
         out.append({"type": "function", "function": {
-            "name": prefix + name, "description": description.strip(),
+            "name": flat, "description": description.strip(),
             "parameters": {"type": "object", "properties": {"input": {"type": "string",
                                                                        "description": "The tool's raw input."}},
                            "required": ["input"]}}})
@@ -304,12 +311,14 @@ def _tool(tool: Any, where: str, prefix: str, out: list[dict[str, Any]], convers
         out.append({"type": "function", "function": {"name": LOCAL_SHELL, "description": "Run a shell command.",
                                                      "parameters": _LOCAL_SHELL_PARAMETERS}})
     elif kind == "namespace":
-        space = name if isinstance(name, str) else ""
-        conversion.namespaces.add(prefix + space)
+        space = name or None
         for j, inner in enumerate(tool.get("tools") or ()):
-            _tool(inner, f"{where}.tools[{j}]", f"{prefix}{space}{NAMESPACE_SEPARATOR}", out, conversion)
+            _tool(inner, f"{where}.tools[{j}]", space, out, conversion)
     else:
         conversion.dropped_tools.append(str(kind))
+        return
+    if kind in ("function", "custom") and flat != name:
+        conversion.namespaced[flat] = (str(namespace), name)
 
 
 def _tool_choice(choice: Any, conversion: Conversion) -> Any:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.surfaces.responses_input import LOCAL_SHELL, NAMESPACE_SEPARATOR, Conversion
+from gateway.surfaces.responses_input import LOCAL_SHELL, Conversion, chat_name
 
 _ECHOED = ("instructions", "max_output_tokens", "metadata", "previous_response_id", "temperature", "top_p",
            "user", "store", "reasoning", "truncation", "top_logprobs", "service_tier", "background")
@@ -79,9 +79,13 @@ class ResponseShell:
 
     def call_item(self, call_id: str, name: str, arguments: str, *, status: str = "completed") -> dict[str, Any]:
         """A chat tool call as the Responses item the client's tool stood for."""
+        origin = self.conversion.namespaced.get(name)
         if name in self.conversion.custom_tools:
-            return {"type": "custom_tool_call", "id": new_id("ctc"), "call_id": call_id, "name": name,
+            item = {"type": "custom_tool_call", "id": new_id("ctc"), "call_id": call_id, "name": name,
                     "input": custom_input(arguments), "status": status}
+            if origin is not None:
+                item["namespace"], item["name"] = origin
+            return item
         if name == LOCAL_SHELL and self.conversion.local_shell:
             try:
                 action = json.loads(arguments or "{}")
@@ -92,8 +96,8 @@ class ResponseShell:
                     "action": {"type": "exec", **action}, "status": status}
         item = {"type": "function_call", "id": new_id("fc"), "call_id": call_id, "name": name,
                 "arguments": arguments, "status": status}
-        if NAMESPACE_SEPARATOR in name and name.split(NAMESPACE_SEPARATOR, 1)[0] in self.conversion.namespaces:
-            item["namespace"], item["name"] = name.split(NAMESPACE_SEPARATOR, 1)
+        if origin is not None:
+            item["namespace"], item["name"] = origin
         return item
 
     def render(self, completion: dict[str, Any]) -> dict[str, Any]:
@@ -309,8 +313,7 @@ class EventStream:
 def _chat_name(item: dict[str, Any]) -> str:
     if item["type"] == "local_shell_call":
         return LOCAL_SHELL
-    namespace = item.get("namespace")
-    return f"{namespace}{NAMESPACE_SEPARATOR}{item['name']}" if namespace else str(item["name"])
+    return chat_name(item.get("namespace"), str(item["name"]))
 
 
 def _public(item: dict[str, Any]) -> dict[str, Any]:
