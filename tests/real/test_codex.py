@@ -39,12 +39,19 @@ def codex_paths() -> tuple[str, str]:
 
 
 def shell_then_quote(body: dict[str, Any]) -> Reply:
-    """The cloud: first ask Codex to run ``cat notes.txt``; once the output is back, quote it."""
+    """The cloud: first ask Codex to run ``cat notes.txt`` (with its shell tool when offered, else from its
+    freeform JavaScript ``exec`` tool); once the output is back, quote it."""
     results = [m for m in body["messages"] if m["role"] == "tool"]
     if not results:
-        return Reply(content=None, tool_calls=[ToolCall("exec_command", json.dumps({"cmd": "cat notes.txt"}))])
-    output = str(results[-1]["content"])
-    return Reply(content="Contact: " + output[output.find("Contact"):].strip())
+        offered = {t["function"]["name"] for t in body.get("tools") or ()}
+        if "exec_command" in offered:
+            return Reply(content=None, tool_calls=[ToolCall("exec_command", json.dumps({"cmd": "cat notes.txt"}))])
+        script = 'const r = await tools.exec_command({cmd: "cat notes.txt"});\ntext(r.output);'
+        return Reply(content=None, tool_calls=[ToolCall("exec", json.dumps({"input": script}))])
+    content = results[-1]["content"]
+    output = content if isinstance(content, str) else " ".join(p.get("text", "") for p in content)
+    line = output[output.find("Contact"):].split("\n")[0]
+    return Reply(content="Contact: " + line.strip())
 
 
 def unsure(body: dict[str, Any]) -> Reply:
@@ -65,8 +72,13 @@ def fakes() -> Iterator[tuple[ModelServer, ModelServer, ThreadedServer, Threaded
         yield cloud, edge, cloud_server, edge_server
 
 
-@pytest.mark.parametrize("policy", ["cloud-only", "step-routing"])
-def test_codex_exec_runs_its_shell_tool_through_the_gateway(tmp_path: Path, fakes: Any, policy: str) -> None:
+@pytest.mark.parametrize(("policy", "shape"), [("cloud-only", "tools"), ("step-routing", "tools"),
+                                               ("cloud-only", "lite")])
+def test_codex_exec_runs_its_shell_tool_through_the_gateway(tmp_path: Path, fakes: Any, policy: str,
+                                                            shape: str) -> None:
+    """``tools``: a model name Codex does not know (``ecgw/<policy>``), so it offers its shell tool as a function;
+    ``lite``: its default model name (the policy then comes from a header), where it offers only freeform tools in
+    an ``additional_tools`` item and runs the shell from a JavaScript ``exec`` call."""
     launcher, node_bin = codex_paths()
     cloud, edge, cloud_server, edge_server = fakes
     port = free_port()
@@ -84,9 +96,11 @@ def test_codex_exec_runs_its_shell_tool_through_the_gateway(tmp_path: Path, fake
         work.mkdir()
         (work / "notes.txt").write_text(f"Contact Maria at {EMAIL}\n")
         # what docs/real-parts.md tells a user to write
+        model = f'model = "ecgw/{policy}"\n' if shape == "tools" else ""
+        headers = f'http_headers = {{ "X-ECGW-Policy" = "{policy}" }}\n' if shape == "lite" else ""
         (home / "config.toml").write_text(
-            f'model = "ecgw/{policy}"\nmodel_provider = "ecgw"\n\n[model_providers.ecgw]\nname = "ecgw"\n'
-            f'base_url = "http://127.0.0.1:{port}/v1"\nwire_api = "responses"\nenv_key = "ECGW_API_KEY"\n')
+            f'{model}model_provider = "ecgw"\n\n[model_providers.ecgw]\nname = "ecgw"\n'
+            f'base_url = "http://127.0.0.1:{port}/v1"\nwire_api = "responses"\nenv_key = "ECGW_API_KEY"\n{headers}')
         env = {**os.environ, "CODEX_HOME": str(home), "ECGW_API_KEY": "ecgw-local", "NO_COLOR": "1",
                "PATH": node_bin + os.pathsep + os.environ.get("PATH", "")}
         done = subprocess.run([launcher, "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
@@ -94,15 +108,15 @@ def test_codex_exec_runs_its_shell_tool_through_the_gateway(tmp_path: Path, fake
                               stdin=subprocess.DEVNULL)
         assert done.returncode == 0, done.stderr[-4000:]
         # Codex ran its own tool, and what it shows is restored ...
-        assert "cat notes.txt" in done.stderr
+        assert "cat notes.txt" in done.stderr  # its exec log
         assert f"Contact: Contact Maria at {EMAIL}" in done.stdout, done.stdout + done.stderr[-3000:]
         # ... while the cloud saw the tool round trip with a placeholder only
         assert len(cloud.requests) == 2
         sent = json.dumps(cloud.requests)
         assert EMAIL not in sent and "[EMAIL_ADDRESS_001]" in sent
         second = cloud.requests[1]["messages"]
-        assert second[-2]["tool_calls"][0]["function"]["name"] == "exec_command"
-        assert second[-1]["role"] == "tool"
+        assert second[-2]["tool_calls"][0]["function"]["name"] == ("exec_command" if shape == "tools" else "exec")
+        assert second[-1]["role"] == "tool" and "[EMAIL_ADDRESS_001]" in json.dumps(second[-1])
         if policy == "step-routing":
             assert len(edge.requests) == 2 and all(r.get("logprobs") for r in edge.requests)
     finally:
