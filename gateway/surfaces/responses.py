@@ -38,7 +38,6 @@ class ResponsesRequest:
     raw: dict[str, Any]
     shell: ResponseShell | None = None
     owner: str = "anonymous"
-    session_id: str = ""
     input_items: list[dict[str, Any]] = field(default_factory=list)
     stream: EventStream | None = None
 
