@@ -24,9 +24,11 @@ from gateway.metrics import RequestMetrics
 from gateway.pipeline import Started, StepPipeline
 from gateway.service import Services
 from gateway.surfaces import Parsed, SurfaceEndpoint
-from gateway.surfaces.responses_input import bad, to_chat
-from gateway.surfaces.responses_output import EventStream, ResponseShell
+from gateway.surfaces.responses_events import EventStream
+from gateway.surfaces.responses_input import to_chat
+from gateway.surfaces.responses_output import ResponseShell
 from gateway.surfaces.responses_store import ResponseStore, owner_of
+from gateway.surfaces.responses_tools import bad
 
 log = logging.getLogger("ecgw")
 
@@ -89,11 +91,11 @@ class ResponsesSurface:
             history = found.items
             hint = hint or found.session_id
         conversion = to_chat(raw, history)
-        if conversion.dropped_tools:
+        if conversion.tools.dropped_tools:
             log.info("responses: tools %s are hosted tools no upstream here runs; left out",
-                     ", ".join(conversion.dropped_tools))
+                     ", ".join(conversion.tools.dropped_tools))
         request.input_items = conversion_input(raw)
-        request.shell = ResponseShell(raw, conversion)
+        request.shell = ResponseShell(raw, conversion.tools)
         return Parsed(conversion.body, session_hint=hint, extra=request)
 
     def render(self, completion: dict[str, Any], parsed: Parsed) -> bytes:

@@ -7,13 +7,7 @@ Codex's ``custom_tool_call``/``local_shell_call`` join the assistant message's `
 text, so privacy scans it like any other slot). What chat cannot hold — a reasoning item's ``encrypted_content``,
 a hosted tool's call record — is not sent to a chat upstream, which could not use it; the client keeps it, and
 a stored response keeps every item verbatim.
-
-Tools: ``function`` tools as they are; ``custom`` (freeform) tools as a function with one string argument
-``input`` (the call comes back as a ``custom_tool_call``); ``local_shell`` as a function ``local_shell``;
-``namespace`` tools flattened into their functions (``namespace__name``; Codex's ``functions`` namespace, the
-implicit one of plain function tools, keeps plain names); hosted tools (``web_search``,
-``file_search``, ``computer_use``, ``code_interpreter``, ``image_generation``, ``mcp``) are left out, since no
-upstream here can run them, and named in ``Conversion.dropped_tools``."""
+Tools: see ``responses_tools``."""
 
 from __future__ import annotations
 
@@ -21,41 +15,25 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.errors import ClientError
+from gateway.surfaces.responses_tools import LOCAL_SHELL, ToolMap, bad, chat_name, chat_tool_choice, chat_tools
 
-NAMESPACE_SEPARATOR = "__"
-DEFAULT_NAMESPACE = "functions"
-LOCAL_SHELL = "local_shell"
-_LOCAL_SHELL_PARAMETERS = {
-    "type": "object",
-    "properties": {"command": {"type": "array", "items": {"type": "string"}},
-                   "workdir": {"type": "string"}, "timeout_ms": {"type": "integer"}},
-    "required": ["command"],
-}
 _PASSED_THROUGH = ("temperature", "top_p", "parallel_tool_calls", "user", "stream", "top_logprobs", "seed",
                    "service_tier")
 
 
-def bad(message: str, param: str) -> ClientError:
-    return ClientError(400, message, param=param)
-
-
 @dataclass
 class Conversion:
-    """The chat body, plus what rendering the answer needs to know about the request's tools."""
+    """The chat body, and how the request's tools map to chat functions (for rendering the calls back)."""
 
     body: dict[str, Any]
-    custom_tools: set[str] = field(default_factory=set)  # function names that stand for freeform tools
-    local_shell: bool = False
-    namespaced: dict[str, tuple[str, str]] = field(default_factory=dict)  # chat name → (namespace, name)
-    dropped_tools: list[str] = field(default_factory=list)
+    tools: ToolMap = field(default_factory=ToolMap)
 
 
 def to_chat(request: dict[str, Any], history: list[dict[str, Any]]) -> Conversion:
     """``history``: the items of the stored responses ``previous_response_id`` chains to (oldest first)."""
     conversion = Conversion(body={})
     items = history + _input_items(request.get("input"))
-    tools, extra_items = _tools(request.get("tools"), items, conversion)
+    tools, extra_items = chat_tools(request.get("tools"), items, conversion.tools)
     messages: list[dict[str, Any]] = []
     instructions = request.get("instructions")
     if instructions is not None:
@@ -76,7 +54,7 @@ def to_chat(request: dict[str, Any], history: list[dict[str, Any]]) -> Conversio
         body["max_completion_tokens"] = request["max_output_tokens"]
     if tools:
         body["tools"] = tools
-    choice = _tool_choice(request.get("tool_choice"), conversion)
+    choice = chat_tool_choice(request.get("tool_choice"))
     if choice is not None and tools:
         body["tool_choice"] = choice
     fmt = _response_format(request.get("text"))
@@ -188,13 +166,6 @@ def _call_function(item: dict[str, Any], kind: str, where: str) -> dict[str, Any
     return {"name": name, "arguments": arguments}
 
 
-def chat_name(namespace: Any, name: str) -> str:
-    """The flat function name a namespaced tool travels under."""
-    if not isinstance(namespace, str) or namespace in ("", DEFAULT_NAMESPACE):
-        return name
-    return f"{namespace}{NAMESPACE_SEPARATOR}{name}"
-
-
 def _output_text(output: Any) -> Any:
     if isinstance(output, str):
         return output
@@ -257,81 +228,6 @@ def _parts(content: Any, where: str) -> Any:
             raise bad(f"{where}.content[{j}].type is {kind!r}; the gateway takes input_text, output_text, "
                       "input_image and input_file parts.", f"{where}.content[{j}].type")
     return parts
-
-
-_HOSTED = {"web_search", "web_search_preview", "file_search", "computer_use_preview", "computer_use",
-           "code_interpreter", "image_generation", "mcp", "tool_search"}
-
-
-def _tools(value: Any, items: list[dict[str, Any]], conversion: Conversion
-           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Chat tools from ``tools`` and from Codex's ``additional_tools`` input items (which are not messages)."""
-    if value is not None and not isinstance(value, list):
-        raise bad("'tools' must be a list of tool definitions.", "tools")
-    declared: list[Any] = list(value or [])
-    extra_items = [item for item in items if item.get("type") == "additional_tools"]
-    for item in extra_items:
-        declared.extend(item.get("tools") or ())
-    out: list[dict[str, Any]] = []
-    for i, tool in enumerate(declared):
-        _tool(tool, f"tools[{i}]", None, out, conversion)
-    return out, extra_items
-
-
-def _tool(tool: Any, where: str, namespace: str | None, out: list[dict[str, Any]], conversion: Conversion) -> None:
-    if not isinstance(tool, dict):
-        raise bad(f"{where} must be an object with a 'type'.", where)
-    kind = tool.get("type")
-    name = tool.get("name")
-    if kind in ("function", "custom") and (not isinstance(name, str) or not name):
-        raise bad(f"{where}.name is required on a {kind} tool.", f"{where}.name")
-    name = str(name or "")
-    flat = chat_name(namespace, name)
-    if kind == "function":
-        function: dict[str, Any] = {"name": flat,
-                                    "parameters": tool.get("parameters") or {"type": "object", "properties": {}}}
-        if isinstance(tool.get("description"), str):
-            function["description"] = tool["description"]
-        if tool.get("strict") is not None:
-            function["strict"] = tool["strict"]
-        out.append({"type": "function", "function": function})
-    elif kind == "custom":
-        description = str(tool.get("description") or "")
-        fmt = tool.get("format")
-        if isinstance(fmt, dict) and fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str):
-            description += f"\n\nThe input must follow this {fmt.get('syntax', '')} grammar:\n{fmt['definition']}"
-        conversion.custom_tools.add(flat)
-        out.append({"type": "function", "function": {
-            "name": flat, "description": description.strip(),
-            "parameters": {"type": "object", "properties": {"input": {"type": "string",
-                                                                       "description": "The tool's raw input."}},
-                           "required": ["input"]}}})
-    elif kind == "local_shell":
-        conversion.local_shell = True
-        out.append({"type": "function", "function": {"name": LOCAL_SHELL, "description": "Run a shell command.",
-                                                     "parameters": _LOCAL_SHELL_PARAMETERS}})
-    elif kind == "namespace":
-        space = name or None
-        for j, inner in enumerate(tool.get("tools") or ()):
-            _tool(inner, f"{where}.tools[{j}]", space, out, conversion)
-    else:
-        conversion.dropped_tools.append(str(kind))
-        return
-    if kind in ("function", "custom") and flat != name:
-        conversion.namespaced[flat] = (str(namespace), name)
-
-
-def _tool_choice(choice: Any, conversion: Conversion) -> Any:
-    if choice is None or choice in ("auto", "none", "required"):
-        return choice
-    if isinstance(choice, dict):
-        kind = choice.get("type")
-        if kind in ("function", "custom") and isinstance(choice.get("name"), str):
-            return {"type": "function", "function": {"name": choice["name"]}}
-        if kind == "allowed_tools":
-            return choice.get("mode") if choice.get("mode") in ("auto", "required") else "auto"
-        return "auto"  # a hosted tool the upstream cannot run: let the model choose among the others
-    raise bad("'tool_choice' must be 'auto', 'none', 'required' or an object naming a tool.", "tool_choice")
 
 
 def _response_format(text: Any) -> dict[str, Any] | None:
