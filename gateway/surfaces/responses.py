@@ -113,9 +113,12 @@ class ResponsesSurface:
     async def _save(self, request: ResponsesRequest, started: Started, output: list[dict[str, Any]]) -> None:
         if not request.store or request.shell is None:
             return
-        await self._store.save(request.shell.id, owner=request.owner, session_id=started.session_id,
-                               previous=request.raw.get("previous_response_id"),
-                               input_items=request.input_items, output=output)
+        try:
+            await self._store.save(request.shell.id, owner=request.owner, session_id=started.session_id,
+                                   previous=request.raw.get("previous_response_id"),
+                                   input_items=request.input_items, output=output)
+        except Exception:  # the answer is paid for and ready: deliver it; a follow-up naming it gets the 404
+            log.warning("could not store response %s for previous_response_id", request.shell.id, exc_info=True)
 
     async def stream(self, chunks: AsyncIterator[dict[str, Any]], parsed: Parsed) -> AsyncIterator[bytes]:
         async for data in self.stream_started(chunks, parsed, None):
