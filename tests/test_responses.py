@@ -360,3 +360,16 @@ def test_a_tool_parameter_named_type_passes_the_cloud_door(gateway, cloud):
     response = client(gateway).responses.create(model="ecgw/cloud-only", input="find it", tools=[tool])
     assert response.status == "completed"
     assert EMAIL not in json.dumps(cloud.requests[-1])
+
+
+def test_include_logprobs_asks_the_model_and_returns_them(gateway, edge):
+    edge.script(Reply(content="yes indeed"), Reply(content="yes indeed"))
+    response = client(gateway).responses.create(model="ecgw/edge-only", input="ok?", top_logprobs=2,
+                                                include=["message.output_text.logprobs"])
+    assert edge.requests[-1]["logprobs"] is True and edge.requests[-1]["top_logprobs"] == 2
+    logprobs = response.output[0].content[0].logprobs
+    assert [entry.token for entry in logprobs] == ["yes", "indeed"] and len(logprobs[0].top_logprobs) == 2
+    events = list(client(gateway).responses.create(model="ecgw/edge-only", input="ok?", stream=True,
+                                                   include=["message.output_text.logprobs"]))
+    deltas = [e for e in events if e.type == "response.output_text.delta"]
+    assert [e.logprobs[0].token for e in deltas] == ["yes", "indeed"]

@@ -66,7 +66,8 @@ def to_chat(request: dict[str, Any], history: list[dict[str, Any]]) -> Conversio
     metadata = request.get("metadata")
     if isinstance(metadata, dict):
         body["metadata"] = metadata
-    if request.get("top_logprobs"):
+    include = request.get("include") or ()
+    if request.get("top_logprobs") or "message.output_text.logprobs" in include:
         body["logprobs"] = True
     return conversion
 
