@@ -32,15 +32,20 @@ class Conversion:
 def to_chat(request: dict[str, Any], history: list[dict[str, Any]]) -> Conversion:
     """``history``: the items of the stored responses ``previous_response_id`` chains to (oldest first)."""
     conversion = Conversion(body={})
-    items = history + _input_items(request.get("input"))
-    tools, extra_items = chat_tools(request.get("tools"), items, conversion.tools)
+    items = _input_items(request.get("input"))
+    tools = chat_tools(request.get("tools"), history + items, conversion.tools)
     messages: list[dict[str, Any]] = []
     instructions = request.get("instructions")
     if instructions is not None:
         if not isinstance(instructions, str):
             raise bad("'instructions' must be a string.", "instructions")
         messages.append({"role": "system", "content": instructions})
-    _Messages(messages, conversion).add_all([i for i in items if i not in extra_items])
+    builder = _Messages(messages)
+    for item in history:
+        builder.add(item, "previous_response_id")
+    for i, item in enumerate(items):
+        builder.add(item, f"input[{i}]")
+    builder.done()
     if not messages:
         raise bad("'input' is empty; send a string or a list of input items.", "input")
     body = conversion.body
@@ -89,14 +94,11 @@ class _Messages:
     """Appends items as chat messages: consecutive tool calls join one assistant message (chat's shape for
     parallel calls), and a reasoning item's text rides on the assistant message that follows it."""
 
-    def __init__(self, out: list[dict[str, Any]], conversion: Conversion) -> None:
+    def __init__(self, out: list[dict[str, Any]]) -> None:
         self.out = out
-        self.conversion = conversion
         self.reasoning: list[str] = []
 
-    def add_all(self, items: list[dict[str, Any]]) -> None:
-        for i, item in enumerate(items):
-            self.add(item, f"input[{i}]")
+    def done(self) -> None:
         if self.reasoning:  # reasoning with nothing after it: it belongs to the last assistant turn, if any
             for message in reversed(self.out):
                 if message.get("role") == "assistant":
@@ -135,6 +137,8 @@ class _Messages:
             self.out.append({"role": "tool", "tool_call_id": call_id, "content": _output_text(item.get("output"))})
         elif kind == "reasoning":
             self.reasoning.extend(_reasoning_texts(item))
+        elif kind == "additional_tools":
+            return  # Codex's tool list, read by ``chat_tools``
         elif kind == "item_reference":
             raise bad(f"{where} is an item_reference; the gateway resolves earlier items only through "
                       "'previous_response_id'. Send the item itself.", where)

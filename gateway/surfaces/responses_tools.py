@@ -48,19 +48,18 @@ def chat_name(namespace: Any, name: str) -> str:
     return f"{namespace}{NAMESPACE_SEPARATOR}{name}"
 
 
-def chat_tools(value: Any, items: list[dict[str, Any]], tools: ToolMap
-           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def chat_tools(value: Any, items: list[dict[str, Any]], tools: ToolMap) -> list[dict[str, Any]]:
     """Chat tools from ``tools`` and from Codex's ``additional_tools`` input items (which are not messages)."""
     if value is not None and not isinstance(value, list):
         raise bad("'tools' must be a list of tool definitions.", "tools")
-    declared: list[Any] = list(value or [])
-    extra_items = [item for item in items if item.get("type") == "additional_tools"]
-    for item in extra_items:
-        declared.extend(item.get("tools") or ())
+    declared = [(f"tools[{i}]", tool) for i, tool in enumerate(value or ())]
+    for item in items:
+        if item.get("type") == "additional_tools":
+            declared += [(f"additional_tools.tools[{j}]", tool) for j, tool in enumerate(item.get("tools") or ())]
     out: list[dict[str, Any]] = []
-    for i, tool in enumerate(declared):
-        _tool(tool, f"tools[{i}]", None, out, tools)
-    return out, extra_items
+    for where, tool in declared:
+        _tool(tool, where, None, out, tools)
+    return out
 
 
 def _tool(tool: Any, where: str, namespace: str | None, out: list[dict[str, Any]], tools: ToolMap) -> None:
