@@ -111,7 +111,7 @@ def test_codex_exec_runs_its_shell_tool_through_the_gateway(tmp_path: Path, fake
         assert "cat notes.txt" in done.stderr  # its exec log
         assert f"Contact: Contact Maria at {EMAIL}" in done.stdout, done.stdout + done.stderr[-3000:]
         # ... while the cloud saw the tool round trip with a placeholder only
-        assert len(cloud.requests) == 2
+        assert len(cloud.requests) == 2 and all(r["stream"] for r in cloud.requests)  # streamed end to end
         sent = json.dumps(cloud.requests)
         assert EMAIL not in sent and "[EMAIL_ADDRESS_001]" in sent
         second = cloud.requests[1]["messages"]
