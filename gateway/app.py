@@ -34,6 +34,7 @@ from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from gateway.settings import ConfigError, Settings
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
+from gateway.surfaces.responses import responses_endpoint
 from gateway.tenancy import RequestTenancy, Tenancy
 from gateway.tracing import Tracing, build_tracing
 from privacy.factory import build_protector
@@ -181,7 +182,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
-        message = {404: f"No route {request.url.path}; the gateway serves /v1/chat/completions and /v1/models.",
+        message = {404: f"No route {request.url.path}; the gateway serves /v1/chat/completions, /v1/responses and /v1/models.",
                    405: f"{request.method} is not allowed on {request.url.path}."}.get(exc.status_code,
                                                                                    str(exc.detail))
         return error_response(exc.status_code, message, "invalid_request_error")
@@ -204,6 +205,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/chat/completions", chat, methods=["POST"]),
+        Route("/v1/responses", responses_endpoint(services, pipeline, request_metrics).handle, methods=["POST"]),
         Route("/v1/models", guarded(services, list_models), methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),

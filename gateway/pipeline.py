@@ -66,6 +66,7 @@ class Started:
 
     headers: dict[str, str]
     completion: dict[str, Any] | None = None
+    session_id: str = ""  # the session as the client names it (x-ecgw-session)
     first: dict[str, Any] | None = None
     rest: AsyncIterator[dict[str, Any]] | None = None
 
@@ -134,6 +135,7 @@ class StepPipeline:
             step.note.decision, step.note.reason = wanted
         out_headers["x-ecgw-route"] = route.route
         outcome.streamed = started.completion is None
+        started.session_id = shown  # the client's id: naming it again (same key) reaches this session
         return started
 
 
