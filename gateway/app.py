@@ -29,6 +29,7 @@ from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from gateway.settings import ConfigError, Settings
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
+from gateway.surfaces.messages import CountTokens, MessagesSurface, native_anthropic
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
 from privacy.factory import build_protector
 from privacy.protection import Protector
@@ -155,6 +156,8 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
     limit = services.settings.server.max_body_bytes
     chat = SurfaceEndpoint(ChatSurface(), pipeline, request_metrics, max_body_bytes=limit).handle
     metering_metrics = metrics_endpoint(services.meter)
+    messages = SurfaceEndpoint(MessagesSurface(native=native_anthropic(services)), pipeline, request_metrics,
+                               max_body_bytes=limit).handle
 
     async def metrics(request: Request) -> Response:
         metering = await metering_metrics(request)
@@ -172,6 +175,9 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
               guarded(services, session_privacy_endpoint(services.protector)), methods=["GET"]),
         Route("/v1/usage", guarded(services, usage_endpoint(services.meter)), methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
+        Route("/v1/messages", messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", CountTokens(services, max_body_bytes=limit).handle, methods=["POST"]),
     ]
     # Plain Starlette: the chat route is the hot path of every agent step, and FastAPI's extra per-request
     # middleware (telemetry, body limit, exit stacks) buys nothing for raw-Request endpoints.
