@@ -40,4 +40,7 @@ export ECGW_TEST_VLLM_URL="http://127.0.0.1:$VLLM_PORT/v1" ECGW_TEST_VLLM_LOG="$
 # The real OpenClaw agent and its Node (installed once into ~/.cache/ecgw): exports ECGW_TEST_OPENCLAW/_NODE_BIN.
 if OPENCLAW_ENV=$(scripts/openclaw.sh env); then eval "$OPENCLAW_ENV"; else echo "OpenClaw is not available" >&2; fi
 
+# The real Claude Code CLI (installed once into ~/.cache/ecgw, same Node): exports ECGW_TEST_CLAUDE/_NODE_BIN.
+if CLAUDE_ENV=$(scripts/claude-code.sh env); then eval "$CLAUDE_ENV"; else echo "Claude Code is not available" >&2; fi
+
 .venv/bin/python -m pytest -q "$@"
