@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
