@@ -1,0 +1,37 @@
+"""Messages-surface calls land in the metering store like chat calls, and `ecgw usage` reports them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import anthropic
+import httpx
+import pytest
+
+from gateway.cli import main
+from tests.accounting.conftest import MeteredGateway
+from tests.fakes.model_server import ModelServer, Reply
+
+PRICES = {"gpt-test": {"input": 2.0, "cache_read": 0.5, "output": 10.0}}
+
+
+def test_ecgw_usage_shows_messages_calls_with_tokens_and_cost(
+        start_metered_gateway: Callable[..., MeteredGateway], cloud: ModelServer,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    gw = start_metered_gateway(accounting={"prices": PRICES})
+    client = anthropic.Anthropic(base_url=gw.url, api_key="k", max_retries=0,
+                                 default_headers={"X-Claude-Code-Session-Id": "cc-usage"})
+    cloud.script(Reply(content="one two three"), Reply(content="four five"))
+    client.messages.create(model="ecgw/cloud-only", max_tokens=64, messages=[{"role": "user", "content": "a b c"}])
+    with client.messages.stream(model="ecgw/cloud-only", max_tokens=64,
+                                messages=[{"role": "user", "content": "d e"}]) as stream:
+        stream.get_final_message()
+    httpx.get(gw.base_url + "/usage", timeout=10).raise_for_status()  # flushes the writer
+    assert main(["usage", "--by", "session", "--format", "json", "--database-url", gw.settings.database_url]) == 0
+    rows = {r["group"]: r for r in json.loads(capsys.readouterr().out)}
+    row = rows["cc-usage"]
+    assert row["cloud_calls"] == 2 and row["cloud_output_tokens"] == 5
+    # the fake's prompts: "<user> a b c" (4 words) and "<user> d e" (3): 7 uncached tokens at 2 $/M, 5 out at 10
+    assert row["cloud_raw_input_tokens"] == 7
+    assert row["cloud_cost_usd"] == pytest.approx((7 * 2.0 + 5 * 10.0) / 1e6)
