@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 import anthropic
 import httpx
@@ -40,8 +39,7 @@ def test_ecgw_usage_shows_messages_calls_with_tokens_and_cost(
     assert row["cloud_cost_usd"] == pytest.approx((7 * 2.0 + 5 * 10.0) / 1e6)
 
 
-def test_anthropic_cache_reads_and_writes_are_metered(start_metered_gateway: Callable[..., MeteredGateway],
-                                                      tmp_path: Path) -> None:
+def test_anthropic_cache_reads_and_writes_are_metered(start_metered_gateway: Callable[..., MeteredGateway]) -> None:
     provider = AnthropicServer()
     with ThreadedServer(provider.app) as server:
         gw = start_metered_gateway(cloud={"model": "anthropic/claude-sonnet-4-5", "api_base": server.url})
