@@ -314,3 +314,26 @@ def test_count_tokens_is_a_local_estimate(gateway, edge, cloud):
     assert raw.headers["x-ecgw-token-count"].startswith("estimate")
     bad = httpx.post(gateway.url + "/v1/messages/count_tokens", json={"model": EDGE})
     assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_image_in_a_tool_result_follows_as_a_user_image_part(gateway, edge):
+    ask(gateway, tools=[READ_TOOL], messages=[
+        {"role": "user", "content": "show me the chart"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_c", "name": "read_file",
+                                           "input": {"path": "chart.png"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_c", "content": [
+            {"type": "text", "text": "chart.png (1 image)"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}]}])
+    sent = edge.requests[-1]["messages"]
+    assert sent[2] == {"role": "tool", "tool_call_id": "toolu_c", "content": "chart.png (1 image)"}
+    assert sent[3] == {"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}
+
+
+def test_models_list_in_anthropic_shape_for_the_anthropic_sdk(gateway):
+    models = list(client(gateway).models.list())
+    ids = [m.id for m in models]
+    assert "ecgw/cloud-only" in ids and "ecgw/edge-only" in ids
+    assert all(m.type == "model" and m.display_name == m.id for m in models)
+    plain = httpx.get(gateway.base_url + "/models").json()  # OpenAI's clients see OpenAI's shape, as before
+    assert "has_more" not in plain and "type" not in plain["data"][0]
