@@ -290,7 +290,7 @@ def test_errors_come_in_anthropic_shape_with_chat_statuses(start_gateway, edge):
     assert response.status_code == 400 and "messages[0].content[0] has type 'video'" in response.text
 
 
-def test_upstream_failure_mid_stream_is_an_error_event(gateway, edge):
+def test_upstream_failure_before_the_stream_is_an_error_response(gateway, edge):
     edge.script(Reply(status=500, error_message="edge exploded"))
     response = httpx.post(gateway.url + "/v1/messages", json={
         "model": EDGE, "max_tokens": 8, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
@@ -337,3 +337,15 @@ def test_models_list_in_anthropic_shape_for_the_anthropic_sdk(gateway):
     assert all(m.type == "model" and m.display_name == m.id for m in models)
     plain = httpx.get(gateway.base_url + "/models").json()  # OpenAI's clients see OpenAI's shape, as before
     assert "has_more" not in plain and "type" not in plain["data"][0]
+
+
+def test_failure_mid_stream_is_an_anthropic_error_event(start_gateway, cloud):
+    gw = start_gateway(cloud={"timeout_s": 1, "max_retries": 0})
+    cloud.script(Reply(content="one two three", chunk_delay_s=3))
+    seen, response = events(gw, model="ecgw/cloud-only")
+    assert response.status_code == 200  # the stream had started
+    assert [name for name, _ in seen][:2] == ["message_start", "ping"]
+    name, data = seen[-1]
+    assert name == "error" and data == {"type": "error", "error": {"type": "timeout_error",
+                                                                   "message": data["error"]["message"]}}
+    assert "timed out" in data["error"]["message"]

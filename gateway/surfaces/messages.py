@@ -25,7 +25,7 @@ SESSION_HEADER = "x-claude-code-session-id"
 # Anthropic's error types by status; the status and the message are the ones chat completions gives.
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 503: "overloaded_error",
-                529: "overloaded_error"}
+                504: "timeout_error", 529: "overloaded_error"}
 
 
 def error_type(status: int) -> str:
