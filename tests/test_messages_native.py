@@ -76,3 +76,25 @@ def test_cache_breakpoints_and_thinking_reach_anthropic_and_cache_usage_comes_ba
     assert message.usage.input_tokens == 7 and message.usage.output_tokens == 9
     assert message.usage.cache_read_input_tokens == 100 and message.usage.cache_creation_input_tokens == 20
     assert gw.meter.calls[-1].side == "cloud" and gw.meter.calls[-1].status == 200
+
+
+def test_thinking_round_trip_restored_for_the_client_and_byte_identical_for_anthropic(start_gateway, provider):
+    """Anthropic signs the thinking it wrote (with placeholders in it); the client sees the values restored, and
+    when it passes the block back, the gateway sends Anthropic the very text it signed — never the raw value."""
+    gw = start_gateway(cloud={"model": NATIVE_MODEL, "api_base": provider.url})  # type: ignore[attr-defined]
+    client = anthropic.Anthropic(base_url=gw.url, api_key="k", max_retries=0,
+                                 default_headers={"X-Session-Id": "native-thinking"})
+    signed = "I will deploy with [GITHUB_TOKEN_001]."
+    provider.script(AnthropicReply(text="ok", thinking=signed, signature="U0lHTkVE"))
+    first = client.messages.create(**request())
+    thinking = first.content[0]
+    assert thinking.thinking == f"I will deploy with {SECRET}." and thinking.signature == "U0lHTkVE"  # type: ignore[union-attr]
+    again = request()
+    again["messages"] = [*again["messages"],
+                         {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+                         {"role": "user", "content": "go on"}]
+    client.messages.create(**again)
+    sent = provider.requests[-1]
+    passed_back = sent["messages"][-2]["content"][0]
+    assert passed_back == {"type": "thinking", "thinking": signed, "signature": "U0lHTkVE"}
+    assert SECRET not in str(provider.requests)
