@@ -46,7 +46,8 @@ def request(**extra: Any) -> dict[str, Any]:
                 {"type": "thinking", "thinking": "I should read it.", "signature": "U0lHTkFUVVJF"},
                 {"type": "redacted_thinking", "data": "RU5DUllQVEVE"},
                 {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "a"}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "alpha"}]}],
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "alpha",
+                                          "cache_control": EPHEMERAL}]}],
         **extra)
 
 
@@ -70,6 +71,7 @@ def test_cache_breakpoints_and_thinking_reach_anthropic_and_cache_usage_comes_ba
     assert sent["messages"][1]["content"][:2] == [
         {"type": "thinking", "thinking": "I should read it.", "signature": "U0lHTkFUVVJF"},
         {"type": "redacted_thinking", "data": "RU5DUllQVEVE"}]
+    assert sent["messages"][2]["content"][0]["cache_control"] == EPHEMERAL  # on the tool_result
     assert sent["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert [b.type for b in message.content] == ["thinking", "text"]
     assert message.content[0].signature == "TkVXU0lH" and message.content[0].thinking == "It said alpha."  # type: ignore[union-attr]

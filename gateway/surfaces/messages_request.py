@@ -188,7 +188,10 @@ def _tool_result(block: dict[str, Any], where: str, native: bool) -> tuple[dict[
     text = "\n".join(texts)
     if block.get("is_error"):
         text = f"Error: {text}" if text else "Error"
-    return {"role": "tool", "tool_call_id": call_id, "content": text}, images
+    tool: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": text}
+    if native and isinstance(block.get("cache_control"), dict):
+        tool["cache_control"] = block["cache_control"]  # Claude Code's moving breakpoint; litellm keeps it
+    return tool, images
 
 
 def _assistant(content: list[Any], where: str, native: bool) -> dict[str, Any]:
