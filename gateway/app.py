@@ -34,6 +34,7 @@ from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from gateway.settings import ConfigError, Settings
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
+from gateway.surfaces.messages import CountTokens, MessagesSurface, native_anthropic
 from gateway.surfaces.responses import responses_endpoint
 from gateway.tenancy import RequestTenancy, Tenancy
 from gateway.tracing import Tracing, build_tracing
@@ -182,7 +183,8 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
-        message = {404: f"No route {request.url.path}; the gateway serves /v1/chat/completions, /v1/responses and /v1/models.",
+        message = {404: f"No route {request.url.path}; the gateway serves /v1/chat/completions, /v1/responses, "
+                        "/v1/messages and /v1/models.",
                    405: f"{request.method} is not allowed on {request.url.path}."}.get(exc.status_code,
                                                                                    str(exc.detail))
         return error_response(exc.status_code, message, "invalid_request_error")
@@ -197,6 +199,8 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
     limit = services.settings.server.max_body_bytes
     chat = SurfaceEndpoint(ChatSurface(), pipeline, request_metrics, max_body_bytes=limit).handle
     metering_metrics = metrics_endpoint(services.meter)
+    messages = SurfaceEndpoint(MessagesSurface(native=native_anthropic(services)), pipeline, request_metrics,
+                               max_body_bytes=limit).handle
 
     async def metrics(request: Request) -> Response:
         metering = await metering_metrics(request)
@@ -219,6 +223,9 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/usage/requests", guarded(services, usage_requests_endpoint(services.meter)), methods=["POST"]),
         *dashboard_routes(services),
+        # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
+        Route("/v1/messages", messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", CountTokens(services, max_body_bytes=limit).handle, methods=["POST"]),
     ]
     # Plain Starlette: the chat route is the hot path of every agent step, and FastAPI's extra per-request
     # middleware (telemetry, body limit, exit stacks) buys nothing for raw-Request endpoints.

@@ -45,4 +45,7 @@ if CODEX_ENV=$(scripts/codex.sh env); then eval "$CODEX_ENV"; else echo "Codex C
 # Debian's headless Chromium for the dashboard's browser test (installed once; Playwright drives it, never downloads).
 if scripts/chromium.sh install && CHROMIUM_ENV=$(scripts/chromium.sh env); then eval "$CHROMIUM_ENV"; else echo "Chromium is not available" >&2; fi
 
+# The real Claude Code CLI (installed once into ~/.cache/ecgw, same Node): exports ECGW_TEST_CLAUDE/_NODE_BIN.
+if CLAUDE_ENV=$(scripts/claude-code.sh env); then eval "$CLAUDE_ENV"; else echo "Claude Code is not available" >&2; fi
+
 .venv/bin/python -m pytest -q "$@"

@@ -8,12 +8,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from accounting.calls import Meter
-from gateway.app import build_services, create_app
+from gateway.app import create_app
 from gateway.service import Services
 from gateway.tracing import Tracing
-from gateway.upstreams.cloud import LiteLLMUpstream
 from tests.conftest import settings_for
-from tests.door import GuardedCloud
+from tests.door import guarded_services
 from tests.fakes.model_server import ModelServer
 from tests.fakes.threaded import ThreadedServer
 
@@ -22,8 +21,7 @@ from tests.fakes.threaded import ThreadedServer
 def running_gateway(edge: ModelServer, cloud: ModelServer, *, meter: Meter | None = None,
                     tracing: Tracing | None = None, **overrides: Any) -> Iterator[tuple[str, Services]]:
     settings = settings_for(edge.url, cloud.url, **overrides)  # type: ignore[attr-defined]
-    services = build_services(settings, meter=meter, tracing=tracing,
-                              cloud=GuardedCloud(LiteLLMUpstream(settings.cloud)))
+    services = guarded_services(settings, meter=meter, tracing=tracing)
     server = ThreadedServer(create_app(settings, services=services)).start()
     try:
         yield server.url, services
