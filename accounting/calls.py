@@ -29,10 +29,33 @@ class UpstreamCall:
     output_text: str = field(default="", repr=False)
 
 
+@dataclass
+class StepRecord:
+    """One client request (agent step) as a whole: what the policy decided and on what signal, which sides
+    answered, the status and the latency. Labels and numbers only — never content."""
+
+    request_id: str
+    session_id: str
+    policy: str
+    started_at: float  # unix time
+    latency_s: float
+    status: int
+    route: str  # "edge" | "cloud" | "mixed" | "none"
+    decision: str | None = None
+    reason: str | None = None
+    signal: Mapping[str, Any] = field(default_factory=dict)
+    experiment: str | None = None
+    arm: str | None = None
+    fallback: str | None = None  # "privacy-blocked" when privacy kept the step on the edge
+    trace_id: str | None = None
+
+
 class Meter(Protocol):
-    """Receives every upstream call. Must not block the request path."""
+    """Receives every upstream call and every step's decision record. Must not block the request path."""
 
     def record(self, call: UpstreamCall) -> None: ...
+
+    def record_step(self, step: StepRecord) -> None: ...
 
 
 class NullMeter:
@@ -41,12 +64,19 @@ class NullMeter:
     def record(self, call: UpstreamCall) -> None:
         return None
 
+    def record_step(self, step: StepRecord) -> None:
+        return None
+
 
 class MemoryMeter:
     """Keeps calls in a list; for tests and for `ecgw scrub`-style one-off runs."""
 
     def __init__(self) -> None:
         self.calls: list[UpstreamCall] = []
+        self.steps: list[StepRecord] = []
 
     def record(self, call: UpstreamCall) -> None:
         self.calls.append(call)
+
+    def record_step(self, step: StepRecord) -> None:
+        self.steps.append(step)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Boolean, Column, Connection, Float, Index, Integer, MetaData, String, Table, select, text
+from sqlalchemy import Boolean, Column, Connection, Float, Index, Integer, MetaData, String, Table, Text, select, text
 from sqlalchemy.engine import Engine
 
 VERSION_TABLE = "ecgw_schema_version"
@@ -81,9 +81,48 @@ def _v2_request_marks(conn: Connection) -> None:
     meta.create_all(conn, checkfirst=True)
 
 
+def _v3_step_records(conn: Connection) -> None:
+    meta = MetaData()
+    table = Table(
+        "ecgw_step_records", meta,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("request_id", String(64), nullable=False, unique=True),
+        Column("session_id", String(256), nullable=False),
+        Column("started_at", Float, nullable=False),
+        Column("experiment", String(128)),
+        Column("arm", String(128)),
+        Column("policy", String(64), nullable=False),
+        Column("route", String(8), nullable=False),
+        Column("decision", String(32)),
+        Column("reason", String(64)),
+        Column("signal", Text, nullable=False),
+        Column("fallback", String(32)),
+        Column("status", Integer, nullable=False),
+        Column("latency_s", Float, nullable=False),
+        Column("trace_id", String(32)),
+    )
+    Index("ix_ecgw_step_records_started_at", table.c.started_at)
+    Index("ix_ecgw_step_records_session_id", table.c.session_id)
+    meta.create_all(conn, checkfirst=True)
+
+
+def _v4_session_grades(conn: Connection) -> None:
+    meta = MetaData()
+    Table(
+        "ecgw_session_grades", meta,
+        Column("session_id", String(256), primary_key=True),
+        Column("score", Float, nullable=False),
+        Column("source", String(128)),
+        Column("updated_at", Float, nullable=False),
+    )
+    meta.create_all(conn, checkfirst=True)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "usage records", _v1_usage_records),
     Migration(2, "request marks: how many upstream calls each finished request caused", _v2_request_marks),
+    Migration(3, "step decision records", _v3_step_records),
+    Migration(4, "session grades", _v4_session_grades),
 )
 
 

@@ -52,3 +52,36 @@ class RequestMark(SQLModel, table=True):
     session_id: str = Field(max_length=256, index=True)
     upstream_calls: int
     finished_at: float
+
+
+class StepRecordRow(SQLModel, table=True):
+    """One client request's decision record (``accounting.calls.StepRecord``); ``signal`` is JSON."""
+
+    __tablename__ = "ecgw_step_records"
+
+    id: int | None = Field(default=None, primary_key=True)
+    request_id: str = Field(max_length=64, unique=True)
+    session_id: str = Field(max_length=256, index=True)
+    started_at: float = Field(index=True)
+    experiment: str | None = Field(default=None, max_length=128)
+    arm: str | None = Field(default=None, max_length=128)
+    policy: str = Field(max_length=64)
+    route: str = Field(max_length=8)
+    decision: str | None = Field(default=None, max_length=32)
+    reason: str | None = Field(default=None, max_length=64)
+    signal: str
+    fallback: str | None = Field(default=None, max_length=32)
+    status: int
+    latency_s: float
+    trace_id: str | None = Field(default=None, max_length=32)
+
+
+class SessionGrade(SQLModel, table=True):
+    """A session's completion grade (0..1) as a harness reported it (``PUT /v1/sessions/{id}/grade``)."""
+
+    __tablename__ = "ecgw_session_grades"
+
+    session_id: str = Field(max_length=256, primary_key=True)
+    score: float
+    source: str | None = Field(default=None, max_length=128)
+    updated_at: float

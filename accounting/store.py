@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Table, case, distinct, func, null, select
+from sqlalchemy import Integer, Table, case, cast, distinct, func, null, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -24,6 +24,14 @@ GROUPS: dict[str, str] = {
     "purpose": "purpose",
     "day": "day",
 }
+
+
+def time_bucket(column: Any, bucket_s: float, dialect: str) -> Any:
+    """The start of ``column``'s time bucket: floor(t / bucket) · bucket (a cast truncates on SQLite, where floor
+    may be missing; PostgreSQL's cast rounds, so it gets floor)."""
+    if dialect == "postgresql":
+        return func.floor(column / bucket_s) * bucket_s
+    return cast(column / bucket_s, Integer) * bucket_s
 
 
 def _table() -> Table:
@@ -131,7 +139,20 @@ class UsageStore:
         if by not in GROUPS:
             raise ValueError(f"unknown grouping {by!r}; use one of {', '.join(GROUPS)}")
         t = _table()
-        group = t.c[GROUPS[by]]
+        return self._grouped(t.c[GROUPS[by]], since=since, where=where, session_prefix=session_prefix)
+
+    def aggregate_buckets(self, bucket_s: float, *, since: float | None = None,
+                          session_prefix: str | None = None) -> list[dict[str, Any]]:
+        """The same sums per time bucket; ``group`` is the bucket's start (unix seconds)."""
+        if bucket_s <= 0:
+            raise ValueError("bucket_s must be positive")
+        t = _table()
+        return self._grouped(time_bucket(t.c.started_at, bucket_s, self.engine.dialect.name), since=since,
+                             session_prefix=session_prefix)
+
+    def _grouped(self, group: Any, *, since: float | None, where: Mapping[str, Any] | None = None,
+                 session_prefix: str | None = None) -> list[dict[str, Any]]:
+        t = _table()
         query = select(group.label("group"), *_sums(t)).group_by(group).order_by(group)
         if since is not None:
             query = query.where(t.c.started_at >= since)

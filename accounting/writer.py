@@ -19,17 +19,19 @@ import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from accounting.builder import RecordBuilder, Row
-from accounting.calls import UpstreamCall
+from accounting.calls import StepRecord, UpstreamCall
 from accounting.database import StoreUnavailable
 from accounting.metrics import MeteringMetrics
 from accounting.reports import usage_report
 from accounting.settings import WriterSettings
+from accounting.steps import insert_steps, step_row
 from accounting.store import UsageStore
 
 log = logging.getLogger("ecgw.accounting")
+T = TypeVar("T")
 
 
 class StoreMeter:
@@ -48,6 +50,8 @@ class StoreMeter:
         self._unwritten: deque[Row] = deque()
         self._open_calls: Counter[str] = Counter()  # upstream calls of requests that have not finished yet
         self._marks: deque[Row] = deque()
+        # Step decision records: kept while the database is down, the oldest dropped past max_buffered.
+        self._steps: deque[dict[str, Any]] = deque(maxlen=settings.max_buffered)
         self._wake: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
         self._task: asyncio.Task[None] | None = None
@@ -80,6 +84,9 @@ class StoreMeter:
         calls = self._open_calls.pop(request_id, 0)
         self._marks.append({"request_id": request_id, "session_id": session_id, "upstream_calls": calls,
                             "finished_at": time.time()})
+
+    def record_step(self, step: StepRecord) -> None:
+        self._steps.append(step_row(step))
 
     @property
     def buffered(self) -> int:
@@ -123,6 +130,12 @@ class StoreMeter:
                      session_prefix: str | None = None) -> list[dict[str, Any]]:
         await self.flush()
         return await asyncio.to_thread(usage_report, self.store, by, since=since, session_prefix=session_prefix)
+
+    async def query(self, read: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``read(store, *args, **kwargs)`` in a thread, after writing what is buffered (reports see every call
+        made before them)."""
+        await self.flush()
+        return await asyncio.to_thread(read, self.store, *args, **kwargs)
 
     # the writer -------------------------------------------------------------------------------------------------
     async def _run(self) -> None:
@@ -181,6 +194,11 @@ class StoreMeter:
                 self.store.insert_marks([self._marks[i] for i in range(marks)])
                 for _ in range(marks):
                     self._marks.popleft()
+            while self._steps:
+                steps = [self._steps[i] for i in range(min(self._settings.batch_size, len(self._steps)))]
+                insert_steps(self.store, steps)
+                for _ in steps:
+                    self._steps.popleft()
         except Exception as exc:
             self.metrics.write_errors.inc()
             if self._failing_since is None:

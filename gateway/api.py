@@ -54,7 +54,13 @@ async def list_models(request: Request) -> Response:
     services: Services = request.app.state.services
     data = [{"id": model_id, "object": "model", "created": 0, "owned_by": "ecgw"}
             for model_id in services.chooser.model_ids()]
-    return Response(dumps({"object": "list", "data": data}), media_type="application/json")
+    listing: dict[str, Any] = {"object": "list", "data": data}
+    if request.headers.get("anthropic-version"):  # Anthropic's SDK: its own fields beside OpenAI's
+        for model in data:
+            model.update(type="model", display_name=model["id"], created_at="1970-01-01T00:00:00Z")
+        listing.update(has_more=False, first_id=data[0]["id"] if data else None,
+                       last_id=data[-1]["id"] if data else None)
+    return Response(dumps(listing), media_type="application/json")
 
 
 async def healthz(request: Request) -> Response:

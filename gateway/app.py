@@ -21,6 +21,7 @@ from accounting.factory import build_meter
 from accounting.settlement import usage_requests_endpoint
 from accounting.store import UsageStore
 from gateway.api import guarded, healthz, list_models, readyz
+from gateway.dashboard.routes import dashboard_routes
 from gateway.doors import Doors, ManagedUpstream
 from gateway.errors import StartupError, error_response
 from gateway.keys import Keys, load_keys
@@ -33,7 +34,10 @@ from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from gateway.settings import ConfigError, Settings
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
+from gateway.surfaces.messages import CountTokens, MessagesSurface, native_anthropic
+from gateway.surfaces.responses import responses_endpoint
 from gateway.tenancy import RequestTenancy, Tenancy
+from gateway.tracing import Tracing, build_tracing
 from privacy.factory import build_protector
 from privacy.protection import Protector
 from privacy.routes import session_privacy_endpoint, units_endpoint
@@ -142,6 +146,7 @@ def build_services(
     protector: Protector | None = None,
     meter: Meter | None = None,
     sessions: SessionStateStore | None = None,
+    tracing: Tracing | None = None,
 ) -> Services:
     meter = meter or build_meter(settings.accounting, database_url=settings.database_url)
     registry, chooser = build_router(settings, cloud_rates=measured_rates(meter))
@@ -160,6 +165,8 @@ def build_services(
         sessions=sessions,
         tenancy=Tenancy(settings.server, settings.sessions, owner_key=keys.derive("owner"),
                         session_id_key=keys.derive("session-id")),
+        tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
+                                         service_name=settings.observability.service_name),
     )
 
 
@@ -176,7 +183,8 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
-        message = {404: f"No route {request.url.path}; the gateway serves /v1/chat/completions and /v1/models.",
+        message = {404: f"No route {request.url.path}; the gateway serves /v1/chat/completions, /v1/responses, "
+                        "/v1/messages and /v1/models.",
                    405: f"{request.method} is not allowed on {request.url.path}."}.get(exc.status_code,
                                                                                    str(exc.detail))
         return error_response(exc.status_code, message, "invalid_request_error")
@@ -191,6 +199,8 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
     limit = services.settings.server.max_body_bytes
     chat = SurfaceEndpoint(ChatSurface(), pipeline, request_metrics, max_body_bytes=limit).handle
     metering_metrics = metrics_endpoint(services.meter)
+    messages = SurfaceEndpoint(MessagesSurface(native=native_anthropic(services)), pipeline, request_metrics,
+                               max_body_bytes=limit).handle
 
     async def metrics(request: Request) -> Response:
         metering = await metering_metrics(request)
@@ -199,6 +209,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/chat/completions", chat, methods=["POST"]),
+        Route("/v1/responses", responses_endpoint(services, pipeline, request_metrics).handle, methods=["POST"]),
         Route("/v1/models", guarded(services, list_models), methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
@@ -211,6 +222,10 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
               methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/usage/requests", guarded(services, usage_requests_endpoint(services.meter)), methods=["POST"]),
+        *dashboard_routes(services),
+        # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
+        Route("/v1/messages", messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", CountTokens(services, max_body_bytes=limit).handle, methods=["POST"]),
     ]
     # Plain Starlette: the chat route is the hot path of every agent step, and FastAPI's extra per-request
     # middleware (telemetry, body limit, exit stacks) buys nothing for raw-Request endpoints.

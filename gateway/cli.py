@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from gateway.errors import StartupError
+from gateway.logs import configure_logging
 from gateway.offline import prepare_offline_environment
 from gateway.settings import ConfigError, Settings, load_settings
 
@@ -36,7 +36,9 @@ def app_factory() -> Any:
     from gateway.app import create_app
 
     prepare_offline_environment()  # a worker process starts here
-    return create_app(load_settings(os.environ.get(CONFIG_ENV)))
+    settings = load_settings(os.environ.get(CONFIG_ENV))
+    configure_logging(settings.server.log_format)
+    return create_app(settings)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -46,7 +48,7 @@ def serve(args: argparse.Namespace) -> int:
     from gateway.app import preflight
 
     preflight(settings)  # fail here, once, with a message, not in every worker with a traceback
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(settings.server.log_format)
     workers = settings.server.worker_count
     if workers > 1:
         if args.config:

@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from accounting.calls import StepRecord
+from gateway.logs import log_request
 from gateway.metrics import RequestMetrics
 from gateway.service import Services
 from gateway.tenancy import Identity
+from gateway.tracing import session_hash
 from privacy.errors import PrivacyBlocked
 from router.policies.edge_only import EdgeOnly
 from router.policy import Policy
+from router.spans import NO_SPAN, Span, make_current
 from router.step import CallContext, RouteTracker, SessionState, Step
 from router.wire import aclose, chunks_to_completion, completion_to_chunks
 
@@ -31,12 +35,28 @@ class Outcome:
     policy: str = "none"
     route: RouteTracker | None = None
     streamed: bool = False
+    request_id: str = ""
     session: str | None = None  # once identified: the request is then marked settled when it ends
+    session_hash: str | None = None  # what logs and spans carry instead of the id
+    arm: str | None = None
+    span: Span = NO_SPAN  # the request's span (tracing off: a no-op)
+    finish: list[Callable[[int, float], None]] = field(default_factory=list)  # (status, seconds) at the end
 
     def observe(self, metrics: RequestMetrics, status: int) -> None:
+        """The request is over (a stream: its last byte): metrics, the step record, the access log, the span."""
         route = self.route.route if self.route is not None else "none"
-        metrics.observe(route=route, policy=self.policy, status=status, streamed=self.streamed,
-                        seconds=time.perf_counter() - self.started)
+        seconds = time.perf_counter() - self.started
+        metrics.observe(route=route, policy=self.policy, status=status, streamed=self.streamed, seconds=seconds)
+        for done in self.finish:
+            try:
+                done(status, seconds)
+            except Exception:  # bookkeeping must never fail a request that was served
+                log.exception("request %s: recording the step failed", self.request_id)
+        log_request(request_id=self.request_id, session=self.session, policy=self.policy, route=route,
+                    status=status, latency_s=seconds, arm=self.arm, trace_id=self.span.trace_id)
+        self.span.set("ecgw.route", route)
+        self.span.set("http.status_code", status)
+        self.span.end()
 
 
 @dataclass
@@ -46,6 +66,7 @@ class Started:
 
     headers: dict[str, str]
     completion: dict[str, Any] | None = None
+    session_id: str = ""  # the session as the client names it (x-ecgw-session)
     first: dict[str, Any] | None = None
     rest: AsyncIterator[dict[str, Any]] | None = None
 
@@ -73,11 +94,17 @@ class StepPipeline:
         session_id, shown = s.tenancy.session(identity, headers, body, hint=session_hint)
         outcome.session = session_id
         session = SessionState(session_id, s.sessions)
+        outcome.session_hash = session_hash(session_id)
+        outcome.span.set("ecgw.session", outcome.session_hash)
         decision = await s.chooser.decide(headers, body, session)
         policy_name = outcome.policy = decision.policy
+        outcome.arm = decision.arm
         context = CallContext(request_id=request_id, session_id=session_id, policy=policy_name,
                               experiment=decision.experiment, arm=decision.arm)
         route = outcome.route = RouteTracker()
+        for key, value in (("ecgw.policy", policy_name), ("ecgw.experiment", decision.experiment),
+                           ("ecgw.arm", decision.arm)):
+            outcome.span.set(key, value)
         step = Step(
             request=body,
             context=context,
@@ -91,6 +118,11 @@ class StepPipeline:
                        "x-ecgw-policy": policy_name}
         if decision.arm is not None:
             out_headers["x-ecgw-arm"] = f"{decision.experiment}:{decision.arm}"
+        if outcome.span.trace_id is not None:
+            out_headers[s.settings.observability.trace_header] = outcome.span.trace_id
+        policy_span = outcome.span.child("ecgw.policy", **{"ecgw.policy": policy_name})
+        make_current(policy_span)  # the policy's channel calls, streamed ones included, are its children
+        outcome.finish.append(_StepEnd(self._s, step, policy_span, out_headers, outcome, time.time()))
         try:
             started = await _run(s.policies.get(policy_name), step, out_headers)
         except PrivacyBlocked as exc:
@@ -98,10 +130,39 @@ class StepPipeline:
             # policy wanted, this step stays on the edge.
             log.info("request %s: %s; answering on the edge", request_id, exc.reason)
             out_headers["x-ecgw-fallback"] = "privacy-blocked"
+            wanted = step.note.decision, step.note.reason  # the record keeps what the policy decided
             started = await _run(self._edge_only, step, out_headers)
+            step.note.decision, step.note.reason = wanted
         out_headers["x-ecgw-route"] = route.route
         outcome.streamed = started.completion is None
+        started.session_id = shown  # the client's id: naming it again (same key) reaches this session
         return started
+
+
+class _StepEnd:
+    """At the end of a request: the step's decision record (into the metering store) and the policy span."""
+
+    def __init__(self, services: Services, step: Step, span: Span, headers: dict[str, str], outcome: Outcome,
+                 started_at: float) -> None:
+        self._services, self._step, self._span = services, step, span
+        self._headers, self._outcome, self._started_at = headers, outcome, started_at
+
+    def __call__(self, status: int, seconds: float) -> None:
+        step, note, span = self._step, self._step.note, self._span
+        route = step.route.route
+        decision = note.decision or (route if route != "none" else None)
+        reason = note.reason or ("fixed" if decision is not None else None)
+        span.set("ecgw.decision", decision)
+        span.set("ecgw.reason", reason)
+        for key, value in note.signal.items():
+            span.set(f"ecgw.signal.{key}", value)
+        span.end()
+        ctx = step.context
+        self._services.meter.record_step(StepRecord(
+            request_id=ctx.request_id, session_id=ctx.session_id, policy=ctx.policy, started_at=self._started_at,
+            latency_s=seconds, status=status, route=route, decision=decision, reason=reason,
+            signal=dict(note.signal), experiment=ctx.experiment, arm=ctx.arm,
+            fallback=self._headers.get("x-ecgw-fallback"), trace_id=self._outcome.span.trace_id))
 
 
 async def _run(policy: Policy, step: Step, headers: dict[str, str]) -> Started:

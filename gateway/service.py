@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from accounting.calls import Meter
@@ -11,6 +11,7 @@ from gateway.doors import Doors
 from gateway.policy_choice import PolicyChooser
 from gateway.settings import Settings
 from gateway.tenancy import Tenancy
+from gateway.tracing import NoTracing, Tracing
 from privacy.protection import Protector
 from router.policy import PolicyRegistry
 from router.step import SessionStateStore
@@ -31,6 +32,7 @@ class Services:
     meter: Meter
     sessions: SessionStateStore
     tenancy: Tenancy
+    tracing: Tracing = field(default_factory=NoTracing)
 
     async def start(self) -> None:
         """Start background parts (the meter's writer, …) that need the running event loop."""
@@ -52,3 +54,4 @@ class Services:
                 await closer()
             except Exception:  # one part failing to close must not keep the meter from flushing
                 log.exception("closing %s failed", type(part).__name__)
+        self.tracing.shutdown()  # exports the spans still batched

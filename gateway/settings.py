@@ -35,6 +35,7 @@ class ServerSettings(_Section):
     admin_keys: list[str] = Field(default_factory=list)  # may read every owner's usage and privacy reports
     max_body_bytes: int = Field(32 * 1024 * 1024, gt=0)
     workers: int | None = Field(None, ge=1)  # None: one per core
+    log_format: Literal["text", "json"] = "text"
 
     @property
     def worker_count(self) -> int:
@@ -90,6 +91,12 @@ class SecretsSettings(_Section):
     key_file: str | None = None  # null: ecgw.key beside the SQLite session store or database, created 0600
 
 
+class ObservabilitySettings(_Section):
+    otlp_endpoint: str | None = None  # e.g. http://127.0.0.1:4318 (OTLP/HTTP); None: no traces
+    service_name: str = "ecgw"
+    trace_header: str = "x-ecgw-trace-id"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ECGW_", env_nested_delimiter="__", extra="forbid")
 
@@ -101,6 +108,7 @@ class Settings(BaseSettings):
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     accounting: AccountingSettings = Field(default_factory=AccountingSettings)
     experiments: ExperimentsSettings = Field(default_factory=ExperimentsSettings)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     database_url: str = "sqlite:///ecgw.sqlite3"
     secrets: SecretsSettings = Field(default_factory=SecretsSettings)
 

@@ -6,8 +6,8 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, seal_body
 from privacy.audit_writer import AuditWriter, Record
@@ -26,6 +26,7 @@ from privacy.units import Unit, UnitsDocument
 from privacy.vault import SessionStore, Vault
 from privacy.walk import collect
 
+T = TypeVar("T")
 log = logging.getLogger("ecgw.privacy")
 
 _INLINE_CHARS = 256  # detect inline below this many new characters; above it, off the event loop (NER on a
@@ -222,6 +223,20 @@ class PrivacyProtector:
         except Exception as exc:
             raise PrivacyUnavailable(f"the privacy audit database cannot be read ({type(exc).__name__})") from exc
         return report
+
+    async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:
+        """``read(engine, *args)`` on the audit writer's thread, after every write this process queued before it
+        (the dashboard's reads: ``privacy.overview``); None when the audit is off."""
+        if self._audit is None:
+            return None
+        store = self._audit.store
+
+        def run() -> T:
+            store.ensure()
+            return read(store.engine, *args)
+
+        result: T = await asyncio.wrap_future(self._audit.read(run))
+        return result
 
     async def start(self) -> None:
         if self._audit is not None:

@@ -117,6 +117,9 @@ class Restorer:
                 function = call.get("function") if isinstance(call, dict) else None
                 if isinstance(function, dict) and isinstance(function.get("arguments"), str):
                     function["arguments"] = self.arguments(function["arguments"])
+            for block in message.get("thinking_blocks") or ():  # Anthropic's, through litellm; signatures kept
+                if isinstance(block, dict) and isinstance(block.get("thinking"), str):
+                    block["thinking"] = self.text(block["thinking"])
             legacy = message.get("function_call")
             if isinstance(legacy, dict) and isinstance(legacy.get("arguments"), str):
                 legacy["arguments"] = self.arguments(legacy["arguments"])

@@ -66,7 +66,7 @@ _NON_TEXT_PARTS = frozenset({"image_url", "input_image", "image", "input_audio",
 def _rest(value: Any, location: str, in_function: bool, covered: set[tuple[int, Any]], out: list[Slot]) -> None:
     """Every string not already a slot, anywhere below ``value``."""
     if isinstance(value, dict):
-        if value.get("type") in _NON_TEXT_PARTS:
+        if isinstance(value.get("type"), str) and value["type"] in _NON_TEXT_PARTS:
             return  # binary payloads: reported by the content walk, never scanned as text
         for key, item in value.items():
             where = f"{location}.{key}" if location else str(key)

@@ -7,12 +7,14 @@ cloud: protect (privacy) → upstream → restore → meter
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Protocol
 
 from accounting.calls import Meter, UpstreamCall
+from accounting.usage import MalformedUsage, normalise
 from privacy.protection import Protection, Protector
 from router.errors import UpstreamError
+from router.spans import Span, current, ending
 from router.step import CallContext, RouteTracker
 
 
@@ -80,9 +82,15 @@ class _MeteredChannel:
         self.side = upstream.side
         self.model = upstream.model
 
+    def _open(self, purpose: str) -> Span:
+        """The span of one upstream call, a child of the step's current span (a no-op with tracing off)."""
+        return current().child(f"ecgw.{self.side}.call", **{"ecgw.side": self.side, "ecgw.purpose": purpose,
+                                                            "ecgw.model": self.model})
+
     def _record(
         self,
         *,
+        span: Span,
         purpose: str,
         streamed: bool,
         status: int,
@@ -94,6 +102,22 @@ class _MeteredChannel:
         output_text: str,
     ) -> None:
         ctx = self._context
+        span.set("ecgw.status", status)
+        try:
+            tokens = normalise(usage) if usage else None
+        except MalformedUsage:
+            tokens = None
+        if tokens is not None:  # also rolls up into the step's span
+            span.add(f"ecgw.{self.side}.tokens.raw_input", tokens.raw_input)
+            span.add(f"ecgw.{self.side}.tokens.cache_read", tokens.cache_read)
+            span.add(f"ecgw.{self.side}.tokens.output", tokens.output)
+        with ending(span.child("ecgw.meter")):
+            self._record_call(ctx, purpose=purpose, streamed=streamed, status=status, started_at=started_at, t0=t0,
+                              ttft=ttft, usage=usage, sent=sent, output_text=output_text)
+
+    def _record_call(self, ctx: CallContext, *, purpose: str, streamed: bool, status: int, started_at: float,
+                     t0: float, ttft: float | None, usage: dict[str, Any] | None, sent: dict[str, Any],
+                     output_text: str) -> None:
         self._meter.record(
             UpstreamCall(
                 request_id=ctx.request_id,
@@ -116,22 +140,22 @@ class _MeteredChannel:
             )
         )
 
-    async def _complete(self, sent: dict[str, Any], purpose: str) -> dict[str, Any]:
+    async def _complete(self, sent: dict[str, Any], purpose: str, span: Span) -> dict[str, Any]:
         self._route.used(self.side)
         started_at, t0 = time.time(), time.perf_counter()
         try:
             response = await self._upstream.complete(sent)
         except BaseException as exc:  # a failure, or a cancellation (499): metered either way
             status = exc.status if isinstance(exc, UpstreamError) else 499
-            self._record(purpose=purpose, streamed=False, status=status, started_at=started_at, t0=t0,
+            self._record(span=span, purpose=purpose, streamed=False, status=status, started_at=started_at, t0=t0,
                          ttft=None, usage=None, sent=sent, output_text="")
             raise
         latency = time.perf_counter() - t0
-        self._record(purpose=purpose, streamed=False, status=200, started_at=started_at, t0=t0, ttft=latency,
+        self._record(span=span, purpose=purpose, streamed=False, status=200, started_at=started_at, t0=t0, ttft=latency,
                      usage=response.get("usage"), sent=sent, output_text=_completion_text(response))
         return response
 
-    async def _stream(self, sent: dict[str, Any], purpose: str) -> AsyncIterator[dict[str, Any]]:
+    async def _stream(self, sent: dict[str, Any], purpose: str, span: Span) -> AsyncGenerator[dict[str, Any], None]:
         self._route.used(self.side)
         started_at, t0 = time.time(), time.perf_counter()
         ttft: float | None = None
@@ -151,18 +175,25 @@ class _MeteredChannel:
             status = exc.status
             raise
         finally:
-            self._record(purpose=purpose, streamed=True, status=status, started_at=started_at, t0=t0, ttft=ttft,
-                         usage=usage, sent=sent, output_text="".join(parts))
+            self._record(span=span, purpose=purpose, streamed=True, status=status, started_at=started_at, t0=t0,
+                         ttft=ttft, usage=usage, sent=sent, output_text="".join(parts))
 
 
 class EdgeChannel(_MeteredChannel):
     """The local model: upstream → meter."""
 
     async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
-        return await self._complete(body, purpose)
+        with ending(self._open(purpose)) as span:
+            return await self._complete(body, purpose, span)
 
-    def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]:
-        return self._stream(body, purpose)
+    async def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]:
+        with ending(self._open(purpose)) as span:
+            upstream = self._stream(body, purpose, span)
+            try:
+                async for chunk in upstream:
+                    yield chunk
+            finally:  # a consumer that stops early meters the call now, not when the generator is collected
+                await upstream.aclose()
 
 
 class CloudChannel(_MeteredChannel):
@@ -180,15 +211,25 @@ class CloudChannel(_MeteredChannel):
                                              experiment=ctx.experiment)
 
     async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
-        protection = await self._protect(body)
-        response = await self._complete(protection.body, purpose)
-        return protection.restore(response)
+        with ending(self._open(purpose)) as span:
+            with ending(span.child("ecgw.protect")):
+                protection = await self._protect(body)
+            response = await self._complete(protection.body, purpose, span)
+            with ending(span.child("ecgw.restore")):
+                return protection.restore(response)
 
     async def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]:
-        protection = await self._protect(body)
-        restorer = protection.stream_restorer()
-        async for chunk in self._stream(protection.body, purpose):
-            for out in restorer.feed(chunk):
-                yield out
-        for out in restorer.flush():
-            yield out
+        with ending(self._open(purpose)) as span:
+            with ending(span.child("ecgw.protect")):
+                protection = await self._protect(body)
+            restorer = protection.stream_restorer()
+            upstream = self._stream(protection.body, purpose, span)
+            with ending(span.child("ecgw.restore")):  # restore runs chunk by chunk while the stream flows
+                try:
+                    async for chunk in upstream:
+                        for out in restorer.feed(chunk):
+                            yield out
+                finally:
+                    await upstream.aclose()
+                for out in restorer.flush():
+                    yield out

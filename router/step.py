@@ -63,6 +63,19 @@ class RouteTracker:
 
 
 @dataclass
+class DecisionNote:
+    """What the policy decided for one step and on what signal (entropy vs τ, a judge's score, advisor
+    consultations…): recorded per step for the dashboard and the traces. Numbers and labels only, never content."""
+
+    decision: str | None = None  # the side the policy chose ("edge", "cloud") or its own verb ("plan", "advise")
+    reason: str | None = None
+    signal: dict[str, float | int | str | bool | None] = field(default_factory=dict)
+
+    def count(self, name: str) -> None:
+        self.signal[name] = int(self.signal.get(name) or 0) + 1
+
+
+@dataclass
 class Step:
     """One client request: the body as the client sent it, the session, and the two channels."""
 
@@ -73,6 +86,12 @@ class Step:
     cloud: Channel
     route: RouteTracker
     knobs: dict[str, Any] = field(default_factory=dict)
+    note: DecisionNote = field(default_factory=DecisionNote)
+
+    def decided(self, decision: str, reason: str, **signal: float | int | str | bool | None) -> None:
+        """A policy says what it decided and why (see ``DecisionNote``)."""
+        self.note.decision, self.note.reason = decision, reason
+        self.note.signal.update(signal)
 
     @property
     def stream(self) -> bool:

@@ -19,6 +19,8 @@ from gateway.api import authenticate, read_body
 from gateway.failures import Failure, classify
 from gateway.metrics import RequestMetrics
 from gateway.pipeline import Outcome, Started, StepPipeline
+from gateway.tenancy import Identity
+from router.spans import make_current
 from router.wire import aclose
 
 
@@ -64,13 +66,20 @@ class SurfaceEndpoint:
 
     async def handle(self, request: Request) -> Response:
         request_id = "req-" + uuid.uuid4().hex[:20]
-        outcome = Outcome()
+        services = self._pipeline.services
+        span = services.tracing.request("ecgw.request", **{"ecgw.request_id": request_id,
+                                                           "http.route": request.url.path})
+        make_current(span)
+        outcome = Outcome(request_id=request_id, span=span)
         try:
             response = await self._handle(request, request_id, outcome)
         except ClientDisconnect:
             response = Response(status_code=499)
         except Exception as exc:
-            response = self._surface.error(classify(exc, request_id), {"x-ecgw-request-id": request_id})
+            headers = {"x-ecgw-request-id": request_id}
+            if span.trace_id is not None:
+                headers[services.settings.observability.trace_header] = span.trace_id
+            response = self._surface.error(classify(exc, request_id), headers)
         if not isinstance(response, StreamingResponse):  # a stream is observed (and settled) when it ends
             outcome.observe(self._metrics, response.status_code)
             self._settle(request_id, outcome)
@@ -83,11 +92,11 @@ class SurfaceEndpoint:
 
     async def _handle(self, request: Request, request_id: str, outcome: Outcome) -> Response:
         identity = authenticate(self._pipeline.services, request)
-        parsed = self._surface.parse(await read_body(request, self._limit), request.headers)
+        parsed = await self._parse(request, identity)
         started = await self._pipeline.start(request.headers, parsed.body, identity=identity, request_id=request_id,
                                              outcome=outcome, session_hint=parsed.session_hint)
         if started.completion is not None:
-            return Response(self._surface.render(started.completion, parsed), media_type="application/json",
+            return Response(await self._render(started.completion, parsed, started), media_type="application/json",
                             headers=started.headers)
         return StreamingResponse(
             self._relay(started, parsed, request_id, outcome),
@@ -99,15 +108,28 @@ class SurfaceEndpoint:
                      outcome: Outcome) -> AsyncIterator[bytes]:
         status = 499  # the client went away before the end
         try:
-            async for data in self._surface.stream(started.chunks(), parsed):
+            async for data in self._events(started, parsed):
                 yield data
             status = 200
         except Exception as exc:
             failure = classify(exc, request_id, mid_stream=True)
             status = failure.status
-            yield self._surface.stream_error(failure)
+            yield self._stream_error(failure, parsed)
         finally:
             outcome.observe(self._metrics, status)
             if started.rest is not None:
                 await aclose(started.rest)
             self._settle(request_id, outcome)
+
+    # Steps a surface's endpoint may extend (the Responses surface reads and writes stored responses here).
+    async def _parse(self, request: Request, identity: Identity) -> Parsed:
+        return self._surface.parse(await read_body(request, self._limit), request.headers)
+
+    async def _render(self, completion: dict[str, Any], parsed: Parsed, started: Started) -> bytes:
+        return self._surface.render(completion, parsed)
+
+    def _events(self, started: Started, parsed: Parsed) -> AsyncIterator[bytes]:
+        return self._surface.stream(started.chunks(), parsed)
+
+    def _stream_error(self, failure: Failure, parsed: Parsed) -> bytes:
+        return self._surface.stream_error(failure)

@@ -137,6 +137,7 @@ class Advisor:
         except json.JSONDecodeError:
             question = arguments
         request = self.advice_request(messages, question, tool_names(step.request), knobs)
+        step.note.count("consultations")
         try:
             response = await step.cloud.complete(request, purpose="advice")
         except (PrivacyBlocked, PrivacyUnavailable, UpstreamError) as exc:
@@ -152,6 +153,7 @@ class Advisor:
         messages = messages_of(step.request)
         inject = can_inject_tool(step.request, knobs.tool_name)
         consults = 0
+        step.decided("edge", "advisor", consultations=0)
         while True:
             offer = inject and consults < knobs.max_consults
             body = {**step.request, "messages": messages}

@@ -16,6 +16,7 @@ class CloudOnly:
         self.knobs = dict(knobs or {})
 
     async def run(self, step: Step) -> StepResult:
+        step.decided("cloud", "fixed")
         if step.stream:
             return step.cloud.stream(step.request)
         return await step.cloud.complete(step.request)

@@ -50,6 +50,7 @@ class Delegate:
         composer = Composer()
         inject = can_inject_tool(step.request, knobs.tool_name)
         body = with_tools(step.request, [self.tool(knobs)]) if inject else step.request
+        step.decided("edge", "kept" if inject else "no-tool-slot")
         turn = Turn()
         async for out in turn.relay(turn_chunks(step.edge, body, stream=step.stream), composer):
             yield out
@@ -60,6 +61,7 @@ class Delegate:
             for chunk in composer.finish("tool_calls" if turn.calls else turn.finish_reason):
                 yield chunk
             return
+        step.decided("cloud", "delegated")
         state = dict(await step.session.get(STATE_KEY) or {})
         state["delegated_steps"] = int(state.get("delegated_steps") or 0) + 1
         await step.session.set(STATE_KEY, state)
@@ -72,6 +74,7 @@ class Delegate:
             # Raised before the cloud produced anything: the step may not leave, so the edge answers it
             # itself, without the delegation tool.
             log.info("delegation blocked by privacy (%s); the edge answers", exc.reason)
+            step.decided("edge", "delegation-blocked")
             cloud = Turn()
             async for out in cloud.relay(turn_chunks(step.edge, step.request, stream=step.stream), composer):
                 yield out

@@ -16,6 +16,7 @@ class EdgeOnly:
         self.knobs = dict(knobs or {})
 
     async def run(self, step: Step) -> StepResult:
+        step.decided("edge", "fixed")
         if step.stream:
             return step.edge.stream(step.request)
         return await step.edge.complete(step.request)

@@ -67,7 +67,9 @@ class RandomMatched:
         knobs = self.knobs.for_step(step.knobs)
         state = dict(await step.session.get(STATE_KEY) or {})
         index = int(state.get("steps") or 0)
-        cloud = self.coin(knobs.seed, step.context.session_id, index) < self.probability(knobs)
+        coin, p = self.coin(knobs.seed, step.context.session_id, index), self.probability(knobs)
+        cloud = coin < p
+        step.decided("cloud" if cloud else "edge", "coin", coin=round(coin, 4), p=round(p, 4))
         state.update(steps=index + 1, cloud_steps=int(state.get("cloud_steps") or 0) + cloud)
         await step.session.set(STATE_KEY, state)
         channel = step.cloud if cloud else step.edge

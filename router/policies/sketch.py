@@ -77,6 +77,7 @@ class Sketch:
     async def run(self, step: Step) -> StepResult:
         knobs = self.knobs.for_step(step.knobs)
         plan = await self.plan(step, knobs)
+        step.decided("edge", "with-plan" if plan else "no-plan")
         body = with_system_suffix(step.request, f"{knobs.header}\n{plan}") if plan else step.request
         if step.stream:
             return step.edge.stream(body)

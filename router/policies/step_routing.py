@@ -70,6 +70,7 @@ class StepRouting:
         if held is None and knobs.mode == "inline":
             return await self._inline(step, knobs, state)
         decision = held or await self._probe(step, knobs)
+        step.decided(decision.side, decision.reason, entropy=decision.entropy, tau=decision.tau)
         await self._remember(step, knobs, state, decision)
         return await self._answer(step, decision.side)
 
@@ -153,6 +154,7 @@ class StepRouting:
             await aclose(edge)
             raise
         decision = self._from_entries(knobs, entries, step.edge.model, knobs.decide_tokens)
+        step.decided(decision.side, decision.reason, entropy=decision.entropy, tau=decision.tau)
         await self._remember(step, knobs, state, decision)
         if decision.side == "cloud":
             await aclose(edge)  # cancels the edge generation: the upstream connection closes

@@ -95,6 +95,10 @@ class TaskRouting:
             side, reason = self.decide(verdict, knobs)
             await step.session.set(STATE_KEY, {"side": side, "reason": reason, "score": verdict.score,
                                                "scorer": knobs.scorer, "threshold": knobs.threshold})
+            step.decided(side, reason, score=verdict.score, threshold=knobs.threshold, scorer=knobs.scorer)
+        elif isinstance(stored, dict):
+            step.decided(side, "sticky", score=stored.get("score"), threshold=stored.get("threshold"),
+                         scorer=stored.get("scorer"))
         channel = step.cloud if side == "cloud" else step.edge
         if step.stream:
             return channel.stream(step.request)

@@ -195,6 +195,7 @@ class ModelServer:
             return JSONResponse({"error": {"message": reply.error_message, "type": "scripted",
                                            "param": None, "code": reply.status}}, status_code=reply.status)
         prompt = prompt_tokens(body)
+        matched = self._stop_at(reply, body.get("stop"))
         out_text_tokens = tokens_of(reply.content or "")
         completion = len(out_text_tokens) + len(tokens_of(reply.reasoning or "")) + sum(
             1 + len(tokens_of(c.arguments)) for c in reply.tool_calls)
@@ -214,7 +215,7 @@ class ModelServer:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(
                 self._stream(rid, created, reply, content, out_text_tokens, logprobs, finish,
-                             usage if include_usage else None),
+                             usage if include_usage else None, matched),
                 media_type="text/event-stream")
         vllm = self.dialect == "vllm"
         if vllm and content is None and reply.tool_calls:
@@ -230,7 +231,7 @@ class ModelServer:
                                      for c in reply.tool_calls]
         choice: dict[str, Any] = {"index": 0, "message": message, "logprobs": logprobs, "finish_reason": finish}
         if vllm:
-            choice.update(stop_reason=None, token_ids=None)
+            choice.update(stop_reason=matched, token_ids=None)
         result: dict[str, Any] = {"id": rid, "object": "chat.completion", "created": created, "model": self.model,
                                   "choices": [choice]}
         if vllm:
@@ -242,7 +243,7 @@ class ModelServer:
 
     async def _stream(self, rid: str, created: int, reply: Reply, content: str | None, out_tokens: list[str],
                       logprobs: dict[str, Any] | None, finish: str,
-                      usage: dict[str, Any] | None) -> AsyncIterator[bytes]:
+                      usage: dict[str, Any] | None, matched: str | None = None) -> AsyncIterator[bytes]:
         vllm = self.dialect == "vllm"
 
         def chunk(delta: dict[str, Any], finish_reason: str | None = None,
@@ -251,7 +252,7 @@ class ModelServer:
             if vllm and "role" not in delta:
                 choice["token_ids"] = None
                 if finish_reason:
-                    choice["stop_reason"] = None
+                    choice["stop_reason"] = matched
             data = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": self.model,
                     "choices": [choice]}
             return b"data: " + json.dumps(data).encode() + b"\n\n"
@@ -294,6 +295,18 @@ class ModelServer:
         except asyncio.CancelledError:
             self.cancelled += 1
             raise
+
+    @staticmethod
+    def _stop_at(reply: Reply, stop: Any) -> str | None:
+        """Like a real server: the answer ends before the first stop string in it (the string not included);
+        vLLM names that string in ``stop_reason``. Returns the string matched."""
+        stops = [stop] if isinstance(stop, str) else [s for s in stop or () if isinstance(s, str) and s]
+        found = [(reply.content.find(s), s) for s in stops if reply.content and s in reply.content]
+        if not found or reply.content is None:
+            return None
+        at, matched = min(found)
+        reply.content = reply.content[:at]
+        return matched
 
     def _call_id(self, call: ToolCall) -> str:
         return "chatcmpl-tool-" + call.id.removeprefix("call_") if self.dialect == "vllm" else call.id

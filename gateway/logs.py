@@ -1,0 +1,48 @@
+"""Logging set-up for ``ecgw serve``: text lines, or JSON lines (``server.log_format: json``), and the one access
+line per client request (request id, hashed session, policy, route, status, latency) that either format carries."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+access = logging.getLogger("ecgw.access")
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: time, level, logger, message, and the fields a record carries in ``extra={"ecgw":
+    {...}}`` (the access line's request id, session, policy, route, status, latency_ms)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        fields = getattr(record, "ecgw", None)
+        if isinstance(fields, dict):
+            line.update(fields)
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+def configure_logging(log_format: str) -> None:
+    """The root logger's one handler, on stderr, in the configured format (idempotent)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+
+
+def log_request(*, request_id: str, session: str | None, policy: str, route: str, status: int, latency_s: float,
+                arm: str | None = None, trace_id: str | None = None) -> None:
+    fields = {"request_id": request_id, "session": session, "policy": policy, "route": route, "status": status,
+              "latency_ms": round(latency_s * 1000, 2), "arm": arm, "trace_id": trace_id}
+    access.info("%s session=%s policy=%s route=%s status=%d %.1f ms", request_id, session, policy, route, status,
+                latency_s * 1000, extra={"ecgw": {k: v for k, v in fields.items() if v is not None}})

@@ -1,0 +1,47 @@
+"""``server.log_format: json``: one JSON object per request with the request id, hashed session, policy, route,
+status and latency — and never the raw session id."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import httpx
+import pytest
+
+from accounting.calls import MemoryMeter
+from gateway.logs import JsonFormatter, configure_logging
+from tests.fakes.model_server import ModelServer, Reply
+from tests.observability.gateways import running_gateway
+
+
+def test_access_lines_as_json(edge: ModelServer, cloud: ModelServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="ecgw.access")
+    with running_gateway(edge, cloud, meter=MemoryMeter(), server={"log_format": "json"}) as (url, _):
+        edge.script(Reply("fine"))
+        ok = httpx.post(f"{url}/v1/chat/completions", headers={"X-Session-Id": "alice@example.com"}, timeout=30,
+                        json={"model": "ecgw/edge-only", "messages": [{"role": "user", "content": "hi"}]})
+        cloud.script(Reply(status=429, error_message="slow down"))
+        failed = httpx.post(f"{url}/v1/chat/completions", headers={"X-Session-Id": "alice@example.com"},
+                            timeout=30, json={"model": "ecgw/cloud-only",
+                                              "messages": [{"role": "user", "content": "hi"}]})
+    lines = [json.loads(JsonFormatter().format(r)) for r in caplog.records if r.name == "ecgw.access"]
+    assert [(line["request_id"], line["policy"], line["route"], line["status"]) for line in lines] == [
+        (ok.headers["x-ecgw-request-id"], "edge-only", "edge", 200),
+        (failed.headers["x-ecgw-request-id"], "cloud-only", "cloud", 429)]
+    assert lines[0]["session"] == lines[1]["session"] and len(lines[0]["session"]) == 16
+    assert all(line["latency_ms"] > 0 and line["level"] == "info" for line in lines)
+    assert not any("alice" in json.dumps(line) for line in lines)
+
+
+def test_configure_logging_switches_the_root_handler_to_json(capsys: pytest.CaptureFixture[str]) -> None:
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        configure_logging("json")
+        logging.getLogger("ecgw.test").warning("disk %s", "full")
+        line = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+        assert line["message"] == "disk full" and line["level"] == "warning" and line["logger"] == "ecgw.test"
+    finally:
+        root.handlers[:], _ = saved
+        root.setLevel(saved[1])
