@@ -17,7 +17,7 @@ from gateway.settings import ConfigError, Settings, load_settings
 CONFIG_ENV = "ECGW_CONFIG_FILE"
 
 # Packages that add sub-commands: each module has ``register(subparsers)``.
-COMMAND_MODULES: tuple[str, ...] = ("accounting.cli", "privacy.cli", "gateway.policy_commands", "eval.cli")
+COMMAND_MODULES: tuple[str, ...] = ("accounting.cli", "gateway.privacy_commands", "gateway.policy_commands", "eval.cli")
 
 
 def _settings_from(args: argparse.Namespace) -> Settings:
