@@ -50,10 +50,10 @@ class VllmScript:
                     if line.strip():
                         print(f"  {line.rstrip()}", file=out, flush=True)
                 code = installer.wait()
-        if code != 0:
-            raise StartupError(f"installing vLLM for the edge failed (scripts/vllm.sh install exited with {code}); "
-                               "its output is above. Fix that, or start an edge model server yourself and set "
-                               "edge.base_url (or edge.launch: never).")
+            if code != 0:
+                raise StartupError(f"installing vLLM for the edge failed (scripts/vllm.sh install exited with {code}); "
+                                   "its output is above. Fix that, or start an edge model server yourself and set "
+                                   "edge.base_url (or edge.launch: never).")
 
     def command(self, *, port: int, name: str, model_dir: str | None, args: Sequence[str]) -> list[str]:
         """The server in the foreground: its PID is the process to supervise."""
