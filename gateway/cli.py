@@ -64,7 +64,6 @@ def serve(args: argparse.Namespace) -> int:
     try:
         settings, launched = launch_edge(settings, out=sys.stderr)  # only here: workers never launch
         if launched is not None:
-            launched.stop_on_signals()
             os.environ["ECGW_EDGE__BASE_URL"], os.environ["ECGW_EDGE__MODEL"] = launched.base_url, launched.model
         return _run(args, settings)
     finally:

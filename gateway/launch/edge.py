@@ -4,9 +4,11 @@ stop it with the gateway. Only ``ecgw serve``'s own process launches; its worker
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
+import threading
 import time
 from pathlib import Path
 from types import FrameType
@@ -44,6 +46,7 @@ def wants_launch(edge: EdgeSettings) -> bool:
 
 def _bindable(port: int) -> bool:
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: TIME_WAIT does not count
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -86,8 +89,9 @@ class LaunchedEdge:
             signal.signal(signum, signal.SIG_DFL)
             signal.raise_signal(signum)
 
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, handler)
+        if threading.current_thread() is threading.main_thread():  # the only thread that may set handlers
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                signal.signal(sig, handler)
 
 
 def _wait_ready(supervisor: Supervisor, base_url: str, ticker: Ticker, timeout_s: float) -> None:
@@ -107,6 +111,7 @@ def launch_edge(settings: Settings, *, out: TextIO, script: VllmScript | None = 
     """Launch when ``edge.launch`` says so; returns the settings pointed at the launched edge (or unchanged) and
     the running edge, which the caller stops."""
     edge = settings.edge
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per readiness probe
     if not wants_launch(edge):
         return settings, None
     what = edge.launch_model or f"the embedded {EMBEDDED_MODEL}"
@@ -125,9 +130,10 @@ def launch_edge(settings: Settings, *, out: TextIO, script: VllmScript | None = 
                             name="the launched edge vLLM", log_path=log_path)
     base_url = f"http://127.0.0.1:{port}/v1"
     launched = LaunchedEdge(supervisor, base_url=base_url, model=name)
+    launched.stop_on_signals()  # from here on: a SIGTERM while we wait must not leave the server behind
     pid = supervisor.start()
     try:
-        with Ticker(out, f"starting vLLM on 127.0.0.1:{port} (pid {pid}, log {log_path})",
+        with Ticker(out, f"starting vLLM on 127.0.0.1:{port}, pid {pid}, log {log_path}",
                     usually=START_USUALLY) as ticker:
             _wait_ready(supervisor, base_url, ticker, ready_timeout_s)
     except BaseException:

@@ -70,7 +70,7 @@ def test_serve_launches_an_edge_answers_from_it_restarts_it_and_stops_it(tmp_pat
     base = f"http://127.0.0.1:{port}"
     pids: list[int] = []
     try:
-        first = int(_wait_for(log, r"starting vLLM on 127\.0\.0\.1:\d+ \(pid (\d+)", proc, 120).group(1))
+        first = int(_wait_for(log, r"starting vLLM on 127\.0\.0\.1:\d+, pid (\d+)", proc, 120).group(1))
         pids.append(first)
         wait_healthy(base, proc, timeout_s=LAUNCH_TIMEOUT_S)
 
