@@ -133,8 +133,8 @@ def launch_edge(settings: Settings, *, out: TextIO, script: VllmScript | None = 
     launched.stop_on_signals()  # from here on: a SIGTERM while we wait must not leave the server behind
     pid = supervisor.start()
     try:
-        with Ticker(out, f"starting vLLM on 127.0.0.1:{port}, pid {pid}, log {log_path}",
-                    usually=START_USUALLY) as ticker:
+        print(f"ecgw: starting vLLM on 127.0.0.1:{port}, pid {pid}, log {log_path}", file=out, flush=True)
+        with Ticker(out, "waiting for the edge model to load", usually=START_USUALLY, every_s=20) as ticker:
             _wait_ready(supervisor, base_url, ticker, ready_timeout_s)
     except BaseException:
         launched.stop()

