@@ -79,6 +79,7 @@ class LaunchedEdge:
 
     def stop(self) -> None:
         self.supervisor.stop()
+        self.supervisor.log_path.unlink(missing_ok=True)  # a failed start's log is quoted in its error already
 
     def stop_on_signals(self) -> None:
         """SIGTERM/SIGHUP end the gateway with the edge. (uvicorn takes these signals while it serves, shuts down
