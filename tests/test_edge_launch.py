@@ -26,11 +26,11 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def _config(tmp_path: Path, port: int, edge_url: str, launch: str) -> Path:
+def _config(tmp_path: Path, port: int, edge_url: str, launch: str, **edge: object) -> Path:
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump({
         "server": {"port": port, "workers": 1},
-        "edge": {"base_url": edge_url, "model": "edge-model", "launch": launch},
+        "edge": {"base_url": edge_url, "model": "edge-model", "launch": launch, **edge},
         "cloud": {"api_key_env": None},
         "database_url": f"sqlite:///{tmp_path / 'm.sqlite3'}"}))
     return path
@@ -88,3 +88,13 @@ def test_a_launch_that_cannot_install_stops_the_start_and_says_what_to_do(tmp_pa
     assert f"nothing answers at {nobody}" in text
     assert "installing vLLM" in text and "usually" in text  # progress: what, and how long it usually takes
     assert "edge.launch: never" in text and "Traceback" not in text
+
+
+def test_a_launch_model_that_is_not_on_disk_is_named_before_anything_is_installed(tmp_path: Path) -> None:
+    nobody = f"http://127.0.0.1:{free_port()}/v1"
+    missing = tmp_path / "my-model"
+    proc, log = _serve(tmp_path, _config(tmp_path, free_port(), nobody, "auto", launch_model=str(missing)))
+    assert proc.wait(timeout=120) == 1
+    text = log.read_text()
+    assert f"edge.launch_model: {missing} is not a Hugging Face model directory" in text
+    assert "installing" not in text and not (tmp_path / "cache").exists()

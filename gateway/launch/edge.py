@@ -115,6 +115,10 @@ def launch_edge(settings: Settings, *, out: TextIO, script: VllmScript | None = 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per readiness probe
     if not wants_launch(edge):
         return settings, None
+    model_dir = str(Path(edge.launch_model).expanduser().resolve()) if edge.launch_model else None
+    if model_dir is not None and not Path(model_dir, "config.json").is_file():
+        raise StartupError(f"edge.launch_model: {model_dir} is not a Hugging Face model directory (no config.json); "
+                           "vLLM is launched offline, so the model must be on disk")
     what = edge.launch_model or f"the embedded {EMBEDDED_MODEL}"
     why = "edge.launch is always" if edge.launch == "always" else f"nothing answers at {edge.base_url}"
     print(f"ecgw: {why}: launching a local vLLM serving {what} as the edge (set edge.launch: never to "
@@ -123,7 +127,6 @@ def launch_edge(settings: Settings, *, out: TextIO, script: VllmScript | None = 
     script.install(out)
     port = launch_port(edge.base_url)
     name = edge.model if edge.launch_model else EMBEDDED_NAME
-    model_dir = str(Path(edge.launch_model).expanduser().resolve()) if edge.launch_model else None
     log_path = cache_dir() / f"ecgw-edge-{port}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_bytes(b"")
@@ -138,7 +141,7 @@ def launch_edge(settings: Settings, *, out: TextIO, script: VllmScript | None = 
         with Ticker(out, "waiting for the edge model to load", usually=START_USUALLY, every_s=20) as ticker:
             _wait_ready(supervisor, base_url, ticker, ready_timeout_s)
     except BaseException:
-        launched.stop()
+        supervisor.stop()  # its log stays: the error quotes it
         raise
     supervisor.watch()
     print(f"ecgw: edge ready: {what} at {base_url} as model {name!r} (pid {pid}); restarted if it dies, stopped "
