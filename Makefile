@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 .PHONY: serve test install lint typecheck clean bench
 
 $(STAMP): pyproject.toml
-	@echo "installing edgecloud-gateway and its dependencies into $(VENV) (2-3 minutes the first time)"
+	@echo "installing edgecloud-gateway and its dependencies into $(VENV) (3-5 minutes the first time)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
