@@ -58,7 +58,8 @@ def test_serve_launches_an_edge_answers_from_it_restarts_it_and_stops_it(tmp_pat
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump({
         "server": {"port": port, "workers": 2},
-        "edge": {"base_url": nobody, "read_timeout_s": 300},  # edge.launch: auto, the default
+        # edge.launch: auto, the default; launch_args reach vLLM's command line (after the defaults, so they win)
+        "edge": {"base_url": nobody, "read_timeout_s": 300, "launch_args": ["--max-model-len", "2048"]},
         "cloud": {"api_key_env": None},
         "sessions": {"sqlite_path": str(tmp_path / "sessions.sqlite3")},
         "database_url": f"sqlite:///{tmp_path / 'm.sqlite3'}"}))
@@ -78,8 +79,9 @@ def test_serve_launches_an_edge_answers_from_it_restarts_it_and_stops_it(tmp_pat
         assert response.status_code == 200, response.text
         assert response.headers["x-ecgw-route"] == "edge"
         assert response.json()["choices"][0]["message"]["content"]
-        # Launched on the configured URL's port, which was free, and served under the embedded model's name.
-        assert httpx.get(nobody + "/models", timeout=10).json()["data"][0]["id"] == "smollm2-135m-instruct"
+        # Launched on the configured URL's port, which was free, under the embedded model's name, with launch_args.
+        served = httpx.get(nobody + "/models", timeout=10).json()["data"][0]
+        assert (served["id"], served["max_model_len"]) == ("smollm2-135m-instruct", 2048)
 
         os.killpg(first, signal.SIGKILL)  # the edge dies under the gateway
         second = int(_wait_for(log, r"restarted \(pid (\d+)\)", proc, 60).group(1))
