@@ -11,6 +11,7 @@ LOCK   := requirements.lock
 # Every dependency comes from the lock file, pinned with its hashes (a package republished or tampered with fails
 # the install); the project itself is installed on top, without resolving anything again.
 $(STAMP): pyproject.toml $(LOCK)
+	@echo "installing edgecloud-gateway and its dependencies into $(VENV) (3-5 minutes the first time)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q --require-hashes -r $(LOCK)
@@ -19,31 +20,35 @@ $(STAMP): pyproject.toml $(LOCK)
 
 # Re-resolve pyproject.toml's dependencies (with the dev extra) into the lock file; review the diff before
 # committing it.
-lock:
+lock: ## re-resolve pyproject.toml into requirements.lock (pinned, with hashes)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q uv
 	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.11 \
 		--no-header --quiet -o $(LOCK)
 
-install: $(STAMP)
+install: $(STAMP) ## create .venv and install the project from requirements.lock (again when it changes)
 
-serve: $(STAMP)
+serve: $(STAMP) ## serve http://127.0.0.1:4000/v1 (config.yaml; CONFIG=FILE for another), launching a local edge model if none answers
 	$(VENV)/bin/ecgw serve --config $(CONFIG)
 
 # Starts the real small model (and PostgreSQL) the suite needs, runs every test, stops them.
-test: $(STAMP)
+test: $(STAMP) ## run the whole test suite with the real services it needs
 	scripts/test.sh
 
-lint: $(STAMP)
+lint: $(STAMP) ## ruff and the import contracts (import-linter)
 	$(VENV)/bin/ruff check gateway router privacy accounting eval tests benchmarks
 	$(VENV)/bin/lint-imports
 
-typecheck: $(STAMP)
+typecheck: $(STAMP) ## mypy --strict
 	$(VENV)/bin/mypy
 
-clean:
+clean: ## remove .venv and the tool caches (not ~/.cache/ecgw)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
 # Gateway overhead against a direct call and LiteLLM's proxy; appends to benchmarks/RESULTS.md.
-bench: $(STAMP)
+bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy
 	$(PY) -m benchmarks.run
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## (.*)/  make \1\t\2/' | expand -t 18

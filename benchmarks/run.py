@@ -111,7 +111,13 @@ def _machine() -> dict[str, Any]:
     return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform()}
 
 
+def _stage(t0: float, text: str) -> None:
+    """Progress on stderr (the report goes to stdout): a full run takes several minutes."""
+    print(f"bench: {time.perf_counter() - t0:5.0f} s  {text}", file=sys.stderr, flush=True)
+
+
 def run(smoke: bool, include_litellm: bool) -> dict[str, Any]:
+    t0 = time.perf_counter()
     requests = 10 if smoke else 400
     rounds = 1 if smoke else 3
     concurrencies = [1, 4] if smoke else [1, 16, 64]
@@ -123,6 +129,8 @@ def run(smoke: bool, include_litellm: bool) -> dict[str, Any]:
         workdir = Path(tmp)
         servers: list[Server] = []
         try:
+            _stage(t0, "starting the upstream, two gateways" + (" and LiteLLM's proxy" if include_litellm else "")
+                   + " (about 30 s)")
             upstream = start_upstream(workdir)
             direct = Server("direct", upstream.url)
             servers = [upstream]
@@ -137,11 +145,14 @@ def run(smoke: bool, include_litellm: bool) -> dict[str, Any]:
             small = small_request()
             bodies = {s.name: small for s in contenders}
             for c in concurrencies:
+                _stage(t0, f"non-streaming at concurrency {c}: {rounds} rounds x {requests} requests per contender")
                 results = asyncio.run(measure(contenders, bodies, concurrency=c, requests=requests, rounds=rounds))
                 report["latency"][str(c)] = _summarise(results)
+            _stage(t0, f"streaming at concurrency {concurrencies[-1]}")
             stream_results = asyncio.run(measure(contenders, bodies, concurrency=concurrencies[-1],
                                                  requests=requests, rounds=rounds, stream=True))
             report["streaming"] = _summarise(stream_results)
+            _stage(t0, f"a {steps}-step agent request through cloud-only with privacy")
             agent_body = trajectory(steps)[-1]
             agent = asyncio.run(measure([direct, cloud], {"direct": agent_body, "ecgw-cloud-private": agent_body},
                                         concurrency=1, requests=max(5, requests // 10), rounds=rounds))
@@ -150,8 +161,10 @@ def run(smoke: bool, include_litellm: bool) -> dict[str, Any]:
         finally:
             for server in servers:
                 server.stop()
+    _stage(t0, f"privacy scrub per step of a {steps}-step trajectory (loads the NER model first)")
     report["privacy_scrub"] = scrub_timings(steps)
     report["meter_record"] = record_cost(calls=2_000 if smoke else 20_000)
+    _stage(t0, "done")
     return report
 
 

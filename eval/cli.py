@@ -208,7 +208,7 @@ def register(subparsers: Any) -> None:
     rep = commands.add_parser("report", help="the table (Markdown, HTML) and plots (PNG) of a run directory")
     rep.add_argument("dir", help="the --out directory of `ecgw eval run`")
     rep.add_argument("--to", default=None, help="where to write the report (default: the run directory)")
-    rep.add_argument("--title", default="ecgw evaluation")
+    rep.add_argument("--title", default="ecgw evaluation", help="the report's title")
     rep.add_argument("--edge-policy", default="edge-only", help="left end of the interpolation line")
     rep.add_argument("--cloud-policy", default="cloud-only", help="right end of the interpolation line")
     rep.set_defaults(func=cmd_report)

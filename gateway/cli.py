@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from gateway.errors import StartupError
@@ -18,6 +20,15 @@ CONFIG_ENV = "ECGW_CONFIG_FILE"
 
 # Packages that add sub-commands: each module has ``register(subparsers)``.
 COMMAND_MODULES: tuple[str, ...] = ("accounting.cli", "gateway.privacy_commands", "gateway.policy_commands", "eval.cli")
+
+
+def config_path(given: str | None) -> str | None:
+    """``--config``, else ``$ECGW_CONFIG_FILE``, else ``./config.yaml`` when there is one, else built-in defaults."""
+    if given:
+        return given
+    if os.environ.get(CONFIG_ENV):
+        return os.environ[CONFIG_ENV]
+    return "config.yaml" if Path("config.yaml").is_file() else None
 
 
 def _settings_from(args: argparse.Namespace) -> Settings:
@@ -42,13 +53,31 @@ def app_factory() -> Any:
 
 
 def serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
+    args.config = config_path(args.config)
     settings = _settings_from(args)
     from gateway.app import preflight
 
     preflight(settings)  # fail here, once, with a message, not in every worker with a traceback
     configure_logging(settings.server.log_format)
+    from gateway.launch.edge import launch_edge
+    from gateway.upstreams.cloud import missing_key
+
+    if (missing := missing_key(settings.cloud)) is not None:
+        print(f"ecgw: warning: {missing}", file=sys.stderr)
+    launched = None
+    try:
+        settings, launched = launch_edge(settings, out=sys.stderr)  # only here: workers never launch
+        if launched is not None:
+            os.environ["ECGW_EDGE__BASE_URL"], os.environ["ECGW_EDGE__MODEL"] = launched.base_url, launched.model
+        return _run(args, settings)
+    finally:
+        if launched is not None:
+            launched.stop()
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
     workers = settings.server.worker_count
     if workers > 1:
         if args.config:
@@ -71,17 +100,45 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ecgw", description="edge–cloud gateway for LLM agents")
-    commands = parser.add_subparsers(dest="command", required=True)
-    p = commands.add_parser("serve", help="run the OpenAI-compatible gateway")
-    p.add_argument("--config", default=None, help="YAML config file (default: built-in defaults)")
-    p.add_argument("--host", default=None)
-    p.add_argument("--port", type=int, default=None)
+    parser = argparse.ArgumentParser(prog="ecgw", description="edge–cloud gateway for LLM agents",
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("--version", action="version", help="print the version and exit",
+                        version=f"%(prog)s {importlib.metadata.version('edgecloud-gateway')}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     help="`ecgw COMMAND --help` for each")
+    p = commands.add_parser("serve", help="run the OpenAI-compatible gateway",
+                            description="Serve the gateway's OpenAI API. When no edge answers at edge.base_url, "
+                                        "launch a local vLLM as the edge first (edge.launch in config.yaml).")
+    p.add_argument("--config", default=None,
+                   help=f"YAML config file (default: ${CONFIG_ENV}, else ./config.yaml if present, else built-in "
+                        "defaults)")
+    p.add_argument("--host", default=None, help="address to listen on (default: server.host, 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port to listen on (default: server.port, 4000)")
     p.add_argument("--workers", type=int, default=None, help="worker processes (default: server.workers, else one per core)")
     p.set_defaults(func=serve)
     for module in COMMAND_MODULES:
         importlib.import_module(module).register(commands)
+    _format_all(parser)
     return parser
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, unless its help already says it or there is none to show."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return super()._get_help_string(action)
+
+
+def _format_all(parser: argparse.ArgumentParser) -> None:
+    """Every sub-command (the packages register their own) gets the same help format."""
+    parser.formatter_class = HelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _format_all(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

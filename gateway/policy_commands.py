@@ -24,8 +24,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--calls", default=None, help="read per-call rows from this JSONL file instead of the store")
     p.add_argument("--grades", default=None,
                    help="JSONL of {session_id, passed|score} from eval: adds completion with 95%% bootstrap CIs")
-    p.add_argument("--by", choices=("arm", "policy"), default="arm")
-    p.add_argument("--format", choices=("md", "json"), default="md")
+    p.add_argument("--by", choices=("arm", "policy"), default="arm", help="compare per arm or per policy")
+    p.add_argument("--format", choices=("md", "json"), default="md", help="output format")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples")
     p.set_defaults(func=ab)
     c = subparsers.add_parser("calibrate", help="pick the task-routing threshold that sends a target share of "

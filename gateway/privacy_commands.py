@@ -162,9 +162,9 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=scrub)
     r = subparsers.add_parser("privacy-report", help="units exposed and protected per session, and exposure")
     who = r.add_mutually_exclusive_group(required=True)
-    who.add_argument("--session", default=None)
-    who.add_argument("--experiment", default=None)
-    r.add_argument("--format", choices=("md", "html", "json"), default="md")
+    who.add_argument("--session", default=None, help="report this session")
+    who.add_argument("--experiment", default=None, help="report every session of this experiment")
+    r.add_argument("--format", choices=("md", "html", "json"), default="md", help="output format")
     r.add_argument("--config", default=None, help="YAML config file (for database_url)")
     r.add_argument("--database-url", default=None, help="overrides the config's database_url")
     r.add_argument("--export", default=None,

@@ -61,6 +61,11 @@ class EdgeSettings(_Section):
     read_timeout_s: float = Field(600.0, gt=0)
     max_connections: int = Field(256, gt=0)
     compat: CompatSettings = Field(default_factory=CompatSettings)
+    # `ecgw serve` may start and supervise a local vLLM as the edge (gateway/launch): auto = only when nothing
+    # answers at base_url; launch_model: a local model directory (None = the embedded SmolLM2-135M-Instruct).
+    launch: Literal["auto", "always", "never"] = "auto"
+    launch_model: str | None = None
+    launch_args: list[str] = Field(default_factory=list)
 
 
 class CloudSettings(_Section):

@@ -38,22 +38,41 @@ def _openai_shape(obj: Any) -> dict[str, Any]:
     return data
 
 
+def missing_key(settings: CloudSettings) -> str | None:
+    """What to tell the user when the cloud needs a key that no environment variable holds, else None. (With
+    ``api_base`` the endpoint may be one that takes no key, such as a local OpenAI-compatible server.)"""
+    if not settings.api_key_env or settings.api_base or os.environ.get(settings.api_key_env):
+        return None
+    return (f"the cloud model {settings.model} needs an API key, but the environment variable "
+            f"{settings.api_key_env} (named by cloud.api_key_env) is not set: export {settings.api_key_env} and "
+            "restart the gateway, or set cloud.api_key_env to the variable that holds your key (null for a provider "
+            "that needs none). Edge-only steps work without it.")
+
+
 class LiteLLMUpstream:
     side = "cloud"
 
     def __init__(self, settings: CloudSettings) -> None:
         import litellm  # paid once, at start-up (create_app), never on the edge path
 
+        litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners in the gateway's output
         self._litellm = litellm
         self.model = settings.model
         self.provider = settings.model.split("/", 1)[0] if "/" in settings.model else "openai"
         self._settings = settings
         self._api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
+        self._missing_key = missing_key(settings)
 
     async def ready(self) -> tuple[bool, str]:
-        if self._settings.api_key_env and not self._api_key and not self._settings.api_base:
+        if self._missing_key is not None:
             return False, f"{self.model}: environment variable {self._settings.api_key_env} is not set"
         return True, f"{self.model}: configured"
+
+    def _check_key(self) -> None:
+        """Before any network attempt: without its key the call can only fail, and less clearly."""
+        if self._missing_key is not None:
+            message = self._missing_key[0].upper() + self._missing_key[1:]
+            raise UpstreamError(503, message, upstream="cloud", type_="cloud_not_configured")
 
     def _kwargs(self, body: dict[str, Any], *, stream: bool) -> dict[str, Any]:
         kwargs = {k: v for k, v in body.items() if k not in _LITELLM_OWN}
@@ -88,6 +107,7 @@ class LiteLLMUpstream:
         return UpstreamError(502, f"The cloud upstream {self.model} failed: {message}", upstream="cloud")
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        self._check_key()
         try:
             response = await self._litellm.acompletion(**self._kwargs(body, stream=False))
         except Exception as exc:  # litellm raises its own hierarchy; map every one to an upstream error
@@ -95,6 +115,7 @@ class LiteLLMUpstream:
         return _openai_shape(response)
 
     async def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        self._check_key()
         try:
             stream = await self._litellm.acompletion(**self._kwargs(body, stream=True))
             async for chunk in stream:
