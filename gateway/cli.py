@@ -14,7 +14,7 @@ from typing import Any
 from gateway.errors import StartupError
 from gateway.logs import configure_logging
 from gateway.offline import prepare_offline_environment
-from gateway.settings import ConfigError, Settings, load_settings
+from gateway.settings import ConfigError, Settings, load_settings, missing_cloud_key
 
 CONFIG_ENV = "ECGW_CONFIG_FILE"
 
@@ -60,9 +60,7 @@ def serve(args: argparse.Namespace) -> int:
     preflight(settings)  # fail here, once, with a message, not in every worker with a traceback
     configure_logging(settings.server.log_format)
     from gateway.launch.edge import launch_edge
-    from gateway.upstreams.cloud import missing_key
-
-    if (missing := missing_key(settings.cloud)) is not None:
+    if (missing := missing_cloud_key(settings.cloud)) is not None:
         print(f"ecgw: warning: {missing}", file=sys.stderr)
     launched = None
     try:

@@ -76,6 +76,17 @@ class CloudSettings(_Section):
     max_retries: int = Field(0, ge=0)
 
 
+def missing_cloud_key(settings: CloudSettings) -> str | None:
+    """What to tell the user when the cloud needs a key that no environment variable holds, else None. (With
+    ``api_base`` the endpoint may be one that takes no key, such as a local OpenAI-compatible server.)"""
+    if not settings.api_key_env or settings.api_base or os.environ.get(settings.api_key_env):
+        return None
+    return (f"the cloud model {settings.model} needs an API key, but the environment variable "
+            f"{settings.api_key_env} (named by cloud.api_key_env) is not set: export {settings.api_key_env} and "
+            "restart the gateway, or set cloud.api_key_env to the variable that holds your key (null for a provider "
+            "that needs none). Edge-only steps work without it.")
+
+
 class PolicySettings(_Section):
     default: str = "edge-only"
     knobs: dict[str, dict[str, Any]] = Field(default_factory=dict)

@@ -6,7 +6,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from gateway.settings import CloudSettings
+from gateway.settings import CloudSettings, missing_cloud_key
 from router.errors import UpstreamError
 
 # Fields litellm takes as its own arguments or that must not reach the provider as they are.
@@ -38,17 +38,6 @@ def _openai_shape(obj: Any) -> dict[str, Any]:
     return data
 
 
-def missing_key(settings: CloudSettings) -> str | None:
-    """What to tell the user when the cloud needs a key that no environment variable holds, else None. (With
-    ``api_base`` the endpoint may be one that takes no key, such as a local OpenAI-compatible server.)"""
-    if not settings.api_key_env or settings.api_base or os.environ.get(settings.api_key_env):
-        return None
-    return (f"the cloud model {settings.model} needs an API key, but the environment variable "
-            f"{settings.api_key_env} (named by cloud.api_key_env) is not set: export {settings.api_key_env} and "
-            "restart the gateway, or set cloud.api_key_env to the variable that holds your key (null for a provider "
-            "that needs none). Edge-only steps work without it.")
-
-
 class LiteLLMUpstream:
     side = "cloud"
 
@@ -61,7 +50,7 @@ class LiteLLMUpstream:
         self.provider = settings.model.split("/", 1)[0] if "/" in settings.model else "openai"
         self._settings = settings
         self._api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
-        self._missing_key = missing_key(settings)
+        self._missing_key = missing_cloud_key(settings)
 
     async def ready(self) -> tuple[bool, str]:
         if self._missing_key is not None:
