@@ -1,53 +1,15 @@
-"""What every HTTP route shares (the API key check, the body limit), and the small routes: models, health,
-readiness. The model-calling surfaces live in ``gateway.surfaces``."""
+"""The small routes: models, health, readiness. The model-calling surfaces live in ``gateway.surfaces``; what
+every route shares (the API key, the body limit) is ``gateway.gatekeeper``."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.errors import ClientError, error_response
 from gateway.jsonio import dumps
 from gateway.service import Services
-from gateway.tenancy import Identity
-
-
-def authenticate(services: Services, request: Request) -> Identity:
-    """The caller; raises 401 when keys are configured and this one is not among them."""
-    return services.tenancy.authenticate(request.headers)
-
-
-def guarded(services: Services, handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-    """``handler`` behind the gateway's API keys, with OpenAI-shaped errors for bad keys; the caller's identity is
-    ``request.state.identity``."""
-
-    async def endpoint(request: Request) -> Response:
-        try:
-            request.state.identity = authenticate(services, request)
-        except ClientError as exc:
-            return error_response(exc.status, exc.message, exc.type, code=exc.code)
-        return await handler(request)
-
-    return endpoint
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise ClientError(413, f"The request body is {declared} bytes; the limit is {limit} "
-                               "(server.max_body_bytes).", code="request_too_large")
-    chunks: list[bytes] = []
-    size = 0
-    async for piece in request.stream():
-        size += len(piece)
-        if size > limit:
-            raise ClientError(413, f"The request body is over the limit of {limit} bytes "
-                                   "(server.max_body_bytes).", code="request_too_large")
-        chunks.append(piece)
-    return b"".join(chunks)
 
 
 async def list_models(request: Request) -> Response:

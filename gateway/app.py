@@ -10,6 +10,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -20,10 +21,13 @@ from accounting.endpoints import metrics_endpoint, usage_endpoint
 from accounting.factory import build_meter
 from accounting.settlement import usage_requests_endpoint
 from accounting.store import UsageStore
-from gateway.api import guarded, healthz, list_models, readyz
+from gateway.api import healthz, list_models, readyz
 from gateway.dashboard.routes import dashboard_routes
 from gateway.doors import Doors, ManagedUpstream
-from gateway.errors import StartupError, error_response
+from gateway.errors import ClientError, StartupError, error_response
+from gateway.failures import Failure
+from gateway.gatekeeper import Gatekeeper
+from gateway.jsonio import dumps
 from gateway.keys import Keys, load_keys
 from gateway.metrics import RequestMetrics
 from gateway.pipeline import StepPipeline
@@ -35,6 +39,7 @@ from gateway.settings import ConfigError, Settings
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
 from gateway.surfaces.messages import CountTokens, MessagesSurface, native_anthropic
+from gateway.surfaces.messages import error_body as messages_error_body
 from gateway.surfaces.responses import responses_endpoint
 from gateway.tenancy import RequestTenancy, Tenancy
 from gateway.tracing import Tracing, build_tracing
@@ -170,6 +175,14 @@ def build_services(
     )
 
 
+def refusal(path: str, failure: Failure) -> Response:
+    """A request refused before any handler ran (bad key, body too large), in the shape its route's clients read."""
+    if path.startswith("/v1/messages"):
+        return Response(dumps(messages_error_body(failure)), status_code=failure.status,
+                        media_type="application/json")
+    return error_response(failure.status, failure.message, failure.type, param=failure.param, code=failure.code)
+
+
 def create_app(settings: Settings, *, services: Services | None = None) -> Starlette:
     services = services or build_services(settings)
 
@@ -189,6 +202,10 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
                                                                                    str(exc.detail))
         return error_response(exc.status_code, message, "invalid_request_error")
 
+    async def refused(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ClientError)  # a body that grew past the limit while a handler read it
+        return refusal(request.url.path, Failure(exc.status, exc.message, exc.type, code=exc.code, param=exc.param))
+
     async def unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error on %s", request.url.path, exc_info=exc)
         return error_response(500, "The gateway failed on this request; see its log.", "internal_error")
@@ -196,11 +213,9 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
     request_metrics = RequestMetrics()
     tenancy = RequestTenancy(services.tenancy)
     pipeline = StepPipeline(services)
-    limit = services.settings.server.max_body_bytes
-    chat = SurfaceEndpoint(ChatSurface(), pipeline, request_metrics, max_body_bytes=limit).handle
+    chat = SurfaceEndpoint(ChatSurface(), pipeline, request_metrics).handle
     metering_metrics = metrics_endpoint(services.meter)
-    messages = SurfaceEndpoint(MessagesSurface(native=native_anthropic(services)), pipeline, request_metrics,
-                               max_body_bytes=limit).handle
+    messages = SurfaceEndpoint(MessagesSurface(native=native_anthropic(services)), pipeline, request_metrics).handle
 
     async def metrics(request: Request) -> Response:
         metering = await metering_metrics(request)
@@ -210,26 +225,26 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/chat/completions", chat, methods=["POST"]),
         Route("/v1/responses", responses_endpoint(services, pipeline, request_metrics).handle, methods=["POST"]),
-        Route("/v1/models", guarded(services, list_models), methods=["GET"]),
+        Route("/v1/models", list_models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/v1/sessions/{session_id:path}/units",
-              guarded(services, units_endpoint(services.protector, session_of=tenancy.own)), methods=["PUT"]),
+              units_endpoint(services.protector, session_of=tenancy.own), methods=["PUT"]),
         Route("/v1/sessions/{session_id:path}/privacy",
-              guarded(services, session_privacy_endpoint(services.protector, session_of=tenancy.readable)),
-              methods=["GET"]),
-        Route("/v1/usage", guarded(services, usage_endpoint(services.meter, scope=tenancy.usage_scope)),
-              methods=["GET"]),
+              session_privacy_endpoint(services.protector, session_of=tenancy.readable), methods=["GET"]),
+        Route("/v1/usage", usage_endpoint(services.meter, scope=tenancy.usage_scope), methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        Route("/v1/usage/requests", guarded(services, usage_requests_endpoint(services.meter)), methods=["POST"]),
+        Route("/v1/usage/requests", usage_requests_endpoint(services.meter), methods=["POST"]),
         *dashboard_routes(services),
         # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
         Route("/v1/messages", messages, methods=["POST"]),
-        Route("/v1/messages/count_tokens", CountTokens(services, max_body_bytes=limit).handle, methods=["POST"]),
+        Route("/v1/messages/count_tokens", CountTokens().handle, methods=["POST"]),
     ]
     # Plain Starlette: the chat route is the hot path of every agent step, and FastAPI's extra per-request
     # middleware (telemetry, body limit, exit stacks) buys nothing for raw-Request endpoints.
     app = Starlette(routes=routes, lifespan=lifespan,
-                    exception_handlers={HTTPException: http_error, Exception: unexpected})
+                    middleware=[Middleware(Gatekeeper, tenancy=services.tenancy,
+                                           max_body_bytes=services.settings.server.max_body_bytes, render=refusal)],
+                    exception_handlers={HTTPException: http_error, ClientError: refused, Exception: unexpected})
     app.state.services = services
     return app

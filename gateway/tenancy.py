@@ -114,7 +114,7 @@ class Tenancy:
 
 
 class RequestTenancy:
-    """``Tenancy`` for endpoints behind ``gateway.api.guarded``, which leaves the caller in
+    """``Tenancy`` for endpoints behind ``gateway.gatekeeper``, which leaves the caller in
     ``request.state.identity``."""
 
     def __init__(self, tenancy: Tenancy) -> None:

@@ -67,6 +67,31 @@ def test_body_over_the_limit_is_413(start_gateway, edge):
     assert edge.requests == []
 
 
+def test_every_route_has_the_body_limit_in_its_clients_shape(start_gateway, edge):
+    """The limit is the gatekeeper's, in front of every route: a units document (read unbounded before), a body
+    sent without a Content-Length, and the Messages surface (Anthropic's error shape)."""
+    gw = start_gateway(server={"max_body_bytes": 1000})
+    units = {"items": [{"entity_id": "e1", "name": "x" * 2000, "sensitive_fields": []}]}
+    response = httpx.put(gw.base_url + "/sessions/s1/units", json=units, timeout=10)
+    assert_openai_error(response, 413, mentions=("1000", "server.max_body_bytes"))
+
+    def chunks():
+        yield b'{"messages": [{"role": "user", "content": "'
+        for _ in range(20):
+            yield b"x" * 100
+        yield b'"}]}'
+
+    streamed = httpx.post(gw.base_url + "/chat/completions", content=chunks(), timeout=10)
+    assert "content-length" not in {k.lower() for k in streamed.request.headers}
+    assert_openai_error(streamed, 413, mentions=("1000",))
+    anthropic = httpx.post(gw.base_url + "/messages", json={"model": "m", "max_tokens": 5, "messages": [
+        {"role": "user", "content": "x" * 2000}]}, timeout=10)
+    assert anthropic.status_code == 413
+    assert anthropic.json() == {"type": "error", "error": {"type": "request_too_large", "message": anthropic.json()[
+        "error"]["message"]}} and "1000" in anthropic.json()["error"]["message"]
+    assert edge.requests == []
+
+
 def _dead_port() -> int:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

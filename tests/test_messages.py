@@ -191,8 +191,9 @@ def test_session_ids_from_claude_code_header_after_x_session_id(gateway, edge):
     c.messages.create(model=EDGE, max_tokens=16, messages=[{"role": "user", "content": "hi"}],
                       extra_headers={"X-Session-Id": "explicit"})
     assert gateway.meter.calls[-1].session_id == "explicit"
-    ask(gateway, metadata={"user_id": "user-7"})
-    assert gateway.meter.calls[-1].session_id == "user-7"
+    ask(gateway, metadata={"user_id": "user-7"})  # a user id is personal data: stored as a keyed hash
+    stored = gateway.meter.calls[-1].session_id
+    assert stored.startswith("u-") and "user-7" not in stored
 
 
 def test_cloud_calls_are_metered_like_chat(gateway, cloud):

@@ -13,7 +13,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from accounting.database import StoreUnavailable
-from gateway.api import guarded
 from gateway.dashboard import charts
 from gateway.dashboard.access import allowed, login, login_page
 from gateway.dashboard.data import Dashboard, MeteringOff
@@ -115,7 +114,7 @@ def dashboard_routes(services: Services, dashboard: Dashboard | None = None) -> 
         Route("/ui/api/experiments", admin(experiments), methods=["GET"]),
         Route("/ui/api/privacy", admin(privacy), methods=["GET"]),
         Route("/ui/charts/{name}.svg", admin(chart), methods=["GET"]),
-        Route("/v1/sessions/{session_id:path}/grade", guarded(services, grade), methods=["PUT"]),
+        Route("/v1/sessions/{session_id:path}/grade", grade, methods=["PUT"]),
     ]
 
 

@@ -2,7 +2,8 @@
 
 A surface parses its request into the chat-completions shape the pipeline runs, and renders the pipeline's
 completion or chunk stream back into its own format (JSON or SSE) and its own error envelope. Everything else —
-authentication, the body limit, sessions, policy, privacy, metering, request metrics — is shared here."""
+sessions, policy, privacy, metering, request metrics — is shared here (authentication and the body limit are
+``gateway.gatekeeper``'s, in front of every route)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 
 from accounting.settlement import settle_request
-from gateway.api import authenticate, read_body
 from gateway.failures import Failure, classify
 from gateway.metrics import RequestMetrics
 from gateway.pipeline import Outcome, Started, StepPipeline
@@ -57,12 +57,10 @@ class Surface(Protocol):
 class SurfaceEndpoint:
     """One surface's Starlette endpoint (``handle``)."""
 
-    def __init__(self, surface: Surface, pipeline: StepPipeline, metrics: RequestMetrics, *,
-                 max_body_bytes: int) -> None:
+    def __init__(self, surface: Surface, pipeline: StepPipeline, metrics: RequestMetrics) -> None:
         self._surface = surface
         self._pipeline = pipeline
         self._metrics = metrics
-        self._limit = max_body_bytes
 
     async def handle(self, request: Request) -> Response:
         request_id = "req-" + uuid.uuid4().hex[:20]
@@ -91,7 +89,7 @@ class SurfaceEndpoint:
             settle_request(self._pipeline.services.meter, request_id, outcome.session)
 
     async def _handle(self, request: Request, request_id: str, outcome: Outcome) -> Response:
-        identity = authenticate(self._pipeline.services, request)
+        identity: Identity = request.state.identity  # set by gateway.gatekeeper
         parsed = await self._parse(request, identity)
         started = await self._pipeline.start(request.headers, parsed.body, identity=identity, request_id=request_id,
                                              outcome=outcome, session_hint=parsed.session_hint)
@@ -123,7 +121,7 @@ class SurfaceEndpoint:
 
     # Steps a surface's endpoint may extend (the Responses surface reads and writes stored responses here).
     async def _parse(self, request: Request, identity: Identity) -> Parsed:
-        return self._surface.parse(await read_body(request, self._limit), request.headers)
+        return self._surface.parse(await request.body(), request.headers)
 
     async def _render(self, completion: dict[str, Any], parsed: Parsed, started: Started) -> bytes:
         return self._surface.render(completion, parsed)

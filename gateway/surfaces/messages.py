@@ -12,7 +12,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from accounting.estimate import TokenEstimator
-from gateway.api import authenticate, read_body
 from gateway.failures import Failure, classify
 from gateway.jsonio import dumps
 from gateway.service import Services
@@ -74,16 +73,13 @@ class CountTokens:
     """``POST /v1/messages/count_tokens``, answered here without a model call: a tokenizer estimate (tiktoken
     ``o200k_base`` over the chat shape, as accounting estimates usage), said so in ``x-ecgw-token-count``."""
 
-    def __init__(self, services: Services, *, max_body_bytes: int) -> None:
-        self._services = services
-        self._limit = max_body_bytes
+    def __init__(self) -> None:
         self._estimator = TokenEstimator()
 
     async def handle(self, request: Request) -> Response:
         surface = MessagesSurface(native=False)
         try:
-            authenticate(self._services, request)
-            chat, _ = to_chat(load(await read_body(request, self._limit)), native=False)
+            chat, _ = to_chat(load(await request.body()), native=False)
             count = self._estimator.prompt_tokens(chat)
         except Exception as exc:
             return surface.error(classify(exc, "count_tokens"), {})

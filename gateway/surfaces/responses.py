@@ -17,7 +17,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway import sse
-from gateway.api import read_body
 from gateway.failures import Failure
 from gateway.jsonio import JSONDecodeError, dumps, loads
 from gateway.metrics import RequestMetrics
@@ -183,7 +182,7 @@ class ResponsesEndpoint(SurfaceEndpoint):
     _surface: ResponsesSurface
 
     async def _parse(self, request: Request, identity: Identity) -> Parsed:
-        parsed = self._surface.parse(await read_body(request, self._limit), request.headers)
+        parsed = self._surface.parse(await request.body(), request.headers)
         return await self._surface.prepare(parsed, identity.key)
 
     async def _render(self, completion: dict[str, Any], parsed: Parsed, started: Started) -> bytes:
@@ -198,4 +197,4 @@ class ResponsesEndpoint(SurfaceEndpoint):
 
 def responses_endpoint(services: Services, pipeline: StepPipeline, metrics: RequestMetrics) -> ResponsesEndpoint:
     surface = ResponsesSurface(ResponseStore(services.sessions))
-    return ResponsesEndpoint(surface, pipeline, metrics, max_body_bytes=services.settings.server.max_body_bytes)
+    return ResponsesEndpoint(surface, pipeline, metrics)

@@ -1,0 +1,67 @@
+"""What every route shares, as one ASGI middleware: the body limit (``server.max_body_bytes``) on every request,
+and the API key on every route but the open ones (the caller's ``Identity`` lands in ``request.state.identity``).
+Refusals come in the shape the route's clients read: Anthropic's for ``/v1/messages``, OpenAI's everywhere else.
+Health, readiness and ``/metrics`` are open; the dashboard (``/ui``) signs in its own admins."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from starlette.datastructures import Headers
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gateway.errors import ClientError
+from gateway.failures import Failure
+from gateway.tenancy import Tenancy
+
+OPEN = ("/healthz", "/readyz", "/metrics", "/ui")
+Render = Callable[[str, Failure], Response]  # (path, failure) → the error response for that route's clients
+
+
+def too_large(limit: int, declared: int | None = None) -> ClientError:
+    said = f"The request body is {declared} bytes; the limit is {limit}" if declared is not None else (
+        f"The request body is over the limit of {limit} bytes")
+    return ClientError(413, f"{said} (server.max_body_bytes).", code="request_too_large")
+
+
+class Gatekeeper:
+    def __init__(self, app: ASGIApp, *, tenancy: Tenancy, max_body_bytes: int, render: Render) -> None:
+        self._app = app
+        self._tenancy = tenancy
+        self._limit = max_body_bytes
+        self._render = render
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        headers = Headers(scope=scope)
+        try:
+            declared = headers.get("content-length")
+            if declared and declared.isdigit() and int(declared) > self._limit:
+                raise too_large(self._limit, int(declared))
+            if not path.startswith(OPEN):
+                scope.setdefault("state", {})["identity"] = self._tenancy.authenticate(headers)
+        except ClientError as exc:
+            failure = Failure(exc.status, exc.message, exc.type, code=exc.code, param=exc.param)
+            await self._render(path, failure)(scope, receive, send)
+            return
+        await self._app(scope, self._limited(receive), send)
+
+    def _limited(self, receive: Receive) -> Receive:
+        """``receive`` that refuses a body growing past the limit (one sent without a Content-Length): the reader
+        gets ``ClientError(413)``, which every handler maps to its clients' error shape."""
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self._limit:
+                    raise too_large(self._limit)
+            return message
+
+        return limited
