@@ -7,6 +7,7 @@ A stored body holds placeholders where values were protected; a call on which an
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import func
@@ -19,7 +20,7 @@ from privacy.report import session_report
 _SUMMARY = ("session_id", "cloud_calls", "units_known", "units_exposed", "units_protected", "exposure")
 
 
-def overview(engine: Engine) -> dict[str, Any]:
+def overview(engine: Engine, open_body: Callable[[PrivacyCall], str]) -> dict[str, Any]:  # noqa: ARG001 (no bodies)
     with Session(engine) as db:
         units = db.exec(select(PrivacyUnit.session_id, func.count()).group_by(PrivacyUnit.session_id)).all()
         findings = db.exec(select(PrivacyFinding.type, PrivacyFinding.action, func.count())
@@ -37,9 +38,10 @@ def overview(engine: Engine) -> dict[str, Any]:
     }
 
 
-def cloud_bodies(engine: Engine, session_id: str) -> list[dict[str, Any]]:
+def cloud_bodies(engine: Engine, open_body: Callable[[PrivacyCall], str], session_id: str) -> list[dict[str, Any]]:
     """Per cloud call of the session, oldest first: its request id, findings by action, and the body exactly as the
-    cloud received it (placeholders) — or None when a value left raw on that call."""
+    cloud received it (placeholders; ``open_body`` unseals the audit's copy) — or None when a value left raw on
+    that call."""
     with Session(engine) as db:
         calls = db.exec(select(PrivacyCall).where(PrivacyCall.session_id == session_id)
                         .order_by(col(PrivacyCall.created_at))).all()
@@ -54,5 +56,5 @@ def cloud_bodies(engine: Engine, session_id: str) -> list[dict[str, Any]]:
         counts = actions.get(call.id, {})
         raw_left = counts.get("audit", 0)
         out.append({"request_id": call.request_id, "created_at": call.created_at, "findings": counts,
-                    "raw_left": raw_left, "body": None if raw_left else json.loads(call.body)})
+                    "raw_left": raw_left, "body": None if raw_left else json.loads(open_body(call))})
     return out

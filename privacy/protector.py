@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, seal_body
+from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, body_opener, seal_body
 from privacy.audit_writer import AuditWriter, Record
 from privacy.detector import DetectionError
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
@@ -225,15 +225,16 @@ class PrivacyProtector:
         return report
 
     async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:
-        """``read(engine, *args)`` on the audit writer's thread, after every write this process queued before it
-        (the dashboard's reads: ``privacy.overview``); None when the audit is off."""
+        """``read(engine, open_body, *args)`` on the audit writer's thread, after every write this process queued
+        before it (the dashboard's reads: ``privacy.overview``); ``open_body`` reads a stored (sealed) body back.
+        None when the audit is off."""
         if self._audit is None:
             return None
-        store = self._audit.store
+        store, open_body = self._audit.store, body_opener(self._sealer)
 
         def run() -> T:
             store.ensure()
-            return read(store.engine, *args)
+            return read(store.engine, open_body, *args)
 
         result: T = await asyncio.wrap_future(self._audit.read(run))
         return result
