@@ -20,7 +20,7 @@ from gateway.metrics import RequestMetrics
 from gateway.service import Services
 from gateway.sessions import identify_session
 from gateway.wire import client_wants_usage, parse_chat_request
-from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
 from router.channels import CloudChannel, EdgeChannel
 from router.errors import UpstreamError
 from router.policies.edge_only import EdgeOnly
@@ -88,6 +88,9 @@ def _failure(exc: BaseException, request_id: str) -> Response:
         return error_response(exc.status, exc.message, exc.type, param=exc.param, code=exc.code, headers=headers)
     if isinstance(exc, UpstreamError):
         return error_response(exc.status, exc.message, exc.type, code=exc.upstream, headers=headers)
+    if isinstance(exc, SessionStoreUnavailable):
+        return error_response(503, _store_message(exc), "session_store_unavailable",
+                              code="session_store_unavailable", headers={**headers, "retry-after": "1"})
     if isinstance(exc, PrivacyUnavailable):
         return error_response(503, f"Privacy protection is unavailable, so nothing was sent to the cloud: "
                                    f"{exc.reason}", "privacy_unavailable", code="privacy_unavailable",
@@ -97,8 +100,15 @@ def _failure(exc: BaseException, request_id: str) -> Response:
                           "internal_error", headers=headers)
 
 
+def _store_message(exc: SessionStoreUnavailable) -> str:
+    return (f"The session store ({exc.store}) is unavailable, so this step was not served and nothing was sent to "
+            f"the cloud: {exc.reason}. Retry shortly; the gateway reconnects by itself when the store is back.")
+
+
 def _error_event(exc: BaseException, request_id: str) -> bytes:
-    if isinstance(exc, UpstreamError):
+    if isinstance(exc, SessionStoreUnavailable):
+        body = error_body(_store_message(exc), "session_store_unavailable", code="session_store_unavailable")
+    elif isinstance(exc, UpstreamError):
         body = error_body(exc.message, exc.type, code=exc.upstream)
     elif isinstance(exc, PrivacyUnavailable):
         body = error_body(f"Privacy protection is unavailable: {exc.reason}", "privacy_unavailable")
@@ -225,7 +235,8 @@ class ChatCompletions:
             status = 200
             yield sse.DONE
         except Exception as exc:
-            status = (exc.status if isinstance(exc, UpstreamError) else 503 if isinstance(exc, PrivacyUnavailable)
+            status = (exc.status if isinstance(exc, UpstreamError)
+                      else 503 if isinstance(exc, (PrivacyUnavailable, SessionStoreUnavailable))
                       else 403 if isinstance(exc, PrivacyBlocked) else 500)
             yield _error_event(exc, request_id)
         finally:

@@ -40,11 +40,20 @@ log = logging.getLogger("ecgw")
 
 
 def build_session_store(settings: Settings) -> SessionStateStore:
-    """In memory for one worker; a shared SQLite file as soon as several workers may serve one session."""
+    """In memory for one worker; a shared SQLite file as soon as several workers may serve one session; Redis
+    (shared by every replica) when ``sessions.redis_url`` is set."""
     store = settings.sessions.store
     if store == "auto":
         # `ecgw serve` sets server.workers in every worker it starts; an app built in-process is one worker.
-        store = "sqlite" if (settings.server.workers or 1) > 1 else "memory"
+        store = ("redis" if settings.sessions.redis_url else
+                 "sqlite" if (settings.server.workers or 1) > 1 else "memory")
+    if store == "redis":
+        assert settings.sessions.redis_url is not None  # SessionSettings refuses store: redis without a URL
+        from gateway.redis_sessions import RedisSessionStore  # imports redis: only when it is used
+
+        return RedisSessionStore(settings.sessions.redis_url, ttl_s=settings.sessions.ttl_s,
+                                 pool_size=settings.sessions.redis_pool_size,
+                                 timeout_s=settings.sessions.redis_timeout_s)
     if store == "sqlite":
         return SQLiteSessionStore(settings.sessions.sqlite_path, ttl_s=settings.sessions.ttl_s)
     return MemorySessionStore(ttl_s=settings.sessions.ttl_s)

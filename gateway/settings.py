@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from accounting.settings import AccountingSettings
@@ -75,10 +75,20 @@ class PolicySettings(_Section):
 
 
 class SessionSettings(_Section):
-    store: Literal["auto", "memory", "sqlite"] = "auto"
+    store: Literal["auto", "memory", "sqlite", "redis"] = "auto"
     sqlite_path: str = "ecgw-sessions.sqlite3"
     ttl_s: float = Field(7 * 86400, gt=0)
     fingerprint_fallback: bool = True
+    redis_url: str | None = None  # store: redis (auto picks redis when this is set)
+    redis_pool_size: int = Field(32, ge=1)  # connections per worker
+    redis_timeout_s: float = Field(2.0, gt=0)  # connect/read timeout; past it a step answers 503
+
+    @model_validator(mode="after")
+    def _redis_needs_url(self) -> SessionSettings:
+        if self.store == "redis" and not self.redis_url:
+            raise ValueError("sessions.store is 'redis' but sessions.redis_url is not set; set it to "
+                             "redis://host:6379/0 (or ECGW_SESSIONS__REDIS_URL)")
+        return self
 
 
 class Settings(BaseSettings):

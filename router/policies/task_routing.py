@@ -107,8 +107,10 @@ class TaskRouting:
             task = Task(first_user_text(step.request), task_id(step.request), step.context.session_id)
             verdict = await self._scorer(knobs).score(task, step.edge)
             side, reason = self.decide(verdict, knobs)
-            await step.session.set(STATE_KEY, {"side": side, "reason": reason, "score": verdict.score,
-                                               "scorer": knobs.scorer, "threshold": knobs.threshold})
+            # Sticky: the first decision written wins, also over one a concurrent first step made elsewhere.
+            kept = await step.session.keep_first(STATE_KEY, {"side": side, "reason": reason, "score": verdict.score,
+                                                             "scorer": knobs.scorer, "threshold": knobs.threshold})
+            side = kept.get("side") if isinstance(kept, dict) else side
         channel = step.cloud if side == "cloud" else step.edge
         if step.stream:
             return channel.stream(step.request)
