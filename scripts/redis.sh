@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A throw-away Redis server for the test suite and the benchmark, on a loopback port, with its own directory.
 #   scripts/redis.sh install          install Debian's redis-server if it is missing (root)
-#   scripts/redis.sh start PORT DIR   start on 127.0.0.1:PORT (no persistence), wait until ready, print its URL
+#   scripts/redis.sh start PORT DIR [ARGS]  start on 127.0.0.1:PORT (no persistence unless ARGS, e.g.
+#                                     --appendonly yes, say otherwise), wait until ready, print its URL
 #   scripts/redis.sh stop DIR         stop the server started on DIR and delete DIR
 set -euo pipefail
 
@@ -20,11 +21,12 @@ install() {
 
 start() {
   local port=$1 dir=$2
+  shift 2
   install
   mkdir -p "$dir"
   # No RDB/AOF: session state in tests is throw-away. Production keeps Redis' own persistence settings.
   redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" --save "" --appendonly no \
-    --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null
+    --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" "$@" >/dev/null
   for _ in $(seq 1 100); do
     if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
       echo "$port" >"$dir/port"
@@ -50,7 +52,7 @@ stop() {
 
 case "${1:-}" in
   install) install ;;
-  start) start "${2:?port}" "${3:?directory}" ;;
+  start) start "${2:?port}" "${3:?directory}" "${@:4}" ;;
   stop) stop "${2:?directory}" ;;
   *) echo "usage: $0 install | start PORT DIR | stop DIR" >&2; exit 2 ;;
 esac

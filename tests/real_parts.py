@@ -22,3 +22,11 @@ def require_env(name: str, what: str) -> str:
 
 def llama_url() -> str:
     return require_env("ECGW_TEST_LLAMA_URL", "the real SmolLM2 llama-cpp server")
+
+
+def redis_url() -> str:
+    return require_env("ECGW_TEST_REDIS_URL", "the Redis server (scripts/redis.sh)")
+
+
+def postgres_url() -> str:
+    return require_env("ECGW_TEST_POSTGRES_URL", "the PostgreSQL server (scripts/postgres.sh)")
