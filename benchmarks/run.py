@@ -21,6 +21,8 @@ from typing import Any
 
 from benchmarks.contenders import Server, start_ecgw, start_litellm_proxy, start_upstream
 from benchmarks.load import LoadResult, percentile, run_load
+from benchmarks.replicas import load_shape, replica_throughput
+from benchmarks.replicas import render as render_replicas
 from benchmarks.workload import small_request, trajectory
 
 HERE = Path(__file__).resolve().parent
@@ -146,6 +148,9 @@ def run(smoke: bool, include_litellm: bool) -> dict[str, Any]:
                                         concurrency=1, requests=max(5, requests // 10), rounds=rounds))
             report["agent_request_cloud_private"] = _summarise(agent)
             report["rss_mb"] = {s.name: round(s.rss_mb(), 1) for s in servers}
+            for server in servers[1:]:  # the replicas below get the cores to themselves
+                server.stop()
+            report["replicas"] = replica_throughput(workdir, upstream, smoke=smoke)
         finally:
             for server in servers:
                 server.stop()
@@ -195,6 +200,8 @@ def render(report: dict[str, Any]) -> str:
               f"First step {scrub['first_step_ms']:.1f} ms; incremental steps p50 "
               f"{scrub['incremental_p50_ms']:.2f} ms, p99 {scrub['incremental_p99_ms']:.2f} ms.", "",
               "### Peak RSS (MB)", "", " · ".join(f"{k} {v}" for k, v in report["rss_mb"].items()), ""]
+    if "replicas" in report:
+        lines += render_replicas(report["replicas"], load_shape(report["smoke"])[1])
     return "\n".join(lines)
 
 

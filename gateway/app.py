@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -20,7 +21,7 @@ from accounting.factory import build_meter
 from accounting.store import UsageStore
 from gateway.api import ChatCompletions, guarded, healthz, list_models, readyz
 from gateway.errors import StartupError, error_response
-from gateway.metrics import RequestMetrics
+from gateway.metrics import RequestMetrics, multiprocess_exposition
 from gateway.offline import prepare_offline_environment
 from gateway.policy_choice import PolicyChooser
 from gateway.service import ManagedUpstream, Services
@@ -161,6 +162,8 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
     metering_metrics = metrics_endpoint(services.meter)
 
     async def metrics(request: Request) -> Response:
+        if (workers := multiprocess_exposition()) is not None:  # several workers: all of them, summed
+            return Response(workers, media_type=CONTENT_TYPE_LATEST)
         metering = await metering_metrics(request)
         return Response(request_metrics.exposition() + bytes(metering.body), media_type=metering.media_type)
 

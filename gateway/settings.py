@@ -27,17 +27,23 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# The default worker count's cap (docs/scale.md): each worker holds ~240 MB (presidio's NER) and does thousands of
+# edge or hundreds of protected steps a second, so beyond 4 a laptop gains nothing its agents can use, while the
+# workers take memory and cores from the local edge model and contend for the SQLite session file's write lock.
+DEFAULT_MAX_WORKERS = 4
+
+
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(4000, ge=1, le=65535)
     api_keys: list[str] = Field(default_factory=list)
     session_keys: dict[str, str] = Field(default_factory=dict)
     max_body_bytes: int = Field(32 * 1024 * 1024, gt=0)
-    workers: int | None = Field(None, ge=1)  # None: one per core
+    workers: int | None = Field(None, ge=1)  # None: one per core, at most DEFAULT_MAX_WORKERS
 
     @property
     def worker_count(self) -> int:
-        return self.workers or os.cpu_count() or 1
+        return self.workers or min(os.cpu_count() or 1, DEFAULT_MAX_WORKERS)
 
 
 class CompatSettings(_Section):
