@@ -46,7 +46,7 @@ def where(url: str) -> str:
 
 
 class RedisSessionStore:
-    def __init__(self, url: str, *, ttl_s: float = 7 * 86400, pool_size: int = 32, timeout_s: float = 2.0,
+    def __init__(self, url: str, *, ttl_s: float = 7 * 86400, pool_size: int = 32, timeout_s: float = 5.0,
                  prefix: str = "ecgw:session:") -> None:
         # Blocking pool: a burst waits up to timeout_s for a free connection instead of opening unbounded ones.
         self._pool = BlockingConnectionPool.from_url(url, max_connections=pool_size, timeout=timeout_s,

@@ -109,7 +109,7 @@ class MemorySessionStore:
         return len(stale)
 
 
-_BUSY_RETRIES = 20  # BEGIN IMMEDIATE attempts (each waits up to the connection's busy timeout) before a 503
+_BUSY_RETRIES = 5  # BEGIN IMMEDIATE attempts (each waits up to the 5 s busy timeout) before a 503
 
 
 class SQLiteSessionStore:

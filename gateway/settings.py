@@ -87,7 +87,7 @@ class SessionSettings(_Section):
     fingerprint_fallback: bool = True
     redis_url: str | None = None  # store: redis (auto picks redis when this is set)
     redis_pool_size: int = Field(32, ge=1)  # connections per worker
-    redis_timeout_s: float = Field(2.0, gt=0)  # connect/read timeout; past it a step answers 503
+    redis_timeout_s: float = Field(5.0, gt=0)  # connect/read timeout; past it a step answers 503
 
     @model_validator(mode="after")
     def _redis_needs_url(self) -> SessionSettings:

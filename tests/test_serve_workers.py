@@ -41,6 +41,12 @@ def test_two_workers_share_session_state(tmp_path, edge, cloud):
             assert r.headers["x-ecgw-policy"] == "cloud-only"
         children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
         assert len(children) >= 2
+        # /metrics counts every worker's requests, whichever worker answers the scrape (multiprocess mode).
+        for _ in range(4):
+            metrics = httpx.get(base + "/metrics").text
+            assert 'ecgw_requests_total{policy="cloud-only",route="cloud",status="200"} 13.0' in metrics
+            assert 'ecgw_upstream_calls_total{policy="cloud-only",purpose="step",route="cloud",status="200"} 13.0' \
+                in metrics
     finally:
         proc.terminate()
         proc.wait(timeout=30)
