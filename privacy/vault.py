@@ -52,7 +52,6 @@ class Vault:
         return {"keys": self.by_key, "values": self.values, "counters": self.counters}
 
 
-
 async def allocate(store: SessionStore, session_id: str, apply: Callable[[Vault], T]) -> tuple[Vault, T]:
     """Run ``apply`` (which may hand out placeholders) against the session's freshest vault, as one atomic
     update of the store; the vault and ``apply``'s result of the run that was written. ``apply`` must be pure

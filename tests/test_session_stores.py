@@ -171,3 +171,28 @@ def test_store_choice_redis_when_a_url_is_set():
                       RedisSessionStore)
     with pytest.raises(ConfigError, match="redis_url"):
         load_settings(None, sessions={"store": "redis"})
+
+
+def test_simultaneous_random_matched_steps_each_draw_their_own_coin(start_gateway, tmp_path, edge, cloud):
+    """The coin sequence is one atomic counter: 24 simultaneous steps of one session (SQLite store, whose reads
+    really yield) use indexes 0..23, so the stored count and the cloud calls agree with the seeded coins."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from router.policies.random_matched import RandomMatched
+
+    gw = start_gateway(sessions={"store": "sqlite", "sqlite_path": str(tmp_path / "s.sqlite3")},
+                       policy={"knobs": {"random-matched": {"p": 0.5}}})
+
+    def step(k: int) -> int:
+        return httpx.post(gw.base_url + "/chat/completions", headers={"X-Session-Id": "coins"}, timeout=30,
+                          json={"model": "ecgw/random-matched", "messages": [{"role": "user", "content": f"{k}"}]}
+                          ).status_code
+
+    with ThreadPoolExecutor(24) as pool:
+        assert set(pool.map(step, range(24))) == {200}
+    expected = sum(RandomMatched.coin("", "coins", i) < 0.5 for i in range(24))
+    state = asyncio.run(gw.services.sessions.get("coins", "random_matched"))
+    assert state == {"steps": 24, "cloud_steps": expected}
+    assert len(cloud.requests) == expected and len(edge.requests) == 24 - expected
