@@ -32,7 +32,7 @@ class MeteringMetrics:
         self.ttft = Histogram("ecgw_upstream_ttft_seconds", "Upstream time to first token", ["route", "streamed"],
                               buckets=_LATENCY_BUCKETS, registry=r)
         self.buffered = Gauge("ecgw_metering_buffered_records", "Records waiting to be written to the store",
-                              registry=r)
+                              registry=r, multiprocess_mode="livesum")  # several workers: their sum
         self.dropped = Counter("ecgw_metering_dropped_records", "Records dropped because the buffer was full",
                                registry=r)
         self.written = Counter("ecgw_metering_written_records", "Records written to the store", registry=r)

@@ -22,6 +22,8 @@ from typing import Any
 from benchmarks.contenders import Server, start_ecgw, start_litellm_proxy, start_upstream
 from benchmarks.load import LoadResult, percentile, run_load
 from benchmarks.meter import record_cost
+from benchmarks.replicas import load_shape, replica_throughput
+from benchmarks.replicas import render as render_replicas
 from benchmarks.workload import small_request, trajectory
 
 HERE = Path(__file__).resolve().parent
@@ -158,6 +160,9 @@ def run(smoke: bool, include_litellm: bool) -> dict[str, Any]:
                                         concurrency=1, requests=max(5, requests // 10), rounds=rounds))
             report["agent_request_cloud_private"] = _summarise(agent)
             report["rss_mb"] = {s.name: round(s.rss_mb(), 1) for s in servers}
+            for server in servers[1:]:  # the replicas below get the cores to themselves
+                server.stop()
+            report["replicas"] = replica_throughput(workdir, upstream, smoke=smoke)
         finally:
             for server in servers:
                 server.stop()
@@ -213,6 +218,8 @@ def render(report: dict[str, Any]) -> str:
               f"StoreMeter.record(): p50 {report['meter_record']['record_us_p50']} µs per call "
               f"(max of rounds {report['meter_record']['record_us_max']} µs).", "",
               "### Peak RSS (MB)", "", " · ".join(f"{k} {v}" for k, v in report["rss_mb"].items()), ""]
+    if "replicas" in report:
+        lines += render_replicas(report["replicas"], load_shape(report["smoke"])[1])
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -29,7 +30,7 @@ from gateway.failures import Failure
 from gateway.gatekeeper import Gatekeeper
 from gateway.jsonio import dumps
 from gateway.keys import Keys, load_keys
-from gateway.metrics import RequestMetrics
+from gateway.metrics import RequestMetrics, multiprocess_exposition
 from gateway.pipeline import StepPipeline
 from gateway.policy_choice import PolicyChooser
 from gateway.sealing import SealBroken, SealedStore
@@ -59,18 +60,30 @@ def session_store_kind(settings: Settings) -> str:
     store = settings.sessions.store
     if store == "auto":
         # `ecgw serve` sets server.workers in every worker it starts; an app built in-process is one worker.
-        store = "sqlite" if (settings.server.workers or 1) > 1 else "memory"
+        store = ("redis" if settings.sessions.redis_url else
+                 "sqlite" if (settings.server.workers or 1) > 1 else "memory")
     return store
 
 
 def build_session_store(settings: Settings, keys: Keys | None = None) -> SessionStateStore:
-    """In memory for one worker; a shared SQLite file as soon as several workers may serve one session, every
-    value encrypted with the secrets key (``gateway.sealing``)."""
-    if session_store_kind(settings) == "sqlite":
-        keys = keys or load_keys(settings, persistent_sessions=True)
-        return SealedStore(SQLiteSessionStore(settings.sessions.sqlite_path, ttl_s=settings.sessions.ttl_s),
-                           keys.derive("vault"))
-    return MemorySessionStore(ttl_s=settings.sessions.ttl_s)
+    """In memory for one worker; a shared SQLite file as soon as several workers may serve one session; Redis
+    (shared by every replica) when ``sessions.redis_url`` is set. Every persistent store's values are encrypted
+    with the secrets key (``gateway.sealing``)."""
+    kind = session_store_kind(settings)
+    if kind == "memory":
+        return MemorySessionStore(ttl_s=settings.sessions.ttl_s)
+    keys = keys or load_keys(settings, persistent_sessions=True)
+    inner: SessionStateStore
+    if kind == "redis":
+        assert settings.sessions.redis_url is not None  # SessionSettings refuses store: redis without a URL
+        from gateway.redis_sessions import RedisSessionStore  # imports redis: only when it is used
+
+        inner = RedisSessionStore(settings.sessions.redis_url, ttl_s=settings.sessions.ttl_s,
+                                  pool_size=settings.sessions.redis_pool_size,
+                                  timeout_s=settings.sessions.redis_timeout_s)
+    else:
+        inner = SQLiteSessionStore(settings.sessions.sqlite_path, ttl_s=settings.sessions.ttl_s)
+    return SealedStore(inner, keys.derive("vault"))
 
 
 def check_secrets(settings: Settings) -> Keys:
@@ -218,6 +231,8 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
     messages = SurfaceEndpoint(MessagesSurface(native=native_anthropic(services)), pipeline, request_metrics).handle
 
     async def metrics(request: Request) -> Response:
+        if (workers := multiprocess_exposition()) is not None:  # several workers: all of them, summed
+            return Response(workers, media_type=CONTENT_TYPE_LATEST)
         metering = await metering_metrics(request)
         return Response(request_metrics.exposition() + bytes(metering.body), media_type=metering.media_type)
 

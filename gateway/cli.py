@@ -6,8 +6,11 @@ import argparse
 import importlib
 import importlib.metadata
 import os
+import shutil
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +55,34 @@ def app_factory() -> Any:
     return create_app(settings)
 
 
+def _store_name(settings: Settings) -> str:
+    if settings.sessions.redis_url and settings.sessions.store in ("auto", "redis"):
+        from gateway.redis_sessions import where
+
+        return where(settings.sessions.redis_url)
+    if settings.sessions.store == "memory":
+        return "memory (this worker only)"
+    return f"sqlite {settings.sessions.sqlite_path}"
+
+
+@contextmanager
+def _multiprocess_metrics() -> Iterator[None]:
+    """Prometheus multiprocess mode for the workers this command starts (they inherit the variable): a fresh
+    directory of their own, removed afterwards; one the operator set is emptied first, as the client asks."""
+    from gateway.metrics import MULTIPROC_ENV
+
+    given = os.environ.get(MULTIPROC_ENV)
+    path = given or tempfile.mkdtemp(prefix="ecgw-metrics-")
+    for stale in Path(path).glob("*.db"):
+        stale.unlink()
+    os.environ[MULTIPROC_ENV] = path
+    try:
+        yield
+    finally:
+        if not given:
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def serve(args: argparse.Namespace) -> int:
     args.config = config_path(args.config)
     settings = _settings_from(args)
@@ -83,9 +114,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         os.environ["ECGW_SERVER__WORKERS"] = str(workers)
         print(f"ecgw listening on http://{settings.server.host}:{settings.server.port}/v1 with {workers} workers "
               f"(default policy {settings.policy.default}, edge {settings.edge.base_url}, "
-              f"cloud {settings.cloud.model})", file=sys.stderr)
-        uvicorn.run("gateway.cli:app_factory", factory=True, host=settings.server.host, port=settings.server.port,
-                    workers=workers, log_level="warning")
+              f"cloud {settings.cloud.model}, sessions in {_store_name(settings)})", file=sys.stderr)
+        with _multiprocess_metrics():
+            uvicorn.run("gateway.cli:app_factory", factory=True, host=settings.server.host,
+                        port=settings.server.port, workers=workers, log_level="warning")
         return 0
     from gateway.app import create_app
 
@@ -112,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "defaults)")
     p.add_argument("--host", default=None, help="address to listen on (default: server.host, 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="port to listen on (default: server.port, 4000)")
-    p.add_argument("--workers", type=int, default=None, help="worker processes (default: server.workers, else one per core)")
+    p.add_argument("--workers", type=int, default=None, help="worker processes (default: server.workers, else one per core, at most 4)")
     p.set_defaults(func=serve)
     for module in COMMAND_MODULES:
         importlib.import_module(module).register(commands)

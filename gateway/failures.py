@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass
 
 from gateway.errors import ClientError
-from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
 from router.errors import UpstreamError
 
 log = logging.getLogger("ecgw")
@@ -29,6 +29,10 @@ def classify(exc: BaseException, request_id: str, *, mid_stream: bool = False) -
         return Failure(exc.status, exc.message, exc.type, code=exc.code, param=exc.param)
     if isinstance(exc, UpstreamError):
         return Failure(exc.status, exc.message, exc.type, code=exc.upstream)
+    if isinstance(exc, SessionStoreUnavailable):
+        return Failure(503, f"The session store ({exc.store}) is unavailable, so this step was not served and nothing "
+                            f"was sent to the cloud: {exc.reason}. Retry shortly; the gateway reconnects by itself "
+                            "when the store is back.", "session_store_unavailable", code="session_store_unavailable")
     if isinstance(exc, PrivacyUnavailable):
         return Failure(503, f"Privacy protection is unavailable, so nothing was sent to the cloud: {exc.reason}",
                        "privacy_unavailable", code="privacy_unavailable")

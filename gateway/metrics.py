@@ -1,8 +1,17 @@
-"""Prometheus metrics of client requests (what the agent saw), beside the metering pipeline's own."""
+"""Prometheus metrics of client requests (what the agent saw), beside the metering pipeline's own.
+
+Within a machine, ``ecgw serve --workers N`` runs Prometheus' multiprocess mode: every worker writes its values to
+files under ``PROMETHEUS_MULTIPROC_DIR`` and ``/metrics``, whichever worker answers, sums them all. Across machines
+each replica is its own scrape target and Prometheus' ``instance`` label tells them apart (sum over it).
+"""
 
 from __future__ import annotations
 
+import os
+
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
@@ -21,3 +30,14 @@ class RequestMetrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def multiprocess_exposition() -> bytes | None:
+    """Every worker's metrics of this machine, summed; None when this process serves alone."""
+    if not os.environ.get(MULTIPROC_ENV):
+        return None
+    from prometheus_client import multiprocess
+
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    return generate_latest(registry)

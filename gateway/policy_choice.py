@@ -124,7 +124,13 @@ class PolicyChooser:
             decision = self._of(assign(active, self._experiments.definitions[active], session.session_id))
         else:
             decision = PolicyDecision(self._default)
-        if sticky != decision.policy:
+        if sticky is None and name is None and forced is None:
+            # The session's first decision: the first one written wins, also over a concurrent first step on
+            # another worker or replica (an explicit choice there, say).
+            won = await session.keep_first(STICKY_KEY, decision.policy)
+            if won != decision.policy and isinstance(won, str) and won in self._registry:
+                return PolicyDecision(won)
+        elif sticky != decision.policy:
             await session.set(STICKY_KEY, decision.policy)
         arm = None if decision.arm is None else {"experiment": decision.experiment, "arm": decision.arm}
         if stored != arm:

@@ -7,6 +7,7 @@ import asyncio
 import json
 import secrets
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,11 @@ class _Store:
 
     async def set(self, session_id: str, key: str, value: Any) -> None:
         self._data[(session_id, key)] = json.dumps(value)
+
+    async def update(self, session_id: str, key: str, fn: Callable[[Any | None], Any]) -> Any:
+        new = fn(await self.get(session_id, key))
+        await self.set(session_id, key, new)
+        return new
 
 
 def _config(path: str | None) -> tuple[PrivacySettings, str]:

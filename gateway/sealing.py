@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from privacy.seal import SealBroken, Sealer
@@ -57,6 +58,17 @@ class SealedStore:
 
     async def set(self, session_id: str, key: str, value: Any) -> None:
         await self.inner.set(session_id, key, self.seal(session_id, key, value))
+
+    async def update(self, session_id: str, key: str, fn: Callable[[Any | None], Any]) -> Any:
+        """The inner store's atomic update, on plain values: ``fn`` sees the opened value, its result is sealed. An
+        unchanged value hands back the stored ciphertext as it is, so the inner store sees no change to write."""
+
+        def sealed(stored: Any | None) -> Any:
+            current = self.open(session_id, key, stored)
+            new = fn(current)
+            return stored if stored is not None and new == current else self.seal(session_id, key, new)
+
+        return self.open(session_id, key, await self.inner.update(session_id, key, sealed))
 
     async def verify(self) -> None:
         """At start: the key opens what an earlier start sealed (raises ``SealBroken``), or marks the store."""

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import sqlite3
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from gateway.jsonio import dumps, loads
+from router.errors import SessionStoreUnavailable
 
 
 def identify_session(
@@ -54,6 +57,8 @@ def fingerprint(body: Mapping[str, Any]) -> str:
 
 _SWEEP_EVERY = 1000  # writes between two sweeps for expired sessions
 
+Updater = Callable[[Any | None], Any]
+
 
 class MemorySessionStore:
     """Session state in this process; right for one worker. Values are copied through JSON so that what a
@@ -66,6 +71,7 @@ class MemorySessionStore:
         self._ttl = ttl_s
         self._clock = clock
         self._writes = 0
+        self._lock = threading.Lock()  # also holds for callers on other threads, not only this event loop
 
     async def get(self, session_id: str, key: str) -> Any | None:
         values = self._data.get(session_id)
@@ -75,8 +81,24 @@ class MemorySessionStore:
         return loads(values[key])
 
     async def set(self, session_id: str, key: str, value: Any) -> None:
+        with self._lock:
+            self._write(session_id, key, dumps(value))
+
+    async def update(self, session_id: str, key: str, fn: Updater) -> Any:
+        """``fn(current)`` written atomically (``fn`` runs under the lock, once); returns what was written."""
+        with self._lock:
+            raw = self._data.get(session_id, {}).get(key)
+            current = None if raw is None else loads(raw)
+            new = fn(current)
+            if new == current:
+                return current
+            blob = dumps(new)
+            self._write(session_id, key, blob)
+            return loads(blob)
+
+    def _write(self, session_id: str, key: str, blob: bytes) -> None:
         now = self._clock()
-        self._data.setdefault(session_id, {})[key] = dumps(value)
+        self._data.setdefault(session_id, {})[key] = blob
         self._touched[session_id] = now
         self._writes += 1
         if self._writes % _SWEEP_EVERY == 0:
@@ -91,16 +113,20 @@ class MemorySessionStore:
         return len(stale)
 
 
+_BUSY_RETRIES = 5  # BEGIN IMMEDIATE attempts (each waits up to the 5 s busy timeout) before a 503
+
+
 class SQLiteSessionStore:
     """Session state in a SQLite file (WAL), shared by every worker on one machine, so that the next step of
     a session may land on any worker. Queries run on one thread of their own: a write that waits for another
-    worker's lock never blocks the event loop."""
+    worker's lock never blocks the event loop. ``update`` reads first and, only when ``fn`` changes the value,
+    runs ``fn`` again inside ``BEGIN IMMEDIATE`` (the file's write lock, retried while busy) and writes."""
 
     def __init__(self, path: str, *, ttl_s: float = 7 * 86400, clock: Callable[[], float] = time.time) -> None:
-        import sqlite3
         from concurrent.futures import ThreadPoolExecutor
 
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ecgw-sessions")
+        self._path = path
         self._ttl = ttl_s
         self._clock = clock
         self._writes = 0
@@ -113,19 +139,61 @@ class SQLiteSessionStore:
         if "touched" not in columns:  # a file from before expiry existed
             self._db.execute("ALTER TABLE session_state ADD COLUMN touched REAL NOT NULL DEFAULT 0")
 
-    async def _run(self, sql: str, params: tuple[Any, ...]) -> Any:
+    async def _call(self, work: Callable[[], Any]) -> Any:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: self._db.execute(sql, params).fetchone())
+        try:
+            return await loop.run_in_executor(self._executor, work)
+        except sqlite3.Error as exc:
+            raise SessionStoreUnavailable(f"sqlite {self._path}", str(exc)) from exc
+
+    async def _run(self, sql: str, params: tuple[Any, ...]) -> Any:
+        return await self._call(lambda: self._db.execute(sql, params).fetchone())
 
     async def get(self, session_id: str, key: str) -> Any | None:
-        row = await self._run("SELECT value FROM session_state WHERE session_id = ? AND key = ?", (session_id, key))
+        row = await self._run(_SELECT, (session_id, key))
         return None if row is None else loads(row[0])
 
     async def set(self, session_id: str, key: str, value: Any) -> None:
         now = self._clock()
-        await self._run("INSERT INTO session_state (session_id, key, value, touched) VALUES (?, ?, ?, ?) "
-                        "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, touched = excluded.touched",
-                        (session_id, key, dumps(value), now))
+        await self._run(_UPSERT, (session_id, key, dumps(value), now))
+        await self._wrote(now)
+
+    async def update(self, session_id: str, key: str, fn: Updater) -> Any:
+        now = self._clock()
+        new, wrote = await self._call(lambda: self._update(session_id, key, fn, now))
+        if wrote:
+            await self._wrote(now)
+        return new
+
+    def _update(self, session_id: str, key: str, fn: Updater, now: float) -> tuple[Any, bool]:
+        row = self._db.execute(_SELECT, (session_id, key)).fetchone()
+        current = None if row is None else loads(row[0])
+        if fn(current) == current:  # nothing to write: no lock taken
+            return current, False
+        for attempt in range(_BUSY_RETRIES):
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+                continue
+            try:
+                row = self._db.execute(_SELECT, (session_id, key)).fetchone()
+                current = None if row is None else loads(row[0])
+                new = fn(current)
+                if new != current:
+                    blob = dumps(new)
+                    self._db.execute(_UPSERT, (session_id, key, blob, now))
+                    new = loads(blob)
+                self._db.execute("COMMIT")
+                return new, new != current
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        raise sqlite3.OperationalError(f"still locked after {_BUSY_RETRIES} attempts")
+
+    async def _wrote(self, now: float) -> None:
         self._writes += 1
         if self._writes % _SWEEP_EVERY == 0:
             await self.sweep(now)
@@ -138,3 +206,8 @@ class SQLiteSessionStore:
     async def aclose(self) -> None:
         self._executor.shutdown(wait=True)
         self._db.close()
+
+
+_SELECT = "SELECT value FROM session_state WHERE session_id = ? AND key = ?"
+_UPSERT = ("INSERT INTO session_state (session_id, key, value, touched) VALUES (?, ?, ?, ?) "
+           "ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, touched = excluded.touched")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from accounting.settings import AccountingSettings
@@ -27,6 +27,12 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# The default worker count's cap (docs/scale.md): each worker holds ~240 MB (presidio's NER) and does thousands of
+# edge or hundreds of protected steps a second, so beyond 4 a laptop gains nothing its agents can use, while the
+# workers take memory and cores from the local edge model and contend for the SQLite session file's write lock.
+DEFAULT_MAX_WORKERS = 4
+
+
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(4000, ge=1, le=65535)
@@ -34,12 +40,12 @@ class ServerSettings(_Section):
     session_keys: dict[str, str] = Field(default_factory=dict)
     admin_keys: list[str] = Field(default_factory=list)  # may read every owner's usage and privacy reports
     max_body_bytes: int = Field(32 * 1024 * 1024, gt=0)
-    workers: int | None = Field(None, ge=1)  # None: one per core
+    workers: int | None = Field(None, ge=1)  # None: one per core, at most DEFAULT_MAX_WORKERS
     log_format: Literal["text", "json"] = "text"
 
     @property
     def worker_count(self) -> int:
-        return self.workers or os.cpu_count() or 1
+        return self.workers or min(os.cpu_count() or 1, DEFAULT_MAX_WORKERS)
 
 
 class CompatSettings(_Section):
@@ -93,10 +99,20 @@ class PolicySettings(_Section):
 
 
 class SessionSettings(_Section):
-    store: Literal["auto", "memory", "sqlite"] = "auto"
+    store: Literal["auto", "memory", "sqlite", "redis"] = "auto"
     sqlite_path: str = "ecgw-sessions.sqlite3"
     ttl_s: float = Field(7 * 86400, gt=0)
     fingerprint_fallback: bool = True
+    redis_url: str | None = None  # store: redis (auto picks redis when this is set)
+    redis_pool_size: int = Field(32, ge=1)  # connections per worker
+    redis_timeout_s: float = Field(5.0, gt=0)  # connect/read timeout; past it a step answers 503
+
+    @model_validator(mode="after")
+    def _redis_needs_url(self) -> SessionSettings:
+        if self.store == "redis" and not self.redis_url:
+            raise ValueError("sessions.store is 'redis' but sessions.redis_url is not set; set it to "
+                             "redis://host:6379/0 (or ECGW_SESSIONS__REDIS_URL)")
+        return self
 
 
 class SecretsSettings(_Section):

@@ -17,3 +17,13 @@ class PrivacyBlocked(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class SessionStoreUnavailable(Exception):
+    """The session store (SQLite file, Redis) cannot be read or written: a step that needs session state (the
+    vault, a sticky choice) stops here, so nothing leaves unprotected. ``store`` names it for the 503."""
+
+    def __init__(self, store: str, reason: str) -> None:
+        super().__init__(f"the session store ({store}) is unavailable: {reason}")
+        self.store = store
+        self.reason = reason

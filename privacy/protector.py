@@ -12,18 +12,19 @@ from typing import Any, TypeVar
 from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, body_opener, seal_body
 from privacy.audit_writer import AuditWriter, Record
 from privacy.detector import DetectionError
-from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
+from privacy.findings import Finding
 from privacy.locations import safe_location
 from privacy.protection import Protection, StreamRestorer
 from privacy.registry import UnitRegistry
 from privacy.report import session_exposure
 from privacy.restore import Restorer, given_placeholders
-from privacy.scrubber import Applied, DetectionCache, Scrubber, ScrubResult, prepare
+from privacy.scrubber import Applied, DetectionCache, Prepared, Scrubber, ScrubResult, prepare
 from privacy.seal import Sealer
 from privacy.settings import PrivacySettings
 from privacy.stream import RestoringStream
 from privacy.units import Unit, UnitsDocument
-from privacy.vault import SessionStore, Vault
+from privacy.vault import SessionStore, Vault, allocate
 from privacy.walk import collect
 
 T = TypeVar("T")
@@ -89,8 +90,8 @@ class PrivacyProtector:
 
     async def scrub(self, body: dict[str, Any], *, session_id: str) -> ScrubbedRequest:
         """The body the cloud would receive. Raises ``PrivacyBlocked``, or ``DetectionError`` on failure.
-        Steps of one session are scrubbed one at a time in this worker: each loads, extends and saves the
-        session's vault, and two at once would hand out the same placeholder for different values."""
+        Steps of one session are scrubbed one at a time in this worker (they would only contend for the same
+        vault); across workers and replicas the store's atomic update keeps placeholders one per value."""
         lock = self._session_locks.setdefault(session_id, asyncio.Lock())
         try:
             async with lock:
@@ -104,7 +105,6 @@ class PrivacyProtector:
         if binary and self._settings.images == "block":
             raise PrivacyBlocked(f"{binary[0]} is not text and privacy.images is 'block'; it stays on the edge")
         version, matcher = await self.units.matcher(session_id)
-        vault = await Vault.load(self._sessions, session_id)
         results: list[ScrubResult | None] = []
         misses: list[int] = []
         keys = []
@@ -115,6 +115,8 @@ class PrivacyProtector:
             results.append(hit)
             if hit is None:
                 misses.append(i)
+        prepared: list[Prepared] = []
+        found: list[list[list[Finding]]] = []
         if misses:
             prepared = [prepare(slots[i].text, slots[i].kind, all_numbers=matcher is not None) for i in misses]
             size = sum(len(slots[i].text) for i in misses)
@@ -122,8 +124,14 @@ class PrivacyProtector:
                 found = await asyncio.to_thread(self._scrubber.detect, prepared, matcher)
             else:
                 found = self._scrubber.detect(prepared, matcher)
-            for i, p, f in zip(misses, prepared, found, strict=True):
-                results[i] = self._scrubber.apply(p, f, vault)
+
+        def apply(vault: Vault) -> list[ScrubResult]:
+            return [self._scrubber.apply(p, f, vault) for p, f in zip(prepared, found, strict=True)]
+
+        # Placeholders are allocated against the freshest vault inside one atomic update of the session store.
+        vault, allocated = await allocate(self._sessions, session_id, apply)
+        for i, done in zip(misses, allocated, strict=True):
+            results[i] = done
         by_slot: list[tuple[str, Sequence[Applied]]] = []
         changed: list[tuple[str, str]] = []
         for slot, maybe in zip(slots, results, strict=True):
@@ -136,9 +144,7 @@ class PrivacyProtector:
                 slot.set(result.text)
             if result.applied:
                 by_slot.append((slot.location, result.applied))
-        await vault.save(self._sessions, session_id)
-        # Cached only now: a result whose placeholders never reached the saved vault (a blocked step) would
-        # later hand the same placeholder to another value.
+        # Cached only now, after the vault holding its placeholders was written, and not for a blocked step.
         for i in misses:
             fresh = results[i]
             assert fresh is not None
@@ -152,7 +158,7 @@ class PrivacyProtector:
                       experiment: str | None = None) -> Protection:
         try:
             scrubbed = await self.scrub(body, session_id=session_id)
-        except PrivacyBlocked:
+        except (PrivacyBlocked, SessionStoreUnavailable):  # the latter: no vault, no placeholders, a 503
             raise
         except Exception as exc:  # any failure: nothing leaves (fail closed)
             reason = exc.reason if isinstance(exc, PrivacyUnavailable) else (  # e.g. session state that won't open

@@ -2,20 +2,30 @@
 
 It lives in the gateway's session store (JSON), so every worker serving the session sees the same placeholders.
 Placeholders are never reused; the same vault key (a normalised value, or a listed unit's id) always gets the
-same placeholder.
+same placeholder. New placeholders are allocated only inside the store's atomic ``update`` (``allocate``), against
+the freshest vault, so two workers or replicas scrubbing steps of one session at once never give one placeholder
+to two values.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 VAULT_KEY = "privacy.vault"
+
+T = TypeVar("T")
 
 
 class SessionStore(Protocol):
     async def get(self, session_id: str, key: str) -> Any | None: ...
 
     async def set(self, session_id: str, key: str, value: Any) -> None: ...
+
+    async def update(self, session_id: str, key: str, fn: Callable[[Any | None], Any]) -> Any:
+        """Atomically replace the value with ``fn(current)`` (plain JSON, None when absent) and return what was
+        written. ``fn`` may run more than once (a conflict is retried); its last run is the one written."""
+        ...
 
 
 class Vault:
@@ -41,12 +51,17 @@ class Vault:
     def to_json(self) -> dict[str, Any]:
         return {"keys": self.by_key, "values": self.values, "counters": self.counters}
 
-    @classmethod
-    async def load(cls, store: SessionStore, session_id: str) -> Vault:
-        data = await store.get(session_id, VAULT_KEY)
-        return cls(data if isinstance(data, dict) else None)
 
-    async def save(self, store: SessionStore, session_id: str) -> None:
-        if self.changed:
-            await store.set(session_id, VAULT_KEY, self.to_json())
-            self.changed = False
+async def allocate(store: SessionStore, session_id: str, apply: Callable[[Vault], T]) -> tuple[Vault, T]:
+    """Run ``apply`` (which may hand out placeholders) against the session's freshest vault, as one atomic
+    update of the store; the vault and ``apply``'s result of the run that was written. ``apply`` must be pure
+    apart from the vault it is given: it may run more than once. A vault that gains nothing is not written."""
+    outcome: list[tuple[Vault, T]] = []
+
+    def step(current: Any | None) -> Any | None:
+        vault = Vault(current if isinstance(current, dict) else None)
+        outcome.append((vault, apply(vault)))
+        return vault.to_json() if vault.changed else current
+
+    await store.update(session_id, VAULT_KEY, step)
+    return outcome[-1]

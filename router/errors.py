@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
 
-__all__ = ["PrivacyBlocked", "PrivacyUnavailable", "UpstreamError"]
+__all__ = ["PrivacyBlocked", "PrivacyUnavailable", "SessionStoreUnavailable", "UpstreamError"]
 
 
 class UpstreamError(Exception):

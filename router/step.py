@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,6 +28,11 @@ class SessionStateStore(Protocol):
 
     async def set(self, session_id: str, key: str, value: Any) -> None: ...
 
+    async def update(self, session_id: str, key: str, fn: Callable[[Any | None], Any]) -> Any:
+        """Atomically replace the value with ``fn(current)`` and return what was written (``fn`` may run more
+        than once; its last run is the one written). Raises ``SessionStoreUnavailable`` when the store is down."""
+        ...
+
 
 @dataclass
 class SessionState:
@@ -40,6 +46,15 @@ class SessionState:
 
     async def set(self, key: str, value: Any) -> None:
         await self.store.set(self.session_id, key, value)
+
+    async def update(self, key: str, fn: Callable[[Any | None], Any]) -> Any:
+        """Atomic read-modify-write across every worker and replica (see ``SessionStateStore.update``)."""
+        return await self.store.update(self.session_id, key, fn)
+
+    async def keep_first(self, key: str, value: Any) -> Any:
+        """``value`` unless the session already holds one for ``key`` (another worker decided first): what the
+        session holds afterwards. For decisions made once per session (a route, a sketch)."""
+        return await self.update(key, lambda current: value if current is None else current)
 
 
 @dataclass

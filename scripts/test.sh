@@ -7,6 +7,7 @@ port_free() { "$VENV_PY" -c "import socket; s=socket.socket(); s.bind(('127.0.0.
 VENV_PY=.venv/bin/python
 
 PG_DIR=""
+REDIS_DIR=""
 LLAMA_PORT=""
 VLLM_PORT=""
 VLLM_STARTER=""
@@ -14,6 +15,7 @@ VLLM_LOG=""
 cleanup() {
   if [ -n "$LLAMA_PORT" ]; then scripts/llama.sh stop "$LLAMA_PORT" || true; fi
   if [ -n "$PG_DIR" ]; then scripts/postgres.sh stop "$PG_DIR" || true; fi
+  if [ -n "$REDIS_DIR" ]; then scripts/redis.sh stop "$REDIS_DIR" || true; fi
   if [ -n "$VLLM_STARTER" ]; then kill -- "-$VLLM_STARTER" 2>/dev/null || true; fi
   if [ -n "$VLLM_PORT" ]; then scripts/vllm.sh stop "$VLLM_PORT" || true; fi
   if [ -n "$VLLM_LOG" ]; then rm -f "$VLLM_LOG" "$VLLM_LOG.failed"; fi
@@ -28,6 +30,11 @@ export ECGW_TEST_LLAMA_URL="http://127.0.0.1:$LLAMA_PORT/v1"
 PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ecgw-pg.XXXXXX")
 ECGW_TEST_POSTGRES_URL=$(scripts/postgres.sh start "$(port_free)" "$PG_DIR")
 export ECGW_TEST_POSTGRES_URL
+
+# A throw-away Redis for the shared session store and the several-replica tests (tests/test_replicas.py).
+REDIS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ecgw-redis.XXXXXX")
+ECGW_TEST_REDIS_URL=$(scripts/redis.sh start "$(port_free)" "$REDIS_DIR")
+export ECGW_TEST_REDIS_URL
 
 # The real vLLM edge for tests/real (installed once into ~/.cache/ecgw): it needs about a minute to start, so it
 # starts in the background while the rest of the suite runs; tests/real/helpers.py waits for it.

@@ -39,6 +39,10 @@ def llama_url() -> str:
     return require_env("ECGW_TEST_LLAMA_URL", "the real SmolLM2 llama-cpp server")
 
 
+def redis_url() -> str:
+    return require_env("ECGW_TEST_REDIS_URL", "the Redis server (scripts/redis.sh)")
+
+
 def postgres_url() -> str:
     return require_env("ECGW_TEST_POSTGRES_URL", "the test PostgreSQL server (scripts/postgres.sh)")
 

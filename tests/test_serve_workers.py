@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -41,6 +42,16 @@ def test_two_workers_share_session_state(tmp_path, edge, cloud):
             assert r.headers["x-ecgw-policy"] == "cloud-only"
         children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
         assert len(children) >= 2
+        # /metrics counts every worker's requests, whichever worker answers the scrape (multiprocess mode).
+        for _ in range(4):
+            metrics = httpx.get(base + "/metrics").text
+            assert 'ecgw_requests_total{policy="cloud-only",route="cloud",status="200"} 13.0' in metrics
+        # Metering counts a call when its writer thread takes the record: wait for both workers' writers.
+        calls = 'ecgw_upstream_calls_total{policy="cloud-only",purpose="step",route="cloud",status="200"} 13.0'
+        deadline = time.monotonic() + 60
+        while calls not in (metrics := httpx.get(base + "/metrics").text) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert calls in metrics
     finally:
         proc.terminate()
         proc.wait(timeout=30)

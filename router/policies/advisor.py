@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -174,10 +174,7 @@ class Advisor:
                 for chunk in composer.finish("tool_calls" if client_calls else reason):
                     yield chunk
                 if consults:
-                    state = dict(await step.session.get(STATE_KEY) or {})
-                    state["consults"] = int(state.get("consults") or 0) + consults
-                    state["steps_with_advice"] = int(state.get("steps_with_advice") or 0) + 1
-                    await step.session.set(STATE_KEY, state)
+                    await step.session.update(STATE_KEY, _counted(consults))
                 return
             # Resolve the advisor first; client tool calls of the same message are dropped and re-asked.
             answered = [{**c, "id": call_id(c)} for c in asked]
@@ -198,3 +195,14 @@ class Advisor:
         if step.stream:
             return chunks
         return await chunks_to_completion(chunks)
+
+
+def _counted(consults: int) -> Callable[[Any | None], dict[str, Any]]:
+    """The advisor's per-session counters with one more advised step (an atomic session update)."""
+
+    def add(state: Any | None) -> dict[str, Any]:
+        state = dict(state) if isinstance(state, dict) else {}
+        return {**state, "consults": int(state.get("consults") or 0) + consults,
+                "steps_with_advice": int(state.get("steps_with_advice") or 0) + 1}
+
+    return add

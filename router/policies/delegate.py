@@ -62,9 +62,8 @@ class Delegate:
                 yield chunk
             return
         step.decided("cloud", "delegated")
-        state = dict(await step.session.get(STATE_KEY) or {})
-        state["delegated_steps"] = int(state.get("delegated_steps") or 0) + 1
-        await step.session.set(STATE_KEY, state)
+        await step.session.update(STATE_KEY, lambda state: {
+            **(state or {}), "delegated_steps": int((state or {}).get("delegated_steps") or 0) + 1})
         cloud = Turn()
         try:
             async for out in cloud.relay(turn_chunks(step.cloud, step.request, stream=step.stream,

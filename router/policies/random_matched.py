@@ -65,13 +65,22 @@ class RandomMatched:
 
     async def run(self, step: Step) -> StepResult:
         knobs = self.knobs.for_step(step.knobs)
-        state = dict(await step.session.get(STATE_KEY) or {})
-        index = int(state.get("steps") or 0)
-        coin, p = self.coin(knobs.seed, step.context.session_id, index), self.probability(knobs)
+        p = self.probability(knobs)
+        session_id = step.context.session_id
+
+        def advance(current: Any | None) -> dict[str, Any]:
+            state = dict(current) if isinstance(current, dict) else {}
+            index = int(state.get("steps") or 0)
+            cloud = self.coin(knobs.seed, session_id, index) < p
+            state.update(steps=index + 1, cloud_steps=int(state.get("cloud_steps") or 0) + cloud)
+            return state
+
+        # One atomic step of the session's coin sequence: concurrent steps (on any worker or replica) each draw
+        # their own index, so the sequence and its cloud-step count are the same however steps are spread.
+        state = await step.session.update(STATE_KEY, advance)
+        coin = self.coin(knobs.seed, session_id, int(state["steps"]) - 1)
         cloud = coin < p
         step.decided("cloud" if cloud else "edge", "coin", coin=round(coin, 4), p=round(p, 4))
-        state.update(steps=index + 1, cloud_steps=int(state.get("cloud_steps") or 0) + cloud)
-        await step.session.set(STATE_KEY, state)
         channel = step.cloud if cloud else step.edge
         if step.stream:
             return channel.stream(step.request)

@@ -67,12 +67,15 @@ class Sketch:
         except (PrivacyBlocked, UpstreamError) as exc:
             # The session runs without a plan rather than failing; it is not retried on every step.
             log.warning("sketch: no plan for session %s (%s)", step.context.session_id, exc)
-            await step.session.set(STATE_KEY, {"plan": None, "error": type(exc).__name__})
+            await step.session.keep_first(STATE_KEY, {"plan": None, "error": type(exc).__name__})
             return None
         choices = response.get("choices") or [{}]
         plan = text_of((choices[0].get("message") or {}).get("content")).strip()
-        await step.session.set(STATE_KEY, {"plan": plan or None})
-        return plan or None
+        # Sketch once: when two first steps planned at once (two workers or replicas), the first plan written
+        # is the session's, and this step uses it too.
+        stored = await step.session.keep_first(STATE_KEY, {"plan": plan or None})
+        kept = stored.get("plan") if isinstance(stored, dict) else None
+        return kept if isinstance(kept, str) and kept else None
 
     async def run(self, step: Step) -> StepResult:
         knobs = self.knobs.for_step(step.knobs)

@@ -68,10 +68,10 @@ class StepRouting:
         state = dict(await step.session.get(STATE_KEY) or {})
         held = self._held(knobs, state, step)
         if held is None and knobs.mode == "inline":
-            return await self._inline(step, knobs, state)
+            return await self._inline(step, knobs)
         decision = held or await self._probe(step, knobs)
         step.decided(decision.side, decision.reason, entropy=decision.entropy, tau=decision.tau)
-        await self._remember(step, knobs, state, decision)
+        await self._remember(step, knobs, decision)
         return await self._answer(step, decision.side)
 
     # decisions ---------------------------------------------------------------------------------------
@@ -118,24 +118,31 @@ class StepRouting:
         return await channel.complete(step.request)
 
     @staticmethod
-    async def _remember(step: Step, knobs: StepRoutingKnobs, state: dict[str, Any], decision: Decision) -> None:
-        left = int(state.get("cloud_left") or 0)
-        if decision.reason == "hold":
-            left = max(left - 1, 0)
-        elif decision.reason == "entropy" and decision.side == "cloud":
-            left = knobs.stay_on_cloud_steps
-        state.update(
-            cloud_left=left,
-            last_side=decision.side,
-            steps=int(state.get("steps") or 0) + 1,
-            escalations=int(state.get("escalations") or 0) + (decision.side == "cloud"),
-            missing_logprobs=int(state.get("missing_logprobs") or 0) + (decision.reason == "missing-logprobs"),
-            last=decision.model_dump(),
-        )
-        await step.session.set(STATE_KEY, state)
+    async def _remember(step: Step, knobs: StepRoutingKnobs, decision: Decision) -> None:
+        """The decision applied to the session's current state in one atomic update, so that the counters of
+        concurrent steps (any worker, any replica) add up."""
+
+        def advance(current: Any | None) -> dict[str, Any]:
+            state = dict(current) if isinstance(current, dict) else {}
+            left = int(state.get("cloud_left") or 0)
+            if decision.reason == "hold":
+                left = max(left - 1, 0)
+            elif decision.reason == "entropy" and decision.side == "cloud":
+                left = knobs.stay_on_cloud_steps
+            state.update(
+                cloud_left=left,
+                last_side=decision.side,
+                steps=int(state.get("steps") or 0) + 1,
+                escalations=int(state.get("escalations") or 0) + (decision.side == "cloud"),
+                missing_logprobs=int(state.get("missing_logprobs") or 0) + (decision.reason == "missing-logprobs"),
+                last=decision.model_dump(),
+            )
+            return state
+
+        await step.session.update(STATE_KEY, advance)
 
     # inline ------------------------------------------------------------------------------------------
-    async def _inline(self, step: Step, knobs: StepRoutingKnobs, state: dict[str, Any]) -> StepResult:
+    async def _inline(self, step: Step, knobs: StepRoutingKnobs) -> StepResult:
         wants_logprobs = bool(step.request.get("logprobs"))
         client_top = int(step.request.get("top_logprobs") or 0)
         body = {k: v for k, v in step.request.items() if k not in ("n",)}
@@ -155,7 +162,7 @@ class StepRouting:
             raise
         decision = self._from_entries(knobs, entries, step.edge.model, knobs.decide_tokens)
         step.decided(decision.side, decision.reason, entropy=decision.entropy, tau=decision.tau)
-        await self._remember(step, knobs, state, decision)
+        await self._remember(step, knobs, decision)
         if decision.side == "cloud":
             await aclose(edge)  # cancels the edge generation: the upstream connection closes
             if step.stream:

@@ -93,9 +93,15 @@ class TaskRouting:
             task = Task(first_user_text(step.request), task_id(step.request), step.context.session_id)
             verdict = await self._scorer(knobs).score(task, step.edge)
             side, reason = self.decide(verdict, knobs)
-            await step.session.set(STATE_KEY, {"side": side, "reason": reason, "score": verdict.score,
-                                               "scorer": knobs.scorer, "threshold": knobs.threshold})
-            step.decided(side, reason, score=verdict.score, threshold=knobs.threshold, scorer=knobs.scorer)
+            # Sticky: the first decision written wins, also over one a concurrent first step made elsewhere.
+            kept = await step.session.keep_first(STATE_KEY, {"side": side, "reason": reason, "score": verdict.score,
+                                                             "scorer": knobs.scorer, "threshold": knobs.threshold})
+            if isinstance(kept, dict) and kept.get("side") in ("edge", "cloud") and kept["side"] != side:
+                side = str(kept["side"])  # lost the race: the winner's decision
+                step.decided(side, "sticky", score=kept.get("score"), threshold=kept.get("threshold"),
+                             scorer=kept.get("scorer"))
+            else:
+                step.decided(side, reason, score=verdict.score, threshold=knobs.threshold, scorer=knobs.scorer)
         elif isinstance(stored, dict):
             step.decided(side, "sticky", score=stored.get("score"), threshold=stored.get("threshold"),
                          scorer=stored.get("scorer"))
