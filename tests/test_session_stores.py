@@ -162,13 +162,15 @@ async def test_an_unreachable_redis_raises_an_error_naming_it():
         await store.aclose()
 
 
-def test_store_choice_redis_when_a_url_is_set():
+def test_store_choice_redis_when_a_url_is_set(tmp_path):
     from gateway.app import build_session_store
     from gateway.redis_sessions import RedisSessionStore
+    from gateway.sealing import SealedStore
     from gateway.settings import ConfigError, load_settings
 
-    assert isinstance(build_session_store(load_settings(None, sessions={"redis_url": "redis://127.0.0.1:1/0"})),
-                      RedisSessionStore)
+    store = build_session_store(load_settings(None, sessions={"redis_url": "redis://127.0.0.1:1/0"},
+                                              secrets={"key_file": str(tmp_path / "ecgw.key")}))
+    assert isinstance(store, SealedStore) and isinstance(store.inner, RedisSessionStore)  # sealed like SQLite
     with pytest.raises(ConfigError, match="redis_url"):
         load_settings(None, sessions={"store": "redis"})
 
