@@ -52,7 +52,7 @@ class Outcome:
                 done(status, seconds)
             except Exception:  # bookkeeping must never fail a request that was served
                 log.exception("request %s: recording the step failed", self.request_id)
-        log_request(request_id=self.request_id, session=self.session, policy=self.policy, route=route,
+        log_request(request_id=self.request_id, session=self.session_hash, policy=self.policy, route=route,
                     status=status, latency_s=seconds, arm=self.arm, trace_id=self.span.trace_id)
         self.span.set("ecgw.route", route)
         self.span.set("http.status_code", status)
