@@ -6,7 +6,6 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
@@ -117,15 +116,16 @@ def measured_rates(meter: Meter) -> CloudRateSource | None:
     if not isinstance(store, UsageStore):
         return None
 
-    def rows_of(experiment: str, arm: str) -> list[dict[str, Any]]:
+    def counts_of(experiment: str, arm: str) -> tuple[int, int] | None:
         try:
-            return store.rows(experiment=experiment, arm=arm)
+            rows = store.aggregate("arm", where={"experiment": experiment, "arm": arm})
         except Exception:  # a metering database that cannot be read must not fail the step
             log.warning("cannot read measured rates for %s/%s; random-matched uses its p", experiment, arm,
                         exc_info=True)
-            return []
+            return None
+        return (int(rows[0]["requests"]), int(rows[0]["cloud_requests"])) if rows else None
 
-    return ArmRates(rows_of)
+    return ArmRates(counts_of)
 
 
 def build_router(settings: Settings, *, cloud_rates: CloudRateSource | None = None

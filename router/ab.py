@@ -155,14 +155,6 @@ def compare(rows: Iterable[Mapping[str, Any]], *, by: str = "arm", exposures: Ma
     return [reports[g] for g in sorted(reports)]
 
 
-def cloud_call_rate(rows: Iterable[Mapping[str, Any]], *, experiment: str, arm: str) -> float | None:
-    """The measured cloud-call rate of one arm (what ``random-matched`` can match), None without data."""
-    chosen = [r for r in rows if r.get("experiment") == experiment and r.get("arm") == arm]
-    if not chosen:
-        return None
-    return compare(chosen, by="arm")[0].cloud_call_rate
-
-
 def _fmt(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 

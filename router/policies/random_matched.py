@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -16,7 +16,7 @@ from router.step import Step
 STATE_KEY = "random_matched"
 
 # (experiment, arm) → that arm's measured cloud-call rate, or None when nothing is measured yet.
-CloudRateSource = Callable[[str, str], float | None]
+CloudRateSource = Callable[[str, str], Awaitable[float | None]]
 
 
 class MatchArm(BaseModel):
@@ -51,9 +51,9 @@ class RandomMatched:
     def check_overrides(self, overrides: Mapping[str, Any]) -> None:
         self.knobs.for_step(overrides)  # validates: p must be set
 
-    def probability(self, knobs: RandomMatchedKnobs) -> float:
+    async def probability(self, knobs: RandomMatchedKnobs) -> float:
         if knobs.match is not None and self._rates is not None:
-            measured = self._rates(knobs.match.experiment, knobs.match.arm)
+            measured = await self._rates(knobs.match.experiment, knobs.match.arm)
             if measured is not None:
                 return min(max(measured, 0.0), 1.0)
         assert knobs.p is not None  # the knob model requires it
@@ -65,7 +65,7 @@ class RandomMatched:
 
     async def run(self, step: Step) -> StepResult:
         knobs = self.knobs.for_step(step.knobs)
-        p = self.probability(knobs)
+        p = await self.probability(knobs)
         session_id = step.context.session_id
 
         def advance(current: Any | None) -> dict[str, Any]:

@@ -163,14 +163,16 @@ def test_random_matched_rate_and_seed() -> None:
     assert RandomMatched.coin("x", "s", 0) != RandomMatched.coin("y", "s", 0)
 
 
-def test_random_matched_takes_the_matched_arms_rate() -> None:
+async def test_random_matched_takes_the_matched_arms_rate() -> None:
     from router.policies.random_matched import RandomMatched, RandomMatchedKnobs
 
-    policy = RandomMatched({"p": 0.1, "match": {"experiment": "e", "arm": "router"}},
-                           cloud_rates=lambda e, a: 0.42 if (e, a) == ("e", "router") else None)
-    assert policy.probability(policy.knobs.default) == 0.42
-    unmeasured = RandomMatched({"p": 0.1, "match": {"experiment": "e", "arm": "other"}}, cloud_rates=lambda e, a: None)
-    assert unmeasured.probability(unmeasured.knobs.default) == 0.1
+    async def measured(experiment: str, arm: str) -> float | None:
+        return 0.42 if (experiment, arm) == ("e", "router") else None
+
+    policy = RandomMatched({"p": 0.1, "match": {"experiment": "e", "arm": "router"}}, cloud_rates=measured)
+    assert await policy.probability(policy.knobs.default) == 0.42
+    unmeasured = RandomMatched({"p": 0.1, "match": {"experiment": "e", "arm": "other"}}, cloud_rates=measured)
+    assert await unmeasured.probability(unmeasured.knobs.default) == 0.1
     with pytest.raises(ValueError, match="set p"):
         RandomMatchedKnobs.model_validate({})
 
