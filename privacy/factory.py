@@ -6,8 +6,14 @@ from typing import Any
 
 from privacy.audit import AuditStore, AuditWriter, Hasher, make_engine
 from privacy.detector import LayeredDetector
+from privacy.egress import EgressCheck
+from privacy.identifiers import IdentifierDetector
+from privacy.labels import LabelledValueDetector
+from privacy.lastcheck import LastCheck
+from privacy.metrics import PrivacyMetrics
 from privacy.ner import PresidioRecognizer
 from privacy.patterns import PatternDetector
+from privacy.phones import PhoneDetector
 from privacy.protection import PassThroughProtector, Protector
 from privacy.protector import PrivacyProtector
 from privacy.registry import UnitRegistry
@@ -45,9 +51,20 @@ def build_privacy_protector(settings: PrivacySettings, *, database_url: str | No
         audit = AuditWriter(store)
         configured = settings.hash_key
         hasher = Hasher(lambda: store.hash_key(configured))
-    scrubber = Scrubber(detector or build_detector(settings), ActionTable(settings))
+    actions = ActionTable(settings)
+    scrubber = Scrubber(detector or build_detector(settings), actions)
+    metrics = PrivacyMetrics()
+    last_check = LastCheck(build_egress_check(settings), actions, metrics) if settings.last_check else None
     return PrivacyProtector(settings, sessions=sessions, scrubber=scrubber,
-                            units=UnitRegistry(sessions, settings.units_files), audit=audit, hasher=hasher)
+                            units=UnitRegistry(sessions, settings.units_files), audit=audit, hasher=hasher,
+                            last_check=last_check, metrics=metrics)
+
+
+def build_egress_check(settings: PrivacySettings) -> EgressCheck:
+    """The last check's detectors: secrets and patterns, whatever ``privacy.layers`` switches off (units are the
+    session's, passed per call)."""
+    return EgressCheck([SecretDetector(), PatternDetector(), IdentifierDetector(), PhoneDetector()],
+                       [LabelledValueDetector()], cache_entries=settings.cache_entries)
 
 
 def build_protector(settings: PrivacySettings, *, database_url: str, sessions: Any) -> Protector:

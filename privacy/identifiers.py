@@ -57,6 +57,10 @@ def _card_ok(value: str) -> bool:
     return 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn_ok(digits) and len(set(digits)) > 2
 
 
+def _email_key(value: str) -> str:
+    return re.sub(r"%40|&#0*64;|&commat;|\\u0040|＠|\s?[\[(]at[\])]\s?", "@", value, flags=re.IGNORECASE).lower()
+
+
 @dataclass(frozen=True)
 class _Rule:
     type: str
@@ -78,6 +82,9 @@ _RULES = (
                                                                                   "ZZ"}, lambda v: v.replace(" ", "")),
     _Rule("DRIVERS_LICENSE", re.compile(r"(?<![A-Za-z0-9])[A-Z9]{5}\d[0156]\d[0-3]\d{2}[A-Z9]{2}\d[A-Z]{2}"
                                         r"(?![A-Za-z0-9])"), None, str),
+    _Rule("EMAIL_ADDRESS", re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._+\-]+(?:%40|&#0*64;|&commat;|\\u0040|＠|"
+                                      r"\s?[\[(]at[\])]\s?)[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}"
+                                      r"(?![A-Za-z0-9\-])", re.IGNORECASE), None, _email_key),
     _Rule("LOCATION", re.compile(r"[\u4e00-\u9fff]{2,9}(?:省|自治区|市)[\u4e00-\u9fff]{0,9}(?:市|区|县|旗)"
                                  r"[\u4e00-\u9fff\d]{1,20}?(?:路|街|道|大道|巷|弄|村)\d+号"
                                  r"(?:[\d一二三四五六七八九十]+(?:栋|幢|号楼|单元|层|楼|室))*"), None, str),

@@ -13,6 +13,8 @@ from typing import Any
 from privacy.audit import AuditWriter, Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, body_json
 from privacy.detector import DetectionError
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from privacy.lastcheck import LastCheck
+from privacy.metrics import PrivacyMetrics
 from privacy.protection import Protection, StreamRestorer
 from privacy.registry import UnitRegistry
 from privacy.report import session_exposure
@@ -72,8 +74,11 @@ class PrivacyProtection:
 
 class PrivacyProtector:
     def __init__(self, settings: PrivacySettings, *, sessions: SessionStore, scrubber: Scrubber,
-                 units: UnitRegistry, audit: AuditWriter | None, hasher: Hasher | None) -> None:
+                 units: UnitRegistry, audit: AuditWriter | None, hasher: Hasher | None,
+                 last_check: LastCheck | None = None, metrics: PrivacyMetrics | None = None) -> None:
         self._settings = settings
+        self._last_check = last_check
+        self.metrics = metrics
         self._sessions = sessions
         self._scrubber = scrubber
         self.units = units
@@ -129,6 +134,9 @@ class PrivacyProtector:
                 slot.set(result.text)
             if result.applied:
                 by_slot.append((slot.location, result.applied))
+        if self._last_check is not None:  # the last check on the exact body that would leave (privacy.lastcheck)
+            copy_, caught = self._last_check.settle(copy_, matcher, vault, units_version=version)
+            by_slot.extend((path, [applied]) for path, applied in caught)
         await vault.save(self._sessions, session_id)
         # Cached only now: a result whose placeholders never reached the saved vault (a blocked step) would
         # later hand the same placeholder to another value.

@@ -41,3 +41,6 @@ class PrivacySettings(_Section):
     hash_key: str | None = None  # HMAC key for audit hashes; null = a random key kept in the database
     audit: bool = True  # record findings per cloud call in the database
     cache_entries: int = Field(50_000, gt=0)  # per-process detection cache (per session and content hash)
+    last_check: bool = True  # scan the exact outgoing body once more (every key and value, decoded forms, values
+    # split across parts/messages) with units, secrets and patterns whatever `layers` says; pseudonymise what it
+    # finds, or keep the step on the edge when the value cannot be replaced where it stands

@@ -20,7 +20,7 @@ from benchmarks.recall.corpus import Case
 from benchmarks.recall.values import FAMILIES, Value
 
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
-_SEP = r"[\s\-./,_:()]*"
+_SEP = r"[^A-Za-z0-9\u4e00-\u9fff]{0,3}"  # any separators, '@' and '%' included
 
 
 def normalised_text(body: dict[str, Any]) -> str:
@@ -61,8 +61,11 @@ class Figures:
     needed: int = 0
     kept: int = 0
     leaks: list[tuple[str, str, str]] = field(default_factory=list)
+    blocked: int = 0  # cases the last check kept off the cloud
+    cases: int = 0
 
     def add(self, case: Case, sent: dict[str, Any]) -> None:
+        self.cases += 1
         text = normalised_text(sent)
         raw = "\n".join([json.dumps(sent, ensure_ascii=False), text])
         for value in case.values:
@@ -93,5 +96,6 @@ class Figures:
         lines += [f"| {f} | {self.leak(f):.1%} |" for f in FAMILIES]
         lines += [f"| **detectable, all families** | **{self.leak():.1%}** |",
                   f"| all units (incl. list-only) | {self.leaked_all / self.weight_all:.1%} |",
-                  f"| needed strings kept | {self.survival():.1%} |", ""]
+                  f"| needed strings kept | {self.survival():.1%} |",
+                  f"| cases kept off the cloud (blocked) | {self.blocked} of {self.cases + self.blocked} |", ""]
         return "\n".join(lines)

@@ -1,0 +1,206 @@
+"""The last check on the outgoing body: what the earlier layers missed, found on the exact body that would leave.
+
+After protection, every key and value of the body (numbers as text, JSON strings inside strings included) is
+scanned again with the units, secrets and pattern layers, in each surface form it could be read in (NFKC,
+zero-width characters removed, HTML entities, %-escapes, ``\\u`` escapes, base64 segments that decode to text), and
+across the boundary of adjacent content parts and adjacent messages. The values the session's vault already
+replaced elsewhere are searched too. A hit found literally is pseudonymised where it stands (every occurrence, keys
+and numbers included); a hit only an encoding or a split reveals cannot be placed, so the step does not leave
+(``PrivacyBlocked``). Detector results per string are cached by content (they do not depend on the session).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from privacy.findings import Finding
+from privacy.normalise import canonical, fold, variants
+from privacy.units import UnitMatcher
+from privacy.vault import Vault
+
+_GLUE = 48  # characters each side of a part or message boundary
+_MIN_VAULT_VALUE = 4
+
+
+class TextDetector(Protocol):
+    def find(self, text: str) -> list[Finding]: ...
+
+
+@dataclass(frozen=True)
+class EgressHit:
+    path: str  # where in the body; "a|b" for a value glued across two places
+    finding: Finding
+    placeable: bool  # found literally, so it can be replaced where it stands
+    how: str  # "literal" | "decoded" | "split" | "vault"
+
+
+def _leaves(value: Any, path: str, label: str | None) -> Iterator[tuple[str, str, str | None]]:
+    """(path, text, key it sits under) of every key, string and number of a JSON value; a JSON document inside a
+    string is scanned as that string's text."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            yield f"{where}{{key}}", str(key), None
+            yield from _leaves(item, where, str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(item, f"{path}[{i}]", label)
+    elif isinstance(value, str):
+        yield path, value, label
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        yield path, repr(value) if isinstance(value, float) else str(value), label
+
+
+def _message_text(message: Any) -> list[str]:
+    if not isinstance(message, dict):
+        return []
+    content = message.get("content")
+    if isinstance(content, str):
+        return [content]
+    texts: list[str] = []
+    for part in content if isinstance(content, list) else ():
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+    return texts
+
+
+def _seams(body: dict[str, Any]) -> Iterator[tuple[str, str, int]]:
+    """(path, glued text, boundary offset) across adjacent content parts and adjacent messages."""
+    previous: tuple[str, str] | None = None
+    for i, message in enumerate(body.get("messages") or ()):
+        for j, text in enumerate(_message_text(message)):
+            if not text:
+                continue
+            here = f"messages[{i}].content[{j}]"
+            if previous is not None:
+                left, right = previous[1][-_GLUE:], text[:_GLUE]
+                yield f"{previous[0]}|{here}", left + right, len(left)
+            previous = (here, text)
+
+
+class LabelledDetector(Protocol):
+    def find(self, text: str, label: str | None) -> list[Finding]: ...
+
+
+@dataclass
+class _Scanned:
+    canonical: str
+    findings: list[tuple[Finding, bool]]
+
+
+class EgressCheck:
+    """Finds what is left in a body. ``detectors``: the secrets and pattern layers; ``labelled``: the layer that
+    also reads the key a value sits under."""
+
+    def __init__(self, detectors: Sequence[TextDetector], labelled: Sequence[LabelledDetector] = (), *,
+                 cache_entries: int = 50_000) -> None:
+        self._detectors = detectors
+        self._labelled = labelled
+        self._cache: OrderedDict[tuple[bytes, str], _Scanned] = OrderedDict()
+        self._entries = cache_entries
+
+    def _cached(self, key: tuple[bytes, str]) -> _Scanned | None:
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+        return hit
+
+    def _put(self, key: tuple[bytes, str], value: _Scanned) -> None:
+        self._cache[key] = value
+        if len(self._cache) > self._entries:
+            self._cache.popitem(last=False)
+
+    def _find(self, form: str, label: str | None, units: UnitMatcher | None) -> list[Finding]:
+        found = [f for detector in self._detectors for f in detector.find(form)]
+        found += [f for detector in self._labelled for f in detector.find(form, label)]
+        if units is not None:
+            found += units.find(form)
+        return found
+
+    def _scan_text(self, text: str, label: str | None, units: UnitMatcher | None, version: str) -> _Scanned:
+        """Findings in every surface form of ``text``; each with whether it stands literally in ``text``."""
+        key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
+               f"{version}\0{label or ''}")
+        scanned = self._cached(key)
+        if scanned is not None:
+            return scanned
+        out: list[tuple[Finding, bool]] = []
+        seen: set[str] = set()
+        for n, form in enumerate(variants(text)):
+            if n == 0:
+                form = fold(text)  # full-width forms read as ASCII, offsets kept
+            for finding in self._find(form, label, units):
+                if finding.key in seen:
+                    continue
+                seen.add(finding.key)
+                if n == 0:
+                    out.append((replace(finding, value=text[finding.start:finding.end]), True))
+                else:
+                    out.append((finding, bool(finding.value) and finding.value in text))
+        scanned = _Scanned(canonical(text), out)
+        self._put(key, scanned)
+        return scanned
+
+    def scan(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *,
+             units_version: str = "-") -> list[EgressHit]:
+        hits: list[EgressHit] = []
+        known = {value: key for key, placeholder in vault.by_key.items()
+                 if (value := vault.values.get(placeholder)) and _worth_searching(value)}
+        version = units_version if units is not None else "-"
+        for path, text, label in _leaves(body, "", None):
+            scanned = self._scan_text(text, label, units, version)
+            for finding, literal in scanned.findings:
+                hits.append(EgressHit(path, finding, literal, "literal" if literal else "decoded"))
+            for value, vault_key in known.items():
+                if value in scanned.canonical or value in text:
+                    finding = Finding(type=_type_of(vault, vault_key), start=0, end=0, value=value, layer="vault",
+                                      key=vault_key)
+                    hits.append(EgressHit(path, finding, value in text, "vault"))
+        for path, glued, boundary in _seams(body):
+            for finding in self._find(fold(glued), None, units):
+                if finding.start < boundary < finding.end:
+                    hits.append(EgressHit(path, finding, False, "split"))
+        return hits
+
+
+def _worth_searching(value: str) -> bool:
+    if any("\u4e00" <= ch <= "\u9fff" for ch in value):
+        return len(value) >= 2
+    return len(value) >= _MIN_VAULT_VALUE and not value.isdigit() or len(value) >= 6
+
+
+def _type_of(vault: Vault, key: str) -> str:
+    placeholder = vault.by_key.get(key, "[ITEM_000]")
+    return placeholder[1:].rsplit("_", 1)[0]
+
+
+def place(body: dict[str, Any], raw: str, placeholder: str) -> dict[str, Any]:
+    """``body`` with every occurrence of ``raw`` — in keys, strings (JSON-escaped too) and equal numbers — replaced."""
+    escaped = {json.dumps(raw, ensure_ascii=flag)[1:-1] for flag in (False, True)} - {raw}
+
+    def fix(text: str) -> str:
+        text = text.replace(raw, placeholder)
+        for form in escaped:
+            text = text.replace(form, placeholder)
+        return text
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {fix(str(k)): walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, str):
+            return fix(value)
+        if isinstance(value, int | float) and not isinstance(value, bool) and str(value) == raw:
+            return placeholder
+        return value
+
+    result: dict[str, Any] = walk(body)
+    return result
