@@ -227,17 +227,18 @@ def name_value(rng: random.Random, zh: bool = False) -> Value:
 
 
 def account_value(rng: random.Random) -> Value:
-    kind = rng.choice([("account number", "账号", lambda: _digits(rng, rng.choice([10, 12, 16]))),
+    kinds: list[tuple[str, str, Callable[[], str]]] = [("account number", "账号", lambda: _digits(rng, rng.choice([10, 12, 16]))),
                        ("policy number", "保单号", lambda: f"POL-{_digits(rng, 4)}-{_digits(rng, 6)}"),
                        ("membership id", "会员号", lambda: f"M{_digits(rng, 8)}"),
                        ("case number", "案件编号", lambda: f"CASE-{_digits(rng, 6)}"),
-                       ("customer number", "客户编号", lambda: f"{_upper(rng, 2)}{_digits(rng, 8)}")])
+                       ("customer number", "客户编号", lambda: f"{_upper(rng, 2)}{_digits(rng, 8)}")]
+    kind = rng.choice(kinds)
     return Value(kind[2](), "documents", kind[0].replace(" ", "_"), kind[0], kind[1])
 
 
 def token_value(rng: random.Random) -> Value:
     hexd = "0123456789abcdef"
-    kind = rng.choice([
+    tokens: list[tuple[str, Callable[[], str]]] = [
         ("NPM_TOKEN", lambda: "npm_" + _alnum(rng, 36)),
         ("DD_API_KEY", lambda: _alnum(rng, 32, hexd)),
         ("HUBSPOT_TOKEN", lambda: f"pat-na1-{_alnum(rng, 8, hexd)}-{_alnum(rng, 4, hexd)}-{_alnum(rng, 4, hexd)}-"
@@ -250,7 +251,8 @@ def token_value(rng: random.Random) -> Value:
         ("GOOGLE_API_KEY", lambda: "AIza" + _alnum(rng, 35, string.ascii_letters + string.digits + "-_")),
         ("GITHUB_TOKEN", lambda: "ghp_" + _alnum(rng, 36)),
         ("SENDGRID_API_KEY", lambda: f"SG.{_alnum(rng, 22)}.{_alnum(rng, 43)}"),
-    ])
+    ]
+    kind = rng.choice(tokens)
     return Value(kind[1](), "credentials", kind[0].lower(), kind[0], kind[0])
 
 
