@@ -12,6 +12,7 @@ from privacy.labels import LabelledValueDetector
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
 from privacy.ner import PresidioRecognizer
+from privacy.passthrough import RecordingPassThroughProtector
 from privacy.patterns import PatternDetector
 from privacy.phones import PhoneDetector
 from privacy.protection import PassThroughProtector, Protector
@@ -70,5 +71,11 @@ def build_egress_check(settings: PrivacySettings) -> EgressCheck:
 def build_protector(settings: PrivacySettings, *, database_url: str, sessions: Any) -> Protector:
     """``sessions`` is the gateway's session store (async ``get``/``set`` of JSON values per session)."""
     if not settings.enabled:
+        if settings.audit and database_url:  # still measure what leaves (privacy.passthrough)
+            store = AuditStore(make_engine(database_url))
+            configured = settings.hash_key
+            return RecordingPassThroughProtector(units=UnitRegistry(sessions, settings.units_files),
+                                                 audit=AuditWriter(store),
+                                                 hasher=Hasher(lambda: store.hash_key(configured)))
         return PassThroughProtector()
     return build_privacy_protector(settings, database_url=database_url, sessions=sessions)

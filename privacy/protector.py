@@ -13,6 +13,7 @@ from typing import Any
 from privacy.audit import AuditWriter, Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, body_json
 from privacy.detector import DetectionError
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from privacy.exposure import ExposureRecorder
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
 from privacy.protection import Protection, StreamRestorer
@@ -162,6 +163,8 @@ class PrivacyProtector:
         on_usage = None
         if self._audit is not None and self._hasher is not None:
             call_id = self._record(scrubbed, session_id, request_id, experiment)
+            units = self.units.file_units() + await self.units.session_units(session_id)
+            ExposureRecorder(self._audit).record(call_id, session_id, dict(scrubbed.body), units)
             audit = self._audit
             on_usage = _UsageRecorder(audit, call_id)
         return PrivacyProtection(scrubbed, on_usage=on_usage)
