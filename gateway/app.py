@@ -153,7 +153,9 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
 
     async def metrics(request: Request) -> Response:
         metering = await metering_metrics(request)
-        return Response(request_metrics.exposition() + bytes(metering.body), media_type=metering.media_type)
+        privacy_metrics = getattr(services.protector, "metrics", None)  # the last check's hits (privacy.metrics)
+        extra = privacy_metrics.exposition() if privacy_metrics is not None else b""
+        return Response(request_metrics.exposition() + bytes(metering.body) + extra, media_type=metering.media_type)
 
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),

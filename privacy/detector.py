@@ -78,18 +78,32 @@ class LayeredDetector:
 
     def detect(self, targets: list[Target], units: UnitMatcher | None) -> list[list[Finding]]:
         """Findings per target, non-overlapping and sorted. Raises ``DetectionError``."""
+        return self.with_units(targets, self.detect_shared(targets), units)
+
+    def detect_shared(self, targets: list[Target]) -> list[list[Finding]]:
+        """What every layer but the listed units finds: the same for every session, so it may be cached by
+        content and shared across sessions. Raises ``DetectionError``."""
         try:
-            return self._detect(targets, units)
+            return self._detect(targets)
         except DetectionError:
             raise
         except Exception as exc:
             raise DetectionError(f"{type(exc).__name__}: {exc}") from exc
 
-    def _detect(self, targets: list[Target], units: UnitMatcher | None) -> list[list[Finding]]:
+    def with_units(self, targets: list[Target], shared: list[list[Finding]],
+                   units: UnitMatcher | None) -> list[list[Finding]]:
+        """``shared`` findings merged with the session's listed units (which win overlaps)."""
+        if units is None or not self._layers.units:
+            return shared
+        try:
+            return [resolve_overlaps(found + units.find(target.text)) if len(units) else found
+                    for target, found in zip(targets, shared, strict=True)]
+        except Exception as exc:
+            raise DetectionError(f"{type(exc).__name__}: {exc}") from exc
+
+    def _detect(self, targets: list[Target]) -> list[list[Finding]]:
         found: list[list[Finding]] = [[] for _ in targets]
         for i, target in enumerate(targets):
-            if units is not None and self._layers.units:
-                found[i].extend(units.find(target.text))
             text = fold(target.text)  # full-width digits and letters read as ASCII, offsets kept
             shaped: list[Finding] = []
             if self._layers.secrets:

@@ -104,6 +104,7 @@ class EgressCheck:
         self._detectors = detectors
         self._labelled = labelled
         self._cache: OrderedDict[tuple[bytes, str], _Scanned] = OrderedDict()
+        self._vault_seen: OrderedDict[tuple[str, bytes], tuple[int, tuple[str, ...]]] = OrderedDict()
         self._entries = cache_entries
 
     def _cached(self, key: tuple[bytes, str]) -> _Scanned | None:
@@ -124,13 +125,14 @@ class EgressCheck:
             found += units.find(form)
         return found
 
-    def _scan_text(self, text: str, label: str | None, units: UnitMatcher | None, version: str) -> _Scanned:
+    def _scan_text(self, text: str, label: str | None, units: UnitMatcher | None,
+                   version: str) -> tuple[bytes, _Scanned]:
         """Findings in every surface form of ``text``; each with whether it stands literally in ``text``."""
-        key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
-               f"{version}\0{label or ''}")
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = (digest, f"{version}\0{label or ''}")
         scanned = self._cached(key)
         if scanned is not None:
-            return scanned
+            return digest, scanned
         out: list[tuple[Finding, bool]] = []
         seen: set[str] = set()
         for n, form in enumerate(variants(text)):
@@ -146,28 +148,54 @@ class EgressCheck:
                     out.append((finding, bool(finding.value) and finding.value in text))
         scanned = _Scanned(canonical(text), out)
         self._put(key, scanned)
-        return scanned
+        return digest, scanned
 
-    def scan(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *,
-             units_version: str = "-") -> list[EgressHit]:
+    def scan(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
+             session_id: str = "") -> list[EgressHit]:
         hits: list[EgressHit] = []
-        known = {value: key for key, placeholder in vault.by_key.items()
-                 if (value := vault.values.get(placeholder)) and _worth_searching(value)}
+        raw_to_key = {value: key for key, placeholder in vault.by_key.items()
+                      if (value := vault.values.get(placeholder)) and _worth_searching(value)}
+        ordered = list(raw_to_key)
         version = units_version if units is not None else "-"
         for path, text, label in _leaves(body, "", None):
-            scanned = self._scan_text(text, label, units, version)
+            digest, scanned = self._scan_text(text, label, units, version)
             for finding, literal in scanned.findings:
                 hits.append(EgressHit(path, finding, literal, "literal" if literal else "decoded"))
-            for value, vault_key in known.items():
-                if value in scanned.canonical or value in text:
+            for value in self._vault_values_in(session_id, digest, text, scanned.canonical, ordered):
+                vault_key = raw_to_key.get(value)
+                if vault_key is not None:
                     finding = Finding(type=_type_of(vault, vault_key), start=0, end=0, value=value, layer="vault",
                                       key=vault_key)
                     hits.append(EgressHit(path, finding, value in text, "vault"))
         for path, glued, boundary in _seams(body):
-            for finding in self._find(fold(glued), None, units):
-                if finding.start < boundary < finding.end:
-                    hits.append(EgressHit(path, finding, False, "split"))
+            for finding in self._split(glued, boundary, units, version):
+                hits.append(EgressHit(path, finding, False, "split"))
         return hits
+
+    def _split(self, glued: str, boundary: int, units: UnitMatcher | None, version: str) -> list[Finding]:
+        """Findings that span the seam of two glued texts (cached like any text)."""
+        key = (hashlib.blake2b(glued.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
+               f"{version}\0\0seam{boundary}")
+        scanned = self._cached(key)
+        if scanned is None:
+            found = [f for f in self._find(fold(glued), None, units) if f.start < boundary < f.end]
+            scanned = _Scanned("", [(f, False) for f in found])
+            self._put(key, scanned)
+        return [f for f, _ in scanned.findings]
+
+    def _vault_values_in(self, session_id: str, digest: bytes, text: str, normal: str,
+                         ordered: list[str]) -> list[str]:
+        """The session's vault values found in a text; a vault only grows, so each text is checked once against
+        each value (not every value against every text at every step)."""
+        key = (session_id, digest)
+        checked, found = self._vault_seen.get(key, (0, ()))
+        if checked < len(ordered):
+            fresh = [v for v in ordered[checked:] if v in text or v in normal]
+            found = (*found, *fresh)
+            self._vault_seen[key] = (len(ordered), found)
+            if len(self._vault_seen) > self._entries:
+                self._vault_seen.popitem(last=False)
+        return list(found)
 
 
 def _worth_searching(value: str) -> bool:
@@ -181,14 +209,19 @@ def _type_of(vault: Vault, key: str) -> str:
     return placeholder[1:].rsplit("_", 1)[0]
 
 
-def place(body: dict[str, Any], raw: str, placeholder: str) -> dict[str, Any]:
-    """``body`` with every occurrence of ``raw`` — in keys, strings (JSON-escaped too) and equal numbers — replaced."""
-    escaped = {json.dumps(raw, ensure_ascii=flag)[1:-1] for flag in (False, True)} - {raw}
+def place(body: dict[str, Any], replacements: list[tuple[str, str]]) -> dict[str, Any]:
+    """``body`` with every occurrence of each raw value — in keys, strings (JSON-escaped too) and equal numbers —
+    replaced by its placeholder; longer values first."""
+    pairs: list[tuple[str, str]] = []
+    for raw, placeholder in sorted(replacements, key=lambda p: -len(p[0])):
+        pairs += [(form, placeholder) for form in dict.fromkeys(
+            [raw] + [json.dumps(raw, ensure_ascii=flag)[1:-1] for flag in (False, True)])]
+    numbers = {raw: placeholder for raw, placeholder in replacements}
 
     def fix(text: str) -> str:
-        text = text.replace(raw, placeholder)
-        for form in escaped:
-            text = text.replace(form, placeholder)
+        for form, placeholder in pairs:
+            if form in text:
+                text = text.replace(form, placeholder)
         return text
 
     def walk(value: Any) -> Any:
@@ -198,8 +231,8 @@ def place(body: dict[str, Any], raw: str, placeholder: str) -> dict[str, Any]:
             return [walk(v) for v in value]
         if isinstance(value, str):
             return fix(value)
-        if isinstance(value, int | float) and not isinstance(value, bool) and str(value) == raw:
-            return placeholder
+        if isinstance(value, int | float) and not isinstance(value, bool) and str(value) in numbers:
+            return numbers[str(value)]
         return value
 
     result: dict[str, Any] = walk(body)

@@ -18,7 +18,7 @@ from privacy.phones import PhoneDetector
 from privacy.protection import PassThroughProtector, Protector
 from privacy.protector import PrivacyProtector
 from privacy.registry import UnitRegistry
-from privacy.scrubber import ActionTable, Scrubber
+from privacy.scrubber import ActionTable, Scrubber, SharedDetections
 from privacy.secrets import SecretDetector
 from privacy.settings import NerSettings, PrivacySettings
 
@@ -53,7 +53,7 @@ def build_privacy_protector(settings: PrivacySettings, *, database_url: str | No
         configured = settings.hash_key
         hasher = Hasher(lambda: store.hash_key(configured))
     actions = ActionTable(settings)
-    scrubber = Scrubber(detector or build_detector(settings), actions)
+    scrubber = Scrubber(detector or build_detector(settings), actions, shared=SharedDetections(settings.cache_entries))
     metrics = PrivacyMetrics()
     last_check = LastCheck(build_egress_check(settings), actions, metrics) if settings.last_check else None
     return PrivacyProtector(settings, sessions=sessions, scrubber=scrubber,

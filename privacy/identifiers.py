@@ -49,7 +49,7 @@ def _mrz_ok(line: str) -> bool:
     for start, end in ((0, 9), (13, 19), (21, 27)):
         if not line[end].isdigit() or mrz_check_digit(line[start:end]) != int(line[end]):
             return False
-    return True
+    return mrz_check_digit(line[0:10] + line[13:20] + line[21:43]) == int(line[43])
 
 
 def _card_ok(value: str) -> bool:
@@ -67,11 +67,12 @@ class _Rule:
     pattern: re.Pattern[str]
     check: Callable[[str], bool] | None
     canonical: Callable[[str], str]
+    shrink: bool = False  # on a failed check, try the match without its last groups (a word after a grouped IBAN)
 
 
 _RULES = (
-    _Rule("IBAN_CODE", re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ \-.]?[A-Za-z0-9]){11,30}(?![A-Za-z0-9])"),
-          _iban_any_ok, _compact),
+    _Rule("IBAN_CODE", re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[A-Za-z0-9]{11,30}|(?:[ \-.][A-Za-z0-9]{1,4}){3,8})"
+                                  r"(?![A-Za-z0-9])"), _iban_any_ok, _compact, shrink=True),
     _Rule("PASSPORT", re.compile(r"(?<![A-Z0-9<])[A-Z0-9<]{9}\d[A-Z<]{3}\d{6}\d[MFX<]\d{6}\d[A-Z0-9<]{14}[\d<]\d"
                                  r"(?![A-Z0-9<])"), _mrz_ok, str),
     _Rule("PASSPORT", re.compile(r"(?<![A-Z0-9<])P[A-Z<][A-Z<]{3}[A-Z]+<<[A-Z<]{2,39}(?![A-Z0-9<])"), None, str),
@@ -97,6 +98,8 @@ class IdentifierDetector:
         for rule in _RULES:
             for m in rule.pattern.finditer(text):
                 value = m.group(0)
+                while rule.shrink and rule.check is not None and not rule.check(value) and re.search(r"[ \-.]", value):
+                    value = re.split(r"[ \-.](?=[^ \-.]*$)", value)[0]
                 if rule.check is None or rule.check(value):
                     out.append(Finding(type=rule.type, start=m.start(), end=m.end(), value=value, layer="patterns",
                                        key=f"{rule.type}:{rule.canonical(value)}"))

@@ -104,6 +104,7 @@ _NOT_VALUE_KEY = re.compile(r"(?:expir\w*|date|country|issued?\w*|type|status|fi
                             r"format|valid\w*|verified|hash|mask(?:ed)?|last4|prefix|template|pattern|example|"
                             r"regex|field|column|label|schema)$", re.IGNORECASE)
 _CONNECTOR = r"[\"']?\s*(?:[:=：]|=>|\bis\b|\bwas\b|是|为|：)\s*[\"']?"
+_ID_CONNECTOR = r"(?:" + _CONNECTOR + r"|[ \t]+#?)"  # an identifier may follow its label after a space: "MRN 0042117"
 _CHAR = r"(?:[^\s\"'<>{}\[\],;，；。、|]|,(?=\d{3}(?!\d)))"
 _TEXT_VALUE = r"(" + _CHAR + r"+(?:[ ]" + _CHAR + r"+){0,6})"
 
@@ -160,7 +161,8 @@ def _accept(rule: LabelRule, value: str) -> str | None:
 def _in_text(text: str) -> Iterator[tuple[str, str]]:
     """(type, value) for ``label <connector> value`` anywhere in the text."""
     for rule in RULES:
-        for m in re.finditer(r"(?<![A-Za-z0-9])(?:" + rule.label.pattern + r")" + _CONNECTOR + _TEXT_VALUE, text,
+        connector = _ID_CONNECTOR if rule.shape is _ID_VALUE else _CONNECTOR
+        for m in re.finditer(r"(?<![A-Za-z0-9])(?:" + rule.label.pattern + r")" + connector + _TEXT_VALUE, text,
                              re.IGNORECASE):
             value = _accept(rule, m.group(1))
             if value:

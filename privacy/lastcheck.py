@@ -30,15 +30,15 @@ class LastCheck:
         self._actions = actions
         self._metrics = metrics
 
-    def settle(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *,
-               units_version: str = "-") -> tuple[dict[str, Any], list[tuple[str, Applied]]]:
+    def settle(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
+               session_id: str = "") -> tuple[dict[str, Any], list[tuple[str, Applied]]]:
         """The body with every placeable hit replaced, and what was done where. Raises ``PrivacyBlocked``."""
-        hits = self._check.scan(body, units, vault, units_version=units_version)
+        hits = self._check.scan(body, units, vault, units_version=units_version, session_id=session_id)
         if not hits:
             return body, []
         done: list[tuple[str, Applied]] = []
         blocked: list[EgressHit] = []
-        replaced: set[str] = set()
+        replaced: dict[str, str] = {}
         for hit in sorted(hits, key=lambda h: -len(h.finding.value)):
             action = self._actions(hit.finding)
             if action == "audit":
@@ -48,10 +48,8 @@ class LastCheck:
                 continue
             finding = hit.finding
             if finding.value not in replaced:
-                new = (vault.placeholder(finding.type, finding.key, finding.value) if action == "pseudonymise"
-                       else f"[{finding.type}]")
-                body = place(body, finding.value, new)
-                replaced.add(finding.value)
+                replaced[finding.value] = (vault.placeholder(finding.type, finding.key, finding.value)
+                                           if action == "pseudonymise" else f"[{finding.type}]")
             self._metrics.egress_hits.labels(finding.type, hit.how, action).inc()
             done.append((hit.path, Applied(replace(finding, layer="egress", location=""), action)))
         if blocked:
@@ -61,4 +59,4 @@ class LastCheck:
             log.warning("last check kept a step off the cloud: %s", where)
             raise PrivacyBlocked(f"the last check on the outgoing body found {where} that cannot be replaced "
                                  "where it stands; the step stays on the edge")
-        return body, done
+        return (place(body, list(replaced.items())) if replaced else body), done

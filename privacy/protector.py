@@ -136,7 +136,8 @@ class PrivacyProtector:
             if result.applied:
                 by_slot.append((slot.location, result.applied))
         if self._last_check is not None:  # the last check on the exact body that would leave (privacy.lastcheck)
-            copy_, caught = self._last_check.settle(copy_, matcher, vault, units_version=version)
+            copy_, caught = self._last_check.settle(copy_, matcher, vault, units_version=version,
+                                                    session_id=session_id)
             by_slot.extend((path, [applied]) for path, applied in caught)
         await vault.save(self._sessions, session_id)
         # Cached only now: a result whose placeholders never reached the saved vault (a blocked step) would
