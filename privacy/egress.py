@@ -25,6 +25,7 @@ from privacy.vault import Vault
 
 _GLUE = 48  # characters each side of a part or message boundary
 _MIN_VAULT_VALUE = 4
+_FUZZY = frozenset({"PERSON", "LOCATION", "AMOUNT"})  # shapes two unrelated texts can form when glued
 
 
 class TextDetector(Protocol):
@@ -178,7 +179,8 @@ class EgressCheck:
                f"{version}\0\0seam{boundary}")
         scanned = self._cached(key)
         if scanned is None:
-            found = [f for f in self._find(fold(glued), None, units) if f.start < boundary < f.end]
+            found = [f for f in self._find(fold(glued), None, units)
+                     if f.start < boundary < f.end and (f.layer == "units" or f.type not in _FUZZY)]
             scanned = _Scanned("", [(f, False) for f in found])
             self._put(key, scanned)
         return [f for f, _ in scanned.findings]
