@@ -26,11 +26,12 @@ def _seeds(spec: str) -> list[int]:
     return [int(s) for s in spec.split(",")]
 
 
-async def measure(seeds: list[int], cases: int, settings: PrivacySettings) -> tuple[Figures, Figures]:
+async def measure(seeds: list[int], cases: int, settings: PrivacySettings,
+                  hard: bool = False) -> tuple[Figures, Figures]:
     plain, listed = Figures(), Figures()
     protector = build_privacy_protector(settings, database_url=None, sessions=MemorySessionStore())
     for seed in seeds:
-        for case in corpus(seed, cases):
+        for case in corpus(seed, cases, hard):
             await protector.register_units(f"listed-{case.id}", UnitsDocument.model_validate(units_document(case)))
             for figures, session in ((plain, f"plain-{case.id}"), (listed, f"listed-{case.id}")):
                 try:
@@ -47,10 +48,12 @@ def main() -> None:
     parser.add_argument("--seeds", default="1000-1004", help="held-out seeds: 'A-B' or 'A,B,C'")
     parser.add_argument("--cases", type=int, default=60)
     parser.add_argument("--leaks", action="store_true", help="list what leaked (detection only)")
+    parser.add_argument("--hard", action="store_true",
+                        help="labels, phrasings and surface forms the detectors were not written for")
     parser.add_argument("--no-last-check", action="store_true", help="the layers alone, without the last check")
     args = parser.parse_args()
     settings = PrivacySettings(last_check=not args.no_last_check)
-    plain, listed = asyncio.run(measure(_seeds(args.seeds), args.cases, settings))
+    plain, listed = asyncio.run(measure(_seeds(args.seeds), args.cases, settings, args.hard))
     print(plain.table(f"Detection only (seeds {args.seeds})"))
     print(listed.table(f"With listed units (seeds {args.seeds})"))
     if args.leaks:

@@ -9,6 +9,7 @@ agent needs to go on (code, its own tool-call ids and tool names, file paths, or
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import string
@@ -114,7 +115,40 @@ def _prose(values: list[Value], zh: bool, needed: list[str]) -> str:
 _RENDERERS = [_json_result, _csv_result, _env_result, _yaml_result, _log_result]
 
 
-def make_case(seed: int, index: int) -> Case:
+# ``hard``: labels and phrasings the detectors were not written for, and surface forms (upper case, a value
+# wrapped across a line, other separators). Written once, measured on held-out seeds, never tuned on.
+_ALT: dict[str, tuple[str, str, str]] = {
+    "passport": ("travel doc number", "passport_num", "护照编号"), "mrz": ("machine readable line", "mrz_line", "机读区"),
+    "drivers_license": ("DL#", "licence_no", "驾驶执照号"), "ni_number": ("NINO", "nat_ins_no", "国民保险编号"),
+    "a_number": ("USCIS #", "alien_no", "移民编号"), "mrn": ("patient record", "medical_record_no", "病案号"),
+    "id_card": ("resident ID", "citizen_id", "居民身份证"), "full_name": ("holder", "person", "名称"),
+    "iban": ("IBAN number", "iban_no", "IBAN号码"), "routing_number": ("ABA #", "aba_routing", "汇款路线号"),
+    "card_number": ("PAN", "cc_number", "信用卡号"), "sort_code": ("bank sort code", "sortcode", "英国银行代码"),
+    "salary": ("gross pay", "comp_total", "薪酬"), "annual_salary": ("gross pay", "comp_total", "薪酬"),
+    "balance": ("available funds", "funds", "可用资金"), "alipay": ("Alipay ID", "alipay_id", "支付宝ID"),
+    "password": ("pass phrase", "login_secret", "登录密码"), "connection_string": ("DSN", "db_dsn", "连接串"),
+    "private_key": ("ssh key", "deploy_key", "部署密钥"), "phone": ("reach me at", "contact_no", "联络号码"),
+    "email": ("e-mail", "mail_to", "电邮"), "address": ("residence", "home_addr", "居所"),
+}
+
+
+def _harder(rng: random.Random, value: Value) -> Value:
+    label_en, field_name, label_zh = _ALT.get(value.field, ("ref no", "acct_ref", "参考号"))
+    if value.family == "credentials" and value.field not in _ALT:
+        label_en, field_name, label_zh = ("auth", "service_credential", "凭证")
+    text = value.text
+    form = rng.random()
+    if value.family != "credentials" and "\n" not in text:
+        if form < 0.25:
+            text = text.upper()
+        elif form < 0.45 and len(text) >= 12:
+            text = text[:len(text) // 2] + "\n" + text[len(text) // 2:]  # wrapped across a line
+        elif form < 0.65 and any(ch in text for ch in " -"):
+            text = text.replace(" ", ".").replace("-", "/")
+    return dataclasses.replace(value, text=text, field=field_name, label_en=label_en, label_zh=label_zh)
+
+
+def make_case(seed: int, index: int, hard: bool = False) -> Case:
     rng = random.Random(seed * 100_003 + index)
     zh = rng.random() < 0.4
     case = Case(id=f"s{seed}-{index}", zh=zh, body={})
@@ -122,6 +156,8 @@ def make_case(seed: int, index: int) -> Case:
     case.needed = needed + [TOOLS[0], TOOLS[3]]
     messages: list[dict[str, Any]] = [{"role": "system", "content": _SYSTEM}]
     prose_values = [rng.choice(GENERATORS)(rng) for _ in range(2)]
+    if hard:
+        prose_values = [_harder(rng, v) for v in prose_values]
     prose_values = [v for v in prose_values if "\n" not in v.text]
     messages.append({"role": "user", "content": _prose(prose_values, zh, needed)})
     case.values += prose_values
@@ -133,6 +169,8 @@ def make_case(seed: int, index: int) -> Case:
         messages.append({"role": "assistant", "content": None, "tool_calls": [
             {"id": call_id, "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments)}}]})
         values = [rng.choice(GENERATORS)(rng) for _ in range(rng.randint(3, 6))]
+        if hard:
+            values = [_harder(rng, v) for v in values]
         if rng.random() < 0.3:
             values.append(listed_only_value(rng))
         render = _RENDERERS[(index + turn) % len(_RENDERERS)]
@@ -148,8 +186,8 @@ def make_case(seed: int, index: int) -> Case:
     return case
 
 
-def corpus(seed: int, cases: int = 60) -> list[Case]:
-    return [make_case(seed, i) for i in range(cases)]
+def corpus(seed: int, cases: int = 60, hard: bool = False) -> list[Case]:
+    return [make_case(seed, i, hard) for i in range(cases)]
 
 
 def units_document(case: Case) -> dict[str, Any]:
