@@ -135,19 +135,23 @@ class EgressCheck:
         if scanned is not None:
             return digest, scanned
         out: list[tuple[Finding, bool]] = []
-        seen: set[str] = set()
+        seen: set[tuple[str, str]] = set()
+        normal = canonical(text)
         for n, form in enumerate(variants(text)):
             if n == 0:
-                form = fold(text)  # full-width forms read as ASCII, offsets kept
+                form = fold(text)  # full-width forms read as ASCII, offsets kept: every finding stands in text
             for finding in self._find(form, label, units):
-                if finding.key in seen:
+                span = (text if n == 0 else form)[finding.start:finding.end]
+                if (finding.key, span) in seen:
                     continue
-                seen.add(finding.key)
+                seen.add((finding.key, span))
                 if n == 0:
-                    out.append((replace(finding, value=text[finding.start:finding.end]), True))
-                else:
-                    out.append((finding, bool(finding.value) and finding.value in text))
-        scanned = _Scanned(canonical(text), out)
+                    out.append((replace(finding, value=span), True))
+                elif form == normal and form.count(span) <= text.count(span):
+                    continue  # every occurrence of it stands literally in text: found above
+                else:  # visible only decoded (an escape, zero-width characters, base64): cannot be placed
+                    out.append((replace(finding, value=span), False))
+        scanned = _Scanned(normal, out)
         self._put(key, scanned)
         return digest, scanned
 

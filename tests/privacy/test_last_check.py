@@ -156,3 +156,14 @@ async def test_an_audit_action_is_left_alone_and_metrics_count_hits():
     assert q.metrics is not None
     assert b'ecgw_privacy_egress_hits_total{how="literal",outcome="pseudonymise",type="EMAIL_ADDRESS"} 1.0' in \
         q.metrics.exposition()
+
+
+async def test_a_value_both_literal_and_encoded_in_one_text_does_not_leave_encoded():
+    body = _user(f"mail {EMAIL} or maria.gonzalez%40acme-mail.com")
+    assert await _outcome(body, **ALL_LAYERS_OFF) in ("blocked", [])
+
+
+async def test_every_surface_form_of_a_listed_value_is_replaced():
+    body = _user(f"{EMAIL} and {EMAIL.upper()}")
+    outcome = await _outcome(body, **ALL_LAYERS_OFF)
+    assert outcome == [], outcome
