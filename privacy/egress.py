@@ -72,18 +72,21 @@ def _message_text(message: Any) -> list[str]:
     return texts
 
 
-def _seams(body: dict[str, Any]) -> Iterator[tuple[str, str, int]]:
-    """(path, glued text, boundary offset) across adjacent content parts and adjacent messages."""
-    previous: tuple[str, str] | None = None
+def _seams(body: dict[str, Any]) -> Iterator[tuple[str, str, int, bool]]:
+    """(path, glued text, boundary offset, same speaker) across adjacent content parts and adjacent messages. A
+    seam between two speakers (a user request and the tool result after it) is only checked for listed units:
+    shapes such as card numbers form by chance where one text ends in digits and the next starts with some."""
+    previous: tuple[str, str, Any] | None = None
     for i, message in enumerate(body.get("messages") or ()):
+        role = message.get("role") if isinstance(message, dict) else None
         for j, text in enumerate(_message_text(message)):
             if not text:
                 continue
             here = f"messages[{i}].content[{j}]"
             if previous is not None:
                 left, right = previous[1][-_GLUE:], text[:_GLUE]
-                yield f"{previous[0]}|{here}", left + right, len(left)
-            previous = (here, text)
+                yield f"{previous[0]}|{here}", left + right, len(left), previous[2] == role
+            previous = (here, text, role)
 
 
 class LabelledDetector(Protocol):
@@ -172,9 +175,10 @@ class EgressCheck:
                     finding = Finding(type=_type_of(vault, vault_key), start=0, end=0, value=value, layer="vault",
                                       key=vault_key)
                     hits.append(EgressHit(path, finding, value in text, "vault"))
-        for path, glued, boundary in _seams(body):
+        for path, glued, boundary, same_speaker in _seams(body):
             for finding in self._split(glued, boundary, units, version):
-                hits.append(EgressHit(path, finding, False, "split"))
+                if same_speaker or finding.layer == "units":
+                    hits.append(EgressHit(path, finding, False, "split"))
         return hits
 
     def _split(self, glued: str, boundary: int, units: UnitMatcher | None, version: str) -> list[Finding]:
