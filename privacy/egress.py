@@ -74,7 +74,8 @@ def _message_text(message: Any) -> list[str]:
 
 def _seams(body: dict[str, Any]) -> Iterator[tuple[str, str, int, bool]]:
     """(path, glued text, boundary offset, same speaker) across adjacent content parts and adjacent messages. A
-    seam between two speakers (a user request and the tool result after it) is only checked for listed units:
+    seam between two speakers (a user request and the tool result after it), or two tool results (two tools'
+    outputs), is only checked for listed units:
     shapes such as card numbers form by chance where one text ends in digits and the next starts with some."""
     previous: tuple[str, str, Any] | None = None
     for i, message in enumerate(body.get("messages") or ()):
@@ -85,7 +86,7 @@ def _seams(body: dict[str, Any]) -> Iterator[tuple[str, str, int, bool]]:
             here = f"messages[{i}].content[{j}]"
             if previous is not None:
                 left, right = previous[1][-_GLUE:], text[:_GLUE]
-                yield f"{previous[0]}|{here}", left + right, len(left), previous[2] == role
+                yield f"{previous[0]}|{here}", left + right, len(left), previous[2] == role != "tool"
             previous = (here, text, role)
 
 

@@ -149,7 +149,7 @@ def _csv_pairs(text: str) -> Iterator[tuple[str, str]]:
 
 def _accept(rule: LabelRule, value: str) -> str | None:
     """The longest prefix of ``value`` (by whole words) that has the rule's shape, or None."""
-    value = value.strip().rstrip(".。,;:")
+    value = " ".join(value.split()).rstrip(".。,;:")  # a value wrapped across a line reads as one
     words = value.split(" ")
     for n in range(len(words), 0, -1):
         candidate = " ".join(words[:n]).rstrip(".。,;:")
@@ -175,7 +175,7 @@ class LabelledValueDetector:
         if label is not None:
             for rule in _label_types(label):
                 value = _accept(rule, text)
-                if value is not None and value == text.strip():
+                if value is not None and value == " ".join(text.split()):
                     hinted.setdefault(value, rule.type)
         head = text.lstrip()[:1]
         pairs: Iterator[tuple[str, str]] = iter(())
@@ -189,7 +189,7 @@ class LabelledValueDetector:
         for key, value in pairs:
             for rule in _label_types(key):
                 accepted = _accept(rule, value)
-                if accepted is not None and accepted == value.strip():
+                if accepted is not None and accepted == " ".join(value.split()):
                     hinted.setdefault(accepted, rule.type)
         for type_, value in _in_text(text):
             hinted.setdefault(value, type_)
