@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -110,6 +111,7 @@ class EgressCheck:
         self._labelled = labelled
         self._cache: OrderedDict[tuple[bytes, str], _Scanned] = OrderedDict()
         self._vault_seen: OrderedDict[tuple[str, bytes], tuple[int, tuple[str, ...]]] = OrderedDict()
+        self._vaults: OrderedDict[str, tuple[int, dict[str, str]]] = OrderedDict()
         self._entries = cache_entries
 
     def _cached(self, key: tuple[bytes, str]) -> _Scanned | None:
@@ -133,7 +135,8 @@ class EgressCheck:
     def _scan_text(self, text: str, label: str | None, units: UnitMatcher | None,
                    version: str) -> tuple[bytes, _Scanned]:
         """Findings in every surface form of ``text``; each with whether it stands literally in ``text``."""
-        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        digest = (text.encode("utf-8", "surrogatepass") if len(text) <= 64 else
+                  hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
         key = (digest, f"{version}\0{label or ''}")
         scanned = self._cached(key)
         if scanned is not None:
@@ -162,8 +165,7 @@ class EgressCheck:
     def scan(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
              session_id: str = "") -> list[EgressHit]:
         hits: list[EgressHit] = []
-        raw_to_key = {value: key for key, placeholder in vault.by_key.items()
-                      if (value := vault.values.get(placeholder)) and _worth_searching(value)}
+        raw_to_key = self._searchable(session_id, vault)
         ordered = list(raw_to_key)
         version = units_version if units is not None else "-"
         for path, text, label in _leaves(body, "", None):
@@ -194,6 +196,20 @@ class EgressCheck:
             self._put(key, scanned)
         return [f for f, _ in scanned.findings]
 
+    def _searchable(self, session_id: str, vault: Vault) -> dict[str, str]:
+        """raw value → vault key, for the vault's values worth searching (a vault only grows: extended, not rebuilt)."""
+        size, known = self._vaults.get(session_id, (0, {}))
+        if size != len(vault.by_key):
+            known = dict(known)
+            for key, placeholder in list(vault.by_key.items())[size:]:
+                value = vault.values.get(placeholder)
+                if value and _worth_searching(value):
+                    known.setdefault(value, key)
+            self._vaults[session_id] = (len(vault.by_key), known)
+            if len(self._vaults) > 4096:
+                self._vaults.popitem(last=False)
+        return known
+
     def _vault_values_in(self, session_id: str, digest: bytes, text: str, normal: str,
                          ordered: list[str]) -> list[str]:
         """The session's vault values found in a text; a vault only grows, so each text is checked once against
@@ -209,10 +225,15 @@ class EgressCheck:
         return list(found)
 
 
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
 def _worth_searching(value: str) -> bool:
-    if any("\u4e00" <= ch <= "\u9fff" for ch in value):
+    if len(value) >= 6:
+        return True
+    if _CJK.search(value):
         return len(value) >= 2
-    return len(value) >= _MIN_VAULT_VALUE and not value.isdigit() or len(value) >= 6
+    return len(value) >= _MIN_VAULT_VALUE and not value.isdigit()
 
 
 def _type_of(vault: Vault, key: str) -> str:
@@ -221,13 +242,13 @@ def _type_of(vault: Vault, key: str) -> str:
 
 
 def place(body: dict[str, Any], replacements: list[tuple[str, str]]) -> dict[str, Any]:
-    """``body`` with every occurrence of each raw value — in keys, strings (JSON-escaped too) and equal numbers —
-    replaced by its placeholder; longer values first."""
+    """``body`` (changed in place, and returned) with every occurrence of each raw value — in keys, strings
+    (JSON-escaped too) and equal numbers — replaced by its placeholder; longer values first."""
     pairs: list[tuple[str, str]] = []
     for raw, placeholder in sorted(replacements, key=lambda p: -len(p[0])):
         pairs += [(form, placeholder) for form in dict.fromkeys(
             [raw] + [json.dumps(raw, ensure_ascii=flag)[1:-1] for flag in (False, True)])]
-    numbers = {raw: placeholder for raw, placeholder in replacements}
+    numbers = dict(replacements)
 
     def fix(text: str) -> str:
         for form, placeholder in pairs:
@@ -235,16 +256,27 @@ def place(body: dict[str, Any], replacements: list[tuple[str, str]]) -> dict[str
                 text = text.replace(form, placeholder)
         return text
 
-    def walk(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {fix(str(k)): walk(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [walk(v) for v in value]
+    def new_value(value: Any) -> Any:
         if isinstance(value, str):
             return fix(value)
         if isinstance(value, int | float) and not isinstance(value, bool) and str(value) in numbers:
             return numbers[str(value)]
+        walk(value)
         return value
 
-    result: dict[str, Any] = walk(body)
-    return result
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            renamed = False
+            for key in list(value):
+                value[key] = new_value(value[key])
+                renamed = renamed or fix(str(key)) != key
+            if renamed:
+                items = [(fix(str(k)), v) for k, v in value.items()]
+                value.clear()
+                value.update(items)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                value[i] = new_value(item)
+
+    walk(body)
+    return body
