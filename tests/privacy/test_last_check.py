@@ -167,3 +167,21 @@ async def test_every_surface_form_of_a_listed_value_is_replaced():
     body = _user(f"{EMAIL} and {EMAIL.upper()}")
     outcome = await _outcome(body, **ALL_LAYERS_OFF)
     assert outcome == [], outcome
+
+
+def test_through_the_gateway_the_cloud_never_sees_a_listed_value_and_metrics_count_the_hit(start_gateway, cloud):
+    import httpx
+    import openai
+
+    from tests.fakes.model_server import Reply
+
+    gw = start_gateway(privacy=ALL_LAYERS_OFF)
+    assert httpx.put(f"{gw.url}/v1/sessions/g/units", json=UNITS).status_code == 200
+    cloud.script(Reply(content="ok"))
+    client = openai.OpenAI(base_url=gw.base_url, api_key="x", default_headers={"X-Session-Id": "g"})
+    client.chat.completions.create(model="ecgw/cloud-only", messages=[
+        {"role": "user", "content": json.dumps({"by_email": {EMAIL: {"card": 4929103455328817}}})}])
+    sent = json.dumps(cloud.requests[-1], ensure_ascii=False)
+    assert EMAIL not in sent and "4929103455328817" not in sent
+    metrics = httpx.get(f"{gw.url}/metrics").text
+    assert 'ecgw_privacy_egress_hits_total{how="literal",outcome="pseudonymise"' in metrics
