@@ -31,8 +31,11 @@ class LastCheck:
         self._metrics = metrics
 
     def settle(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
-               session_id: str = "") -> tuple[dict[str, Any], list[tuple[str, Applied]]]:
-        """The body with every placeable hit replaced, and what was done where. Raises ``PrivacyBlocked``."""
+               session_id: str = "", audited: set[str] | frozenset[str] = frozenset(),
+               ) -> tuple[dict[str, Any], list[tuple[str, Applied]]]:
+        """The body with every placeable hit replaced, and what was done where. ``audited``: values an earlier
+        layer let through on purpose (action ``audit``), left alone whatever type this check gives them. Raises
+        ``PrivacyBlocked``."""
         hits = self._check.scan(body, units, vault, units_version=units_version, session_id=session_id)
         if not hits:
             return body, []
@@ -41,7 +44,7 @@ class LastCheck:
         replaced: dict[str, str] = {}
         for hit in sorted(hits, key=lambda h: -len(h.finding.value)):
             action = self._actions(hit.finding)
-            if action == "audit":
+            if action == "audit" or hit.finding.value in audited:
                 continue
             if action == "block" or not hit.placeable or not hit.finding.value:
                 blocked.append(hit)

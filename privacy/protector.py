@@ -136,8 +136,9 @@ class PrivacyProtector:
             if result.applied:
                 by_slot.append((slot.location, result.applied))
         if self._last_check is not None:  # the last check on the exact body that would leave (privacy.lastcheck)
+            audited = {a.finding.value for _, done in by_slot for a in done if a.action == "audit"}
             copy_, caught = self._last_check.settle(copy_, matcher, vault, units_version=version,
-                                                    session_id=session_id)
+                                                    session_id=session_id, audited=audited)
             by_slot.extend((path, [applied]) for path, applied in caught)
         await vault.save(self._sessions, session_id)
         # Cached only now: a result whose placeholders never reached the saved vault (a blocked step) would

@@ -185,3 +185,10 @@ def test_through_the_gateway_the_cloud_never_sees_a_listed_value_and_metrics_cou
     assert EMAIL not in sent and "4929103455328817" not in sent
     metrics = httpx.get(f"{gw.url}/metrics").text
     assert 'ecgw_privacy_egress_hits_total{how="literal",outcome="pseudonymise"' in metrics
+
+
+async def test_a_listed_value_audited_by_its_dimension_is_not_pseudonymised_by_the_last_check():
+    p = protector(database_url=None, actions={"contact": "audit"}, layers={"ner": False})
+    await p.register_units("s", UnitsDocument.model_validate(UNITS))
+    sent = (await p.scrub(_user(f"write to {EMAIL}"), session_id="s")).body
+    assert EMAIL in sent["messages"][0]["content"]
