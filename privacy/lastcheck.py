@@ -44,7 +44,7 @@ class LastCheck:
         replaced: dict[str, str] = {}
         for hit in sorted(hits, key=lambda h: -len(h.finding.value)):
             action = self._actions(hit.finding)
-            if action == "audit" or hit.finding.value in audited:
+            if action == "audit" or any(a in hit.finding.value or hit.finding.value in a for a in audited):
                 continue
             if action == "block" or not hit.placeable or not hit.finding.value:
                 blocked.append(hit)

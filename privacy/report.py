@@ -1,8 +1,8 @@
 """Privacy reports from the audit tables: units known, exposed raw, protected, by dimension, exposure.
 
 Exposure is computed like the benchmark: 1 − Σ w·(1 − leak) / Σ w is *protection*; exposure = Σ w·leak / Σ w over the
-units known, with leak = 1 when the unit's raw value reached the cloud: found in a body that left by the egress scan
-(``privacy.exposure``), or let through on purpose (a finding whose action was ``audit``).
+units known, with leak = 1 when the unit's raw value reached the cloud: found in a body that actually left by the
+egress scan (``privacy.exposure``) — not what the detectors reported.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def session_report(engine: Engine, session_id: str) -> dict[str, Any]:
             continue
         seen.add(u.unit_id)
         acts = actions.get(u.unit_id, set())
-        status = "exposed" if "audit" in acts or u.unit_id in left_raw else "protected" if acts & _PROTECTING else "not_sent"
+        status = "exposed" if u.unit_id in left_raw else "protected" if acts & _PROTECTING else "not_sent"
         rows.append({"unit_id": u.unit_id, "entity_id": u.entity_id, "field": u.field, "dimension": u.dimension,
                      "weight": u.weight, "status": status})
         d = dims[u.dimension or "-"]
