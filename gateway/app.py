@@ -234,7 +234,9 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         if (workers := multiprocess_exposition()) is not None:  # several workers: all of them, summed
             return Response(workers, media_type=CONTENT_TYPE_LATEST)
         metering = await metering_metrics(request)
-        return Response(request_metrics.exposition() + bytes(metering.body), media_type=metering.media_type)
+        privacy_metrics = getattr(services.protector, "metrics", None)  # the last check's hits (privacy.metrics)
+        extra = privacy_metrics.exposition() if privacy_metrics is not None else b""
+        return Response(request_metrics.exposition() + bytes(metering.body) + extra, media_type=metering.media_type)
 
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),

@@ -117,6 +117,11 @@ class AuditStore:
             self.write_usage(record["call_id"], record["usage"])
         elif kind == "units":
             self.write_units(record["session_id"], [PrivacyUnit(**u) for u in record["units"]])
+        elif kind == "egress":
+            from privacy.exposure import write_egress  # exposure's table, written through the same durable path
+
+            self.ensure()
+            write_egress(self.engine, record["rows"])
         else:
             raise ValueError(f"unknown audit record kind {kind!r}")
 

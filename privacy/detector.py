@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from privacy.findings import Finding, resolve_overlaps
+from privacy.identifiers import IdentifierDetector
 from privacy.keyhints import KeyHintDetector
+from privacy.labels import LabelledValueDetector
 from privacy.ner import EntityRecognizer
+from privacy.normalise import fold
+from privacy.phones import PhoneDetector
 from privacy.prose import prose_segments
 from privacy.settings import LayerSettings
 from privacy.units import UnitMatcher, _escaped_forms, _literal_pattern
@@ -68,26 +72,51 @@ class LayeredDetector:
         self._ner = ner if layers.ner else None
         self._max_segment_chars = max_segment_chars
         self._keys = KeyHintDetector()
+        self._labels = LabelledValueDetector()
+        self._identifiers = IdentifierDetector()
+        self._phones = PhoneDetector()
 
     def detect(self, targets: list[Target], units: UnitMatcher | None) -> list[list[Finding]]:
         """Findings per target, non-overlapping and sorted. Raises ``DetectionError``."""
+        return self.with_units(targets, self.detect_shared(targets), units)
+
+    def detect_shared(self, targets: list[Target]) -> list[list[Finding]]:
+        """What every layer but the listed units finds: the same for every session, so it may be cached by
+        content and shared across sessions. Raises ``DetectionError``."""
         try:
-            return self._detect(targets, units)
+            return self._detect(targets)
         except DetectionError:
             raise
         except Exception as exc:
             raise DetectionError(f"{type(exc).__name__}: {exc}") from exc
 
-    def _detect(self, targets: list[Target], units: UnitMatcher | None) -> list[list[Finding]]:
+    def with_units(self, targets: list[Target], shared: list[list[Finding]],
+                   units: UnitMatcher | None) -> list[list[Finding]]:
+        """``shared`` findings merged with the session's listed units (which win overlaps)."""
+        if units is None or not self._layers.units:
+            return shared
+        try:
+            return [resolve_overlaps(found + units.find(target.text)) if len(units) else found
+                    for target, found in zip(targets, shared, strict=True)]
+        except Exception as exc:
+            raise DetectionError(f"{type(exc).__name__}: {exc}") from exc
+
+    def _detect(self, targets: list[Target]) -> list[list[Finding]]:
         found: list[list[Finding]] = [[] for _ in targets]
         for i, target in enumerate(targets):
-            if units is not None and self._layers.units:
-                found[i].extend(units.find(target.text))
+            text = fold(target.text)  # full-width digits and letters read as ASCII, offsets kept
+            shaped: list[Finding] = []
             if self._layers.secrets:
-                found[i].extend(self._secrets.find(target.text))
+                shaped.extend(self._secrets.find(text))
             if self._layers.patterns:
-                found[i].extend(self._patterns.find(target.text))
-                found[i].extend(self._keys.find(target.text, target.label))
+                shaped.extend(self._patterns.find(text))
+                shaped.extend(self._identifiers.find(text))
+                shaped.extend(self._phones.find(text))
+                shaped.extend(self._keys.find(text, target.label))
+                shaped.extend(self._labels.find(text, target.label))
+            if text != target.text:
+                shaped = [replace(f, value=target.text[f.start:f.end]) for f in shaped]
+            found[i].extend(shaped)
         if self._ner is not None:
             self._add_entities(targets, found)
         return [resolve_overlaps(_everywhere(target.text, f)) for target, f in zip(targets, found, strict=True)]

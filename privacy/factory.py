@@ -10,12 +10,19 @@ from accounting.database import make_engine
 from privacy.audit import AuditStore, Hasher
 from privacy.audit_writer import AuditWriter
 from privacy.detector import LayeredDetector
+from privacy.egress import EgressCheck
+from privacy.identifiers import IdentifierDetector
+from privacy.labels import LabelledValueDetector
+from privacy.lastcheck import LastCheck
+from privacy.metrics import PrivacyMetrics
 from privacy.ner import PresidioRecognizer
+from privacy.passthrough import RecordingPassThroughProtector
 from privacy.patterns import PatternDetector
+from privacy.phones import PhoneDetector
 from privacy.protection import PassThroughProtector, Protector
 from privacy.protector import PrivacyProtector
 from privacy.registry import UnitRegistry
-from privacy.scrubber import ActionTable, Scrubber
+from privacy.scrubber import ActionTable, Scrubber, SharedDetections
 from privacy.seal import Sealer
 from privacy.secrets import SecretDetector
 from privacy.settings import NerSettings, PrivacySettings
@@ -56,16 +63,34 @@ def build_privacy_protector(settings: PrivacySettings, *, database_url: str | No
                             retry_max_s=settings.audit_retry_max_s,
                             shutdown_timeout_s=settings.audit_shutdown_timeout_s)
         hasher = Hasher(key)
-    scrubber = Scrubber(detector or build_detector(settings), ActionTable(settings))
+    actions = ActionTable(settings)
+    scrubber = Scrubber(detector or build_detector(settings), actions, shared=SharedDetections(settings.cache_entries))
+    metrics = PrivacyMetrics()
+    last_check = LastCheck(build_egress_check(settings), actions, metrics) if settings.last_check else None
     return PrivacyProtector(settings, sessions=sessions, scrubber=scrubber,
                             units=UnitRegistry(sessions, settings.units_files), audit=audit, hasher=hasher,
-                            sealer=Sealer(seal_key) if seal_key else None)
+                            last_check=last_check, metrics=metrics, sealer=Sealer(seal_key) if seal_key else None)
+
+
+def build_egress_check(settings: PrivacySettings) -> EgressCheck:
+    """The last check's detectors: secrets and patterns, whatever ``privacy.layers`` switches off (units are the
+    session's, passed per call)."""
+    return EgressCheck([SecretDetector(), PatternDetector(), IdentifierDetector(), PhoneDetector()],
+                       [LabelledValueDetector()], cache_entries=settings.cache_entries)
 
 
 def build_protector(settings: PrivacySettings, *, database_url: str, sessions: Any,
                     hash_key: bytes | None = None, seal_key: bytes | None = None) -> Protector:
     """``sessions`` is the gateway's session store (async ``get``/``set`` of JSON values per session)."""
     if not settings.enabled:
+        if settings.audit and database_url:  # still measure what leaves (privacy.passthrough)
+            key = settings.hash_key.encode() if settings.hash_key else hash_key or secrets.token_bytes(32)
+            audit = AuditWriter(AuditStore(make_engine(database_url)),
+                                spill_path=Path(settings.audit_spill_path) if settings.audit_spill_path else None,
+                                retry_max_s=settings.audit_retry_max_s,
+                                shutdown_timeout_s=settings.audit_shutdown_timeout_s)
+            return RecordingPassThroughProtector(units=UnitRegistry(sessions, settings.units_files), audit=audit,
+                                                 hasher=Hasher(key))
         return PassThroughProtector()
     return build_privacy_protector(settings, database_url=database_url, sessions=sessions, hash_key=hash_key,
                                    seal_key=seal_key)

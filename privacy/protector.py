@@ -9,12 +9,15 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, body_opener, seal_body
+from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, body_json, body_opener, seal_body
 from privacy.audit_writer import AuditWriter, Record
 from privacy.detector import DetectionError
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
+from privacy.exposure import ExposureRecorder
 from privacy.findings import Finding
+from privacy.lastcheck import LastCheck
 from privacy.locations import safe_location
+from privacy.metrics import PrivacyMetrics
 from privacy.protection import Protection, StreamRestorer
 from privacy.registry import UnitRegistry
 from privacy.report import session_exposure
@@ -77,8 +80,11 @@ class PrivacyProtection:
 class PrivacyProtector:
     def __init__(self, settings: PrivacySettings, *, sessions: SessionStore, scrubber: Scrubber,
                  units: UnitRegistry, audit: AuditWriter | None, hasher: Hasher | None,
+                 last_check: LastCheck | None = None, metrics: PrivacyMetrics | None = None,
                  sealer: Sealer | None = None) -> None:
         self._settings = settings
+        self._last_check = last_check
+        self.metrics = metrics
         self._sessions = sessions
         self._scrubber = scrubber
         self.units = units
@@ -144,6 +150,15 @@ class PrivacyProtector:
                 slot.set(result.text)
             if result.applied:
                 by_slot.append((slot.location, result.applied))
+        if self._last_check is not None:  # the last check on the exact body that would leave (privacy.lastcheck)
+            last_check, scanned = self._last_check, copy_
+            audited = {a.finding.value for _, done in by_slot for a in done if a.action == "audit"}
+            # What it replaces takes placeholders from the freshest vault, in one atomic update like the above.
+            vault, (copy_, caught) = await allocate(self._sessions, session_id, lambda fresh: last_check.settle(
+                scanned, matcher, fresh, units_version=version, session_id=session_id, audited=audited))
+            if caught:
+                by_slot.extend((path, [applied]) for path, applied in caught)
+                changed.append((body_json(scanned), body_json(copy_)))
         # Cached only now, after the vault holding its placeholders was written, and not for a blocked step.
         for i in misses:
             fresh = results[i]
@@ -171,6 +186,8 @@ class PrivacyProtector:
         on_usage = None
         if self._audit is not None and self._hasher is not None:
             call_id = self._record(scrubbed, session_id, request_id, experiment)
+            units = self.units.file_units() + await self.units.session_units(session_id)
+            ExposureRecorder(self._audit).record(call_id, session_id, dict(scrubbed.body), units)
             audit = self._audit
             on_usage = _UsageRecorder(audit, call_id)
         return PrivacyProtection(scrubbed, on_usage=on_usage)

@@ -1,7 +1,8 @@
 """Privacy reports from the audit tables: units known, exposed raw, protected, by dimension, exposure.
 
 Exposure is computed like the benchmark: 1 − Σ w·(1 − leak) / Σ w is *protection*; exposure = Σ w·leak / Σ w over the
-units known, with leak = 1 when the unit's raw value reached the cloud (a finding whose action was ``audit``).
+units known, with leak = 1 when the unit's raw value reached the cloud: found in a body that actually left by the
+egress scan (``privacy.exposure``) — not what the detectors reported.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from privacy.audit import PrivacyCall, PrivacyFinding, PrivacyUnit
+from privacy.exposure import exposed_unit_ids
 
 _PROTECTING = {"pseudonymise", "mask"}
 
@@ -31,6 +33,7 @@ def session_report(engine: Engine, session_id: str) -> dict[str, Any]:
         units = db.exec(select(PrivacyUnit).where(col(PrivacyUnit.session_id).in_([session_id, "*"]))).all()
         findings = db.exec(select(PrivacyFinding).where(PrivacyFinding.session_id == session_id)).all()
         calls = db.exec(select(PrivacyCall).where(PrivacyCall.session_id == session_id)).all()
+    left_raw = exposed_unit_ids(engine, session_id)  # what the bodies that actually left carried
     actions: dict[str, set[str]] = defaultdict(set)
     by_type: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for f in findings:
@@ -47,7 +50,7 @@ def session_report(engine: Engine, session_id: str) -> dict[str, Any]:
             continue
         seen.add(u.unit_id)
         acts = actions.get(u.unit_id, set())
-        status = "exposed" if "audit" in acts else "protected" if acts & _PROTECTING else "not_sent"
+        status = "exposed" if u.unit_id in left_raw else "protected" if acts & _PROTECTING else "not_sent"
         rows.append({"unit_id": u.unit_id, "entity_id": u.entity_id, "field": u.field, "dimension": u.dimension,
                      "weight": u.weight, "status": status})
         d = dims[u.dimension or "-"]

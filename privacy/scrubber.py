@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,20 +120,63 @@ def _leaves(value: Any, path: str, out: list[_Leaf], number_min: float = 0) -> N
             _leaves(item, where, out, number_min)
 
 
+class SharedDetections:
+    """Per process: (kind, numbers scanned, content hash) → what every layer but the listed units found in a slot.
+    Detection does not depend on the session (placeholder numbering does, and is applied from each session's
+    vault), so a system prompt another session already sent is not scanned again. Thread-safe: detection runs in
+    worker threads."""
+
+    def __init__(self, entries: int) -> None:
+        self._entries = entries
+        self._data: OrderedDict[tuple[str, bool, bytes], list[list[Finding]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(prepared: Prepared, kind: str, all_numbers: bool) -> tuple[str, bool, bytes]:
+        return kind, all_numbers, hashlib.blake2b(prepared.text.encode("utf-8", "surrogatepass"),
+                                                  digest_size=16).digest()
+
+    def get(self, key: tuple[str, bool, bytes]) -> list[list[Finding]] | None:
+        with self._lock:
+            found = self._data.get(key)
+            if found is not None:
+                self._data.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[str, bool, bytes], found: list[list[Finding]]) -> None:
+        with self._lock:
+            self._data[key] = found
+            if len(self._data) > self._entries:
+                self._data.popitem(last=False)
+
+
 class Scrubber:
-    def __init__(self, detector: LayeredDetector, actions: Callable[[Finding], Action]) -> None:
+    def __init__(self, detector: LayeredDetector, actions: Callable[[Finding], Action], *,
+                 shared: SharedDetections | None = None) -> None:
         self._detector = detector
         self._actions = actions
+        self._shared = shared or SharedDetections(50_000)
 
     def detect(self, prepared: list[Prepared], units: UnitMatcher | None) -> list[list[list[Finding]]]:
-        """Runs the detector (CPU-bound: call it off the event loop for large inputs)."""
-        targets = [t for p in prepared for t in p.targets]
-        flat = self._detector.detect(targets, units)
+        """Runs the detector on what no session scanned yet, then adds the session's listed units (CPU-bound: call
+        it off the event loop for large inputs)."""
+        keys = [SharedDetections.key(p, "json" if p.leaves is not None else "text", units is not None)
+                for p in prepared]
+        shared = [self._shared.get(key) for key in keys]
+        todo = [i for i, found in enumerate(shared) if found is None]
+        if todo:
+            targets = [t for i in todo for t in prepared[i].targets]
+            flat = self._detector.detect_shared(targets)
+            pos = 0
+            for i in todo:
+                fresh = flat[pos:pos + len(prepared[i].targets)]
+                pos += len(prepared[i].targets)
+                shared[i] = fresh
+                self._shared.put(keys[i], fresh)
         out: list[list[list[Finding]]] = []
-        pos = 0
-        for p in prepared:
-            out.append(flat[pos:pos + len(p.targets)])
-            pos += len(p.targets)
+        for p, found in zip(prepared, shared, strict=True):
+            assert found is not None
+            out.append(self._detector.with_units(p.targets, found, units))
         return out
 
     def apply(self, prepared: Prepared, findings: list[list[Finding]], vault: Vault) -> ScrubResult:

@@ -46,8 +46,18 @@ RULES: tuple[SecretRule, ...] = (
     _r("OPENAI_KEY", r"(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
     _r("STRIPE_KEY", r"(?<![A-Za-z0-9])[sr]k_(?:live|test)_[0-9A-Za-z]{16,}"),
     _r("JWT", r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-    _r("DB_PASSWORD", r"(?i)\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|"
-                      r"oracle|clickhouse)(?:\+[a-z0-9]+)?://[^\s:/@\"'\\]*:([^\s@\"'\\/]+)@", 1),
+    _r("DB_PASSWORD", r"(?i)\b[a-z][a-z0-9+.\-]{1,20}://[^\s:/@\"'\\]*:([^\s@\"'\\/]+)@", 1),
+    _r("NPM_TOKEN", r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
+    _r("SENDGRID_KEY", r"(?<![A-Za-z0-9])SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{32,64}"),
+    _r("HUBSPOT_TOKEN", r"(?i)(?<![A-Za-z0-9])pat-(?:na|eu|ap)\d-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
+                        r"[0-9a-f]{12}"),
+    _r("STRIPE_WEBHOOK_SECRET", r"(?<![A-Za-z0-9])whsec_[A-Za-z0-9+/=]{24,}"),
+    _r("SALESFORCE_TOKEN", r"(?<![A-Za-z0-9])00D[A-Za-z0-9]{12,15}![A-Za-z0-9._]{40,}"),
+    _r("TWILIO_KEY", r"(?<![A-Za-z0-9])SK[0-9a-f]{32}(?![A-Za-z0-9])"),
+    _r("SHOPIFY_TOKEN", r"(?<![A-Za-z0-9])shp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}(?![A-Za-z0-9])"),
+    _r("PYPI_TOKEN", r"(?<![A-Za-z0-9])pypi-[A-Za-z0-9_\-]{50,}"),
+    _r("HUGGINGFACE_TOKEN", r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9])"),
+    _r("DISCORD_WEBHOOK", r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{20,}"),
     _r("BEARER_TOKEN", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", 1),
     _r("BASIC_AUTH", r"(?i)\bbasic\s+([A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])", 1),
 )

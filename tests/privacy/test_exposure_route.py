@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import openai
 import pytest
@@ -41,14 +43,11 @@ def test_route_reports_raw_vs_protected_units_with_the_benchmark_formula(start_g
     assert (empty["units_known"], empty["privacy"], empty["exposure_pct"]) == (0, None, None)
 
 
-def test_route_needs_the_api_key_and_says_when_privacy_or_audit_is_off(start_gateway):
+def test_route_needs_the_api_key_and_says_when_the_audit_is_off(start_gateway):
     gw = start_gateway(server={"api_keys": ["sk-gw"]})
     assert httpx.get(f"{gw.url}/v1/sessions/s/privacy").status_code == 401
     ok = httpx.get(f"{gw.url}/v1/sessions/s/privacy", headers={"Authorization": "Bearer sk-gw"})
     assert ok.status_code == 200
-    off = start_gateway(privacy={"enabled": False})
-    response = httpx.get(f"{off.url}/v1/sessions/s/privacy")
-    assert response.status_code == 409 and response.json()["error"]["code"] == "privacy_disabled"
     no_audit = start_gateway(privacy={"audit": False})
     response = httpx.get(f"{no_audit.url}/v1/sessions/s/privacy")
     assert response.status_code == 409 and response.json()["error"]["code"] == "audit_disabled"
@@ -66,3 +65,28 @@ async def test_session_exposure_reads_after_queued_writes(tmp_path):
     assert leaks["cust-7.full_name"] == 1.0 and leaks["cust-7.phone"] == 0.0
     assert report["exposure_pct"] == pytest.approx(100 * 3 / 12)
     assert await protector(database_url=None).session_exposure("s-1") is None
+
+
+def test_a_unit_that_leaves_raw_in_a_json_key_is_reported_exposed(start_gateway, cloud):
+    """No layer scans JSON keys and the last check is off: the unit leaves raw, and the report must say so."""
+    gw = start_gateway(privacy={"last_check": False, "layers": {"ner": False}})
+    assert httpx.put(f"{gw.url}/v1/sessions/{SESSION}/units", json=UNITS).status_code == 200
+    cloud.script(Reply(content="ok"))
+    _ask(gw, '{"by_email": {"Maria.Gonzalez@acme-mail.com": "call 415-555-0132"}}')
+    assert "Maria.Gonzalez@acme-mail.com" in json.dumps(cloud.requests[-1])
+    units = {u["unit_id"]: u for u in httpx.get(f"{gw.url}/v1/sessions/{SESSION}/privacy").json()["units"]}
+    assert units["cust-7.email"]["status"] == "exposed" and units["cust-7.email"]["leak"] == 1.0
+    assert units["cust-7.phone"]["status"] == "protected"
+
+
+def test_an_unprotected_baseline_reports_what_left(start_gateway, cloud):
+    gw = start_gateway(privacy={"enabled": False})
+    assert httpx.put(f"{gw.url}/v1/sessions/{SESSION}/units", json=UNITS).status_code == 200
+    cloud.script(Reply(content="ok"))
+    _ask(gw, "Call 415 555 0132 about MARIA GONZALEZ.")
+    report = httpx.get(f"{gw.url}/v1/sessions/{SESSION}/privacy").json()
+    units = {u["unit_id"]: u["status"] for u in report["units"]}
+    assert units["cust-7.phone"] == units["cust-7.full_name"] == "exposed"
+    assert units["cust-7.email"] == "not_sent"
+    assert report["cloud_calls"] == 1
+    assert report["exposure_pct"] == pytest.approx(100 * (2 + 3) / 12)

@@ -1,0 +1,282 @@
+"""The last check on the outgoing body: what the earlier layers missed, found on the exact body that would leave.
+
+After protection, every key and value of the body (numbers as text, JSON strings inside strings included) is
+scanned again with the units, secrets and pattern layers, in each surface form it could be read in (NFKC,
+zero-width characters removed, HTML entities, %-escapes, ``\\u`` escapes, base64 segments that decode to text), and
+across the boundary of adjacent content parts and adjacent messages. The values the session's vault already
+replaced elsewhere are searched too. A hit found literally is pseudonymised where it stands (every occurrence, keys
+and numbers included); a hit only an encoding or a split reveals cannot be placed, so the step does not leave
+(``PrivacyBlocked``). Detector results per string are cached by content (they do not depend on the session).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from privacy.findings import Finding
+from privacy.normalise import canonical, fold, variants
+from privacy.units import UnitMatcher
+from privacy.vault import Vault
+
+_GLUE = 48  # characters each side of a part or message boundary
+_MIN_VAULT_VALUE = 4
+_FUZZY = frozenset({"PERSON", "LOCATION", "AMOUNT"})  # shapes two unrelated texts can form when glued
+
+
+class TextDetector(Protocol):
+    def find(self, text: str) -> list[Finding]: ...
+
+
+@dataclass(frozen=True)
+class EgressHit:
+    path: str  # where in the body; "a|b" for a value glued across two places
+    finding: Finding
+    placeable: bool  # found literally, so it can be replaced where it stands
+    how: str  # "literal" | "decoded" | "split" | "vault"
+
+
+def _leaves(value: Any, path: str, label: str | None) -> Iterator[tuple[str, str, str | None]]:
+    """(path, text, key it sits under) of every key, string and number of a JSON value; a JSON document inside a
+    string is scanned as that string's text."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            yield f"{where}{{key}}", str(key), None
+            yield from _leaves(item, where, str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(item, f"{path}[{i}]", label)
+    elif isinstance(value, str):
+        yield path, value, label
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        yield path, repr(value) if isinstance(value, float) else str(value), label
+
+
+def _message_text(message: Any) -> list[str]:
+    if not isinstance(message, dict):
+        return []
+    content = message.get("content")
+    if isinstance(content, str):
+        return [content]
+    texts: list[str] = []
+    for part in content if isinstance(content, list) else ():
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+    return texts
+
+
+def _seams(body: dict[str, Any]) -> Iterator[tuple[str, str, int, bool]]:
+    """(path, glued text, boundary offset, same speaker) across adjacent content parts and adjacent messages. A
+    seam between two speakers (a user request and the tool result after it), or two tool results (two tools'
+    outputs), is only checked for listed units:
+    shapes such as card numbers form by chance where one text ends in digits and the next starts with some."""
+    previous: tuple[str, str, Any] | None = None
+    for i, message in enumerate(body.get("messages") or ()):
+        role = message.get("role") if isinstance(message, dict) else None
+        for j, text in enumerate(_message_text(message)):
+            if not text:
+                continue
+            here = f"messages[{i}].content[{j}]"
+            if previous is not None:
+                left, right = previous[1][-_GLUE:], text[:_GLUE]
+                yield f"{previous[0]}|{here}", left + right, len(left), previous[2] == role != "tool"
+            previous = (here, text, role)
+
+
+class LabelledDetector(Protocol):
+    def find(self, text: str, label: str | None) -> list[Finding]: ...
+
+
+@dataclass
+class _Scanned:
+    canonical: str
+    findings: list[tuple[Finding, bool]]
+
+
+class EgressCheck:
+    """Finds what is left in a body. ``detectors``: the secrets and pattern layers; ``labelled``: the layer that
+    also reads the key a value sits under."""
+
+    def __init__(self, detectors: Sequence[TextDetector], labelled: Sequence[LabelledDetector] = (), *,
+                 cache_entries: int = 50_000) -> None:
+        self._detectors = detectors
+        self._labelled = labelled
+        self._cache: OrderedDict[tuple[bytes, str], _Scanned] = OrderedDict()
+        self._vault_seen: OrderedDict[tuple[str, bytes], tuple[int, tuple[str, ...]]] = OrderedDict()
+        self._vaults: OrderedDict[str, tuple[int, dict[str, str]]] = OrderedDict()
+        self._entries = cache_entries
+
+    def _cached(self, key: tuple[bytes, str]) -> _Scanned | None:
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+        return hit
+
+    def _put(self, key: tuple[bytes, str], value: _Scanned) -> None:
+        self._cache[key] = value
+        if len(self._cache) > self._entries:
+            self._cache.popitem(last=False)
+
+    def _find(self, form: str, label: str | None, units: UnitMatcher | None) -> list[Finding]:
+        found = [f for detector in self._detectors for f in detector.find(form)]
+        found += [f for detector in self._labelled for f in detector.find(form, label)]
+        if units is not None:
+            found += units.find(form)
+        return found
+
+    def _scan_text(self, text: str, label: str | None, units: UnitMatcher | None,
+                   version: str) -> tuple[bytes, _Scanned]:
+        """Findings in every surface form of ``text``; each with whether it stands literally in ``text``."""
+        digest = (text.encode("utf-8", "surrogatepass") if len(text) <= 64 else
+                  hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
+        key = (digest, f"{version}\0{label or ''}")
+        scanned = self._cached(key)
+        if scanned is not None:
+            return digest, scanned
+        out: list[tuple[Finding, bool]] = []
+        seen: set[tuple[str, str]] = set()
+        normal = canonical(text)
+        for n, form in enumerate(variants(text)):
+            if n == 0:
+                form = fold(text)  # full-width forms read as ASCII, offsets kept: every finding stands in text
+            for finding in self._find(form, label, units):
+                span = (text if n == 0 else form)[finding.start:finding.end]
+                if (finding.key, span) in seen:
+                    continue
+                seen.add((finding.key, span))
+                if n == 0:
+                    out.append((replace(finding, value=span), True))
+                elif form == normal and form.count(span) <= text.count(span):
+                    continue  # every occurrence of it stands literally in text: found above
+                else:  # visible only decoded (an escape, zero-width characters, base64): cannot be placed
+                    out.append((replace(finding, value=span), False))
+        scanned = _Scanned(normal, out)
+        self._put(key, scanned)
+        return digest, scanned
+
+    def scan(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
+             session_id: str = "") -> list[EgressHit]:
+        hits: list[EgressHit] = []
+        raw_to_key = self._searchable(session_id, vault)
+        ordered = list(raw_to_key)
+        version = units_version if units is not None else "-"
+        for path, text, label in _leaves(body, "", None):
+            digest, scanned = self._scan_text(text, label, units, version)
+            for finding, literal in scanned.findings:
+                hits.append(EgressHit(path, finding, literal, "literal" if literal else "decoded"))
+            for value in self._vault_values_in(session_id, digest, text, scanned.canonical, ordered):
+                vault_key = raw_to_key.get(value)
+                if vault_key is not None:
+                    finding = Finding(type=_type_of(vault, vault_key), start=0, end=0, value=value, layer="vault",
+                                      key=vault_key)
+                    hits.append(EgressHit(path, finding, value in text, "vault"))
+        for path, glued, boundary, same_speaker in _seams(body):
+            for finding in self._split(glued, boundary, units, version):
+                if same_speaker or finding.layer == "units":
+                    hits.append(EgressHit(path, finding, False, "split"))
+        return hits
+
+    def _split(self, glued: str, boundary: int, units: UnitMatcher | None, version: str) -> list[Finding]:
+        """Findings that span the seam of two glued texts (cached like any text)."""
+        key = (hashlib.blake2b(glued.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
+               f"{version}\0\0seam{boundary}")
+        scanned = self._cached(key)
+        if scanned is None:
+            found = [f for f in self._find(fold(glued), None, units)
+                     if f.start < boundary < f.end and (f.layer == "units" or f.type not in _FUZZY)]
+            scanned = _Scanned("", [(f, False) for f in found])
+            self._put(key, scanned)
+        return [f for f, _ in scanned.findings]
+
+    def _searchable(self, session_id: str, vault: Vault) -> dict[str, str]:
+        """raw value → vault key, for the vault's values worth searching (a vault only grows: extended, not rebuilt)."""
+        size, known = self._vaults.get(session_id, (0, {}))
+        if size != len(vault.by_key):
+            known = dict(known)
+            for key, placeholder in list(vault.by_key.items())[size:]:
+                value = vault.values.get(placeholder)
+                if value and _worth_searching(value):
+                    known.setdefault(value, key)
+            self._vaults[session_id] = (len(vault.by_key), known)
+            if len(self._vaults) > 4096:
+                self._vaults.popitem(last=False)
+        return known
+
+    def _vault_values_in(self, session_id: str, digest: bytes, text: str, normal: str,
+                         ordered: list[str]) -> list[str]:
+        """The session's vault values found in a text; a vault only grows, so each text is checked once against
+        each value (not every value against every text at every step)."""
+        key = (session_id, digest)
+        checked, found = self._vault_seen.get(key, (0, ()))
+        if checked < len(ordered):
+            fresh = [v for v in ordered[checked:] if v in text or v in normal]
+            found = (*found, *fresh)
+            self._vault_seen[key] = (len(ordered), found)
+            if len(self._vault_seen) > self._entries:
+                self._vault_seen.popitem(last=False)
+        return list(found)
+
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _worth_searching(value: str) -> bool:
+    if len(value) >= 6:
+        return True
+    if _CJK.search(value):
+        return len(value) >= 2
+    return len(value) >= _MIN_VAULT_VALUE and not value.isdigit()
+
+
+def _type_of(vault: Vault, key: str) -> str:
+    placeholder = vault.by_key.get(key, "[ITEM_000]")
+    return placeholder[1:].rsplit("_", 1)[0]
+
+
+def place(body: dict[str, Any], replacements: list[tuple[str, str]]) -> dict[str, Any]:
+    """``body`` (changed in place, and returned) with every occurrence of each raw value — in keys, strings
+    (JSON-escaped too) and equal numbers — replaced by its placeholder; longer values first."""
+    pairs: list[tuple[str, str]] = []
+    for raw, placeholder in sorted(replacements, key=lambda p: -len(p[0])):
+        pairs += [(form, placeholder) for form in dict.fromkeys(
+            [raw] + [json.dumps(raw, ensure_ascii=flag)[1:-1] for flag in (False, True)])]
+    numbers = dict(replacements)
+
+    def fix(text: str) -> str:
+        for form, placeholder in pairs:
+            if form in text:
+                text = text.replace(form, placeholder)
+        return text
+
+    def new_value(value: Any) -> Any:
+        if isinstance(value, str):
+            return fix(value)
+        if isinstance(value, int | float) and not isinstance(value, bool) and str(value) in numbers:
+            return numbers[str(value)]
+        walk(value)
+        return value
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            renamed = False
+            for key in list(value):
+                value[key] = new_value(value[key])
+                renamed = renamed or fix(str(key)) != key
+            if renamed:
+                items = [(fix(str(k)), v) for k, v in value.items()]
+                value.clear()
+                value.update(items)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                value[i] = new_value(item)
+
+    walk(body)
+    return body

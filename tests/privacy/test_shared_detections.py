@@ -1,0 +1,68 @@
+"""Detections are shared across sessions by content; placeholders still come from each session's own vault."""
+
+from __future__ import annotations
+
+from gateway.sessions import MemorySessionStore
+from privacy.detector import LayeredDetector
+from privacy.factory import build_privacy_protector
+from privacy.findings import Finding
+from privacy.patterns import PatternDetector
+from privacy.settings import LayerSettings, PrivacySettings
+from privacy.units import UnitsDocument
+
+SYSTEM = "You help Maria. Her phone is 415-555-0132 and her email is maria.gonzalez@acme-mail.com."
+
+
+class CountingPatterns:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self._inner = PatternDetector()
+
+    def find(self, text: str) -> list[Finding]:
+        self.texts.append(text)
+        return self._inner.find(text)
+
+
+def _protector(patterns: CountingPatterns):
+    layers = LayerSettings(ner=False)
+    detector = LayeredDetector(layers, secrets=PatternDetector(), patterns=patterns, ner=None)
+    return build_privacy_protector(PrivacySettings(layers=layers, last_check=False), database_url=None,
+                                   sessions=MemorySessionStore(), detector=detector)
+
+
+def _body(user: str) -> dict:
+    return {"model": "m", "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]}
+
+
+async def test_a_system_prompt_another_session_sent_is_not_scanned_again():
+    patterns = CountingPatterns()
+    p = _protector(patterns)
+    first = await p.scrub(_body("email me"), session_id="a")
+    scans = patterns.texts.count(SYSTEM)
+    second = await p.scrub(_body("call me"), session_id="b")
+    assert scans == 1 and patterns.texts.count(SYSTEM) == 1
+    assert first.body["messages"][0]["content"] == second.body["messages"][0]["content"]
+    assert "415-555-0132" not in second.body["messages"][0]["content"]
+
+
+async def test_placeholders_come_from_each_sessions_vault():
+    patterns = CountingPatterns()
+    p = _protector(patterns)
+    a = await p.scrub({"model": "m", "messages": [{"role": "user", "content": "bob@example.org"},
+                                                  {"role": "user", "content": SYSTEM}]}, session_id="a")
+    b = await p.scrub(_body("hi"), session_id="b")
+    # session a numbered bob's email first; session b's first email is Maria's: both [EMAIL_ADDRESS_001]
+    assert a.values["[EMAIL_ADDRESS_001]"] == "bob@example.org"
+    assert b.values["[EMAIL_ADDRESS_001]"] == "maria.gonzalez@acme-mail.com"
+
+
+async def test_listed_units_of_one_session_do_not_leak_into_anothers_detections():
+    patterns = CountingPatterns()
+    p = _protector(patterns)
+    await p.register_units("a", UnitsDocument.model_validate({"items": [{"entity_id": "e", "sensitive_fields": [
+        {"field": "codename", "value": "Project Bluefin"}]}]}))
+    text = "Status of Project Bluefin?"
+    a = await p.scrub({"model": "m", "messages": [{"role": "user", "content": text}]}, session_id="a")
+    b = await p.scrub({"model": "m", "messages": [{"role": "user", "content": text}]}, session_id="b")
+    assert "Project Bluefin" not in a.body["messages"][0]["content"]
+    assert b.body["messages"][0]["content"] == text
