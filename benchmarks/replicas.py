@@ -42,7 +42,8 @@ def start_replica(name: str, workdir: Path, upstream: Server, redis_url: str) ->
               "cloud": {"model": "openai/bench", "api_base": upstream.url, "api_key_env": None},
               "policy": {"default": "cloud-only"},
               "sessions": {"store": "redis", "redis_url": redis_url},
-              "database_url": f"sqlite:///{workdir / (name + '.sqlite3')}"}
+              "database_url": f"sqlite:///{workdir / (name + '.sqlite3')}",
+              "secrets": {"key_file": str(workdir / "ecgw.key")}}  # one key for the replicas sharing Redis
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(config))
     return _spawn(name, [sys.executable, "-m", "gateway.cli", "serve", "--config", str(path)], workdir,

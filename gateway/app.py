@@ -102,8 +102,10 @@ def check_secrets(settings: Settings) -> Keys:
         try:
             asyncio.run(verify())
         except SealBroken:
+            where = (settings.sessions.redis_url or "redis") if session_store_kind(settings) == "redis" else (
+                settings.sessions.sqlite_path)
             raise ConfigError(f"secrets: the key from {keys.source} does not open the session store "
-                              f"{settings.sessions.sqlite_path}, which was encrypted with another key; set "
+                              f"{where}, which was encrypted with another key; set "
                               "secrets.key_env or secrets.key_file to that key (or move the store away to start "
                               "afresh)") from None
     return keys

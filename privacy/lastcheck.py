@@ -7,6 +7,7 @@ and is left alone; ``block``, or a hit only an encoding or a split reveals, mean
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -62,4 +63,5 @@ class LastCheck:
             log.warning("last check kept a step off the cloud: %s", where)
             raise PrivacyBlocked(f"the last check on the outgoing body found {where} that cannot be replaced "
                                  "where it stands; the step stays on the edge")
-        return (place(body, list(replaced.items())) if replaced else body), done
+        # A copy: ``body`` stays as scanned (the caller compares the two, and an atomic store may run this again).
+        return (place(copy.deepcopy(body), list(replaced.items())) if replaced else body), done

@@ -14,6 +14,7 @@ import yaml
 
 from benchmarks.contenders import free_port
 from tests.processes import wait_healthy
+from tests.real_parts import redis_url
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,6 +28,8 @@ def replica_config(tmp: Path, edge_url: str, cloud_url: str, *, sessions: dict[s
               "database_url": database_url,
               # patterns find the e-mails these tests use; NER would only slow every worker's start
               "privacy": {"layers": {"ner": False}},
+              # one secrets key for every replica (machines would share it through secrets.key_env)
+              "secrets": {"key_file": str(tmp / "ecgw.key")},
               **extra}
     path = tmp / f"replicas-{free_port()}.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -55,3 +58,16 @@ def replicas(config: Path, *, count: int, workers: int) -> Iterator[list[str]]:
             process.terminate()
         for process in started:
             process.wait(timeout=60)
+
+
+def fresh_redis() -> str:
+    """The test Redis, emptied: a store sealed with another test's key would (rightly) refuse this test's key."""
+    import redis
+
+    url = redis_url()
+    client = redis.Redis.from_url(url)
+    try:
+        client.flushdb()
+    finally:
+        client.close()
+    return url

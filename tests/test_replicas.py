@@ -17,7 +17,7 @@ import pytest
 from accounting.store import UsageStore
 from benchmarks.contenders import free_port
 from tests.real_parts import postgres_url, redis_url
-from tests.replicas import ROOT, replica_config, replicas
+from tests.replicas import ROOT, fresh_redis, replica_config, replicas
 
 PLACEHOLDER = re.compile(r"\[EMAIL_ADDRESS_\d+\]")
 EXPERIMENTS = {"definitions": {"exp": {"arms": {
@@ -44,7 +44,7 @@ def _usage_rows(session: str) -> list[dict[str, Any]]:
 
 
 def test_a_trajectory_alternating_between_two_replicas_keeps_its_state(tmp_path, edge, cloud):
-    config = replica_config(tmp_path, edge.url, cloud.url, sessions={"store": "redis", "redis_url": redis_url()},
+    config = replica_config(tmp_path, edge.url, cloud.url, sessions={"store": "redis", "redis_url": fresh_redis()},
                             database_url=postgres_url(), experiments=EXPERIMENTS)
     run = uuid.uuid4().hex[:8]
     trajectory, sketched = f"traj-{run}", f"sketch-{run}"
@@ -102,7 +102,7 @@ def _burst(bases: list[str], session: str, count: int) -> list[httpx.Response]:
 @pytest.mark.parametrize("shape", ["sqlite, one replica, 3 workers", "redis, two replicas, 2 workers each"])
 def test_simultaneous_steps_of_one_session_never_share_a_placeholder(shape, tmp_path, edge, cloud):
     if shape.startswith("redis"):
-        sessions: dict[str, Any] = {"store": "redis", "redis_url": redis_url()}
+        sessions: dict[str, Any] = {"store": "redis", "redis_url": fresh_redis()}
         count, workers = 2, 2
     else:
         sessions = {"store": "sqlite", "sqlite_path": str(tmp_path / "sessions.sqlite3")}
