@@ -170,7 +170,7 @@ def register(subparsers: Any) -> None:
     r.add_argument("--no-metering", action="store_true", help="don't read usage or register units at the gateway")
     r.add_argument("--settle-timeout", type=float, default=60.0,
                    help="seconds to wait for the gateway to have recorded every request of a run before its usage "
-                        "is read; what is still missing then marks the run incomplete (default 60)")
+                        "is read; what is still missing then marks the run incomplete (default: %(default)s)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     for name in ("OPENROUTER_BASE_URL", "OPENROUTER_API_KEY", "JUDGE_MODEL"):
         r.add_argument("--" + name.lower().replace("_", "-"), dest=name.lower(), default=os.environ.get(name),
