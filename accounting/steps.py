@@ -8,11 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Integer, Table, cast, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from accounting.calls import StepRecord
 from accounting.records import StepRecordRow, UsageRecord
-from accounting.store import UsageStore, time_bucket
+from accounting.store import UsageStore, insert_new, time_bucket
 
 ROUTES = ("edge", "cloud", "mixed", "none")
 
@@ -33,18 +32,7 @@ def step_row(step: StepRecord) -> dict[str, Any]:
 
 def insert_steps(store: UsageStore, rows: Sequence[dict[str, Any]]) -> None:
     """Append step rows; one already stored (same ``request_id``, a retried batch) is skipped."""
-    if not rows:
-        return
-    table = _steps()
-    dialect = store.engine.dialect.name
-    if dialect == "postgresql":
-        statement: Any = postgresql.insert(table).on_conflict_do_nothing(index_elements=["request_id"])
-    elif dialect == "sqlite":
-        statement = sqlite.insert(table).on_conflict_do_nothing(index_elements=["request_id"])
-    else:
-        statement = table.insert()
-    with store.engine.begin() as conn:
-        conn.execute(statement, list(rows))
+    insert_new(store.engine, _steps(), rows, key="request_id")
 
 
 def route_mix(store: UsageStore, *, since: float | None = None) -> list[dict[str, Any]]:

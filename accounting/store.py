@@ -34,6 +34,21 @@ def time_bucket(column: Any, bucket_s: float, dialect: str) -> Any:
     return cast(column / bucket_s, Integer) * bucket_s
 
 
+def insert_new(engine: Engine, table: Table, rows: Sequence[Row], *, key: str) -> None:
+    """Append ``rows`` to ``table``, skipping any whose unique ``key`` is already stored (a retried batch)."""
+    if not rows:
+        return
+    dialect = engine.dialect.name
+    if dialect == "postgresql":
+        statement: Any = postgresql.insert(table).on_conflict_do_nothing(index_elements=[key])
+    elif dialect == "sqlite":
+        statement = sqlite.insert(table).on_conflict_do_nothing(index_elements=[key])
+    else:
+        statement = table.insert()
+    with engine.begin() as conn:
+        conn.execute(statement, list(rows))
+
+
 def _table() -> Table:
     table: Table = UsageRecord.__table__  # type: ignore[attr-defined]
     return table
@@ -104,18 +119,7 @@ class UsageStore:
 
     def insert(self, rows: Sequence[Row]) -> None:
         """Append rows; a row already stored (same ``record_id``, e.g. a retried batch) is skipped."""
-        if not rows:
-            return
-        table = _table()
-        dialect = self.engine.dialect.name
-        if dialect == "postgresql":
-            statement: Any = postgresql.insert(table).on_conflict_do_nothing(index_elements=["record_id"])
-        elif dialect == "sqlite":
-            statement = sqlite.insert(table).on_conflict_do_nothing(index_elements=["record_id"])
-        else:
-            statement = table.insert()
-        with self.engine.begin() as conn:
-            conn.execute(statement, list(rows))
+        insert_new(self.engine, _table(), rows, key="record_id")
 
     def count(self) -> int:
         with self.engine.connect() as conn:
@@ -172,18 +176,7 @@ class UsageStore:
 
     def insert_marks(self, marks: Sequence[Row]) -> None:
         """Append request marks (``accounting.records.RequestMark``); one already stored is skipped."""
-        if not marks:
-            return
-        table = _marks_table()
-        dialect = self.engine.dialect.name
-        if dialect == "postgresql":
-            statement: Any = postgresql.insert(table).on_conflict_do_nothing(index_elements=["request_id"])
-        elif dialect == "sqlite":
-            statement = sqlite.insert(table).on_conflict_do_nothing(index_elements=["request_id"])
-        else:
-            statement = table.insert()
-        with self.engine.begin() as conn:
-            conn.execute(statement, list(marks))
+        insert_new(self.engine, _marks_table(), marks, key="request_id")
 
     def settlement(self, request_ids: Sequence[str]) -> dict[str, tuple[int | None, int]]:
         """Per request id: (upstream calls its mark says it caused — None while unmarked, records stored)."""

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
 from privacy.seal import SealBroken, Sealer
+from privacy.units import Unit
 
 log = logging.getLogger("ecgw.privacy")
 
@@ -154,6 +155,13 @@ class AuditStore:
                 db.delete(old)
             db.add_all(units)
             db.commit()
+
+
+def units_record(session_id: str, units: list[Unit], hasher: Hasher) -> dict[str, Any]:
+    """The audit record of a session's registered units: ids, fields, weights and keyed hashes, never values."""
+    rows = [PrivacyUnit(session_id=session_id, unit_id=u.unit_id, entity_id=u.entity_id, field=u.field,
+                        dimension=u.dimension, weight=u.weight, value_hash=hasher(u.value)) for u in units]
+    return {"kind": "units", "session_id": session_id, "units": [r.model_dump() for r in rows]}
 
 
 def body_json(body: dict[str, Any]) -> str:

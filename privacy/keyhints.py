@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from privacy.findings import Finding
@@ -62,6 +62,19 @@ def _csv_pairs(text: str) -> Iterator[tuple[str, str]]:
             return
 
 
+def structured_pairs(text: str, csv_pairs: Callable[[str], Iterator[tuple[str, str]]]
+                     ) -> Iterator[tuple[str, str]]:
+    """(key, value) pairs of a text that is JSON (any depth), else of a CSV/TSV table as ``csv_pairs`` reads it."""
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            return _pairs(json.loads(text))
+        except ValueError:
+            return iter(())
+    if "\n" in text:
+        return csv_pairs(text)
+    return iter(())
+
+
 class KeyHintDetector:
     def find(self, text: str, label: str | None) -> list[Finding]:
         hinted: dict[str, str] = {}
@@ -69,16 +82,7 @@ class KeyHintDetector:
             type_ = _hint(label, text)
             if type_:
                 hinted[text.strip()] = type_
-        head = text.lstrip()[:1]
-        pairs: Iterator[tuple[str, str]] = iter(())
-        if head in ("{", "["):
-            try:
-                pairs = _pairs(json.loads(text))
-            except ValueError:
-                pairs = iter(())
-        elif "\n" in text:
-            pairs = _csv_pairs(text)
-        for key, value in pairs:
+        for key, value in structured_pairs(text, _csv_pairs):
             type_ = _hint(key, value)
             if type_:
                 hinted.setdefault(value.strip(), type_)

@@ -10,13 +10,12 @@ is found wherever else it appears in the same text.
 from __future__ import annotations
 
 import csv
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from privacy.findings import Finding
-from privacy.keyhints import _pairs
+from privacy.keyhints import structured_pairs
 from privacy.secrets import _PLACEHOLDER_VALUES
 from privacy.units import _escaped_forms, _literal_pattern
 
@@ -177,16 +176,7 @@ class LabelledValueDetector:
                 value = _accept(rule, text)
                 if value is not None and value == " ".join(text.split()):
                     hinted.setdefault(value, rule.type)
-        head = text.lstrip()[:1]
-        pairs: Iterator[tuple[str, str]] = iter(())
-        if head in ("{", "["):
-            try:
-                pairs = _pairs(json.loads(text))
-            except ValueError:
-                pairs = iter(())
-        elif "\n" in text:
-            pairs = _csv_pairs(text)
-        for key, value in pairs:
+        for key, value in structured_pairs(text, _csv_pairs):
             for rule in _label_types(key):
                 accepted = _accept(rule, value)
                 if accepted is not None and accepted == " ".join(value.split()):

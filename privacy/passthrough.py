@@ -8,8 +8,8 @@ import time
 import uuid
 from typing import Any
 
-from privacy.audit import Hasher, PrivacyCall, PrivacyUnit
-from privacy.audit_writer import AuditWriter, Record
+from privacy.audit import Hasher, PrivacyCall, units_record
+from privacy.audit_writer import AuditWriter
 from privacy.exposure import ExposureRecorder
 from privacy.protection import PassThroughProtector, Protection
 from privacy.registry import UnitRegistry
@@ -58,13 +58,7 @@ class RecordingPassThroughProtector(PassThroughProtector):
 
     def _persist_units(self, session_id: str, units: list[Unit]) -> None:
         hasher = self._hasher
-
-        def build() -> Record:
-            rows = [PrivacyUnit(session_id=session_id, unit_id=u.unit_id, entity_id=u.entity_id, field=u.field,
-                                dimension=u.dimension, weight=u.weight, value_hash=hasher(u.value)) for u in units]
-            return {"kind": "units", "session_id": session_id, "units": [r.model_dump() for r in rows]}
-
-        self._audit.submit(build)
+        self._audit.submit(lambda: units_record(session_id, units, hasher))
 
     async def session_exposure(self, session_id: str) -> dict[str, Any]:
         return await read_exposure(self._audit, session_id)

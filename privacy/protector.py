@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, PrivacyUnit, body_json, body_opener, seal_body
+from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, body_json, body_opener, seal_body, units_record
 from privacy.audit_writer import AuditWriter, Record
 from privacy.detector import DetectionError
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
@@ -222,13 +222,7 @@ class PrivacyProtector:
     def _persist_units(self, session_id: str, units: list[Unit]) -> None:
         assert self._audit is not None and self._hasher is not None
         hasher = self._hasher
-
-        def build() -> Record:
-            rows = [PrivacyUnit(session_id=session_id, unit_id=u.unit_id, entity_id=u.entity_id, field=u.field,
-                                dimension=u.dimension, weight=u.weight, value_hash=hasher(u.value)) for u in units]
-            return {"kind": "units", "session_id": session_id, "units": [r.model_dump() for r in rows]}
-
-        self._audit.submit(build)
+        self._audit.submit(lambda: units_record(session_id, units, hasher))
 
     async def session_exposure(self, session_id: str) -> dict[str, Any] | None:
         """The session's per-unit exposure from the audit (``privacy.report.session_exposure``), read on the audit
