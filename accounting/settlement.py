@@ -15,15 +15,9 @@ figure is only trusted once ``settled`` is true. ``eval`` polls it with a bounde
 
 from __future__ import annotations
 
-import asyncio
-import json
 from typing import Any
 
-from starlette.requests import Request
-from starlette.responses import Response
-
 from accounting.calls import Meter
-from accounting.endpoints import Handler
 from accounting.reports import derive
 from accounting.store import UsageStore
 from accounting.writer import StoreMeter
@@ -44,42 +38,3 @@ def settlement_report(store: UsageStore, request_ids: list[str]) -> dict[str, An
     usage = derive(store.totals(list(state))) if state else None
     return {"object": "usage.requests", "requests": len(state), "settled": not pending, "pending": pending,
             "usage": usage}
-
-
-def _error(status: int, message: str, type_: str, param: str | None = None) -> Response:
-    body = {"error": {"message": message, "type": type_, "param": param, "code": None}}
-    return Response(json.dumps(body), status_code=status, media_type="application/json")
-
-
-def _request_ids(raw: bytes) -> list[str]:
-    try:
-        body = json.loads(raw or b"{}")
-    except ValueError:
-        raise ValueError("The body is not JSON; send {\"request_ids\": [\"req-…\", …]}.") from None
-    ids = body.get("request_ids") if isinstance(body, dict) else None
-    if not isinstance(ids, list) or not all(isinstance(i, str) and 0 < len(i) <= 64 for i in ids):
-        raise ValueError("request_ids must be a list of the x-ecgw-request-id values of your responses.")
-    if len(ids) > MAX_REQUEST_IDS:
-        raise ValueError(f"{len(ids)} request ids in one question; ask about at most {MAX_REQUEST_IDS}.")
-    return ids
-
-
-def usage_requests_endpoint(meter: Meter) -> Handler:
-    """``POST /v1/usage/requests`` — settlement and usage of the given requests."""
-
-    async def handle(request: Request) -> Response:
-        if not isinstance(meter, StoreMeter):
-            return _error(503, "Metering is switched off (accounting.enabled: false), so no request is ever "
-                               "recorded.", "metering_disabled")
-        try:
-            ids = _request_ids(await request.body())
-        except ValueError as exc:
-            return _error(400, str(exc), "invalid_request_error", "request_ids")
-        try:
-            await meter.flush()  # this worker's own buffer; the others' show up as pending until they write
-            report = await asyncio.to_thread(settlement_report, meter.store, ids)
-        except Exception as exc:  # the database went away
-            return _error(503, str(meter.store.unavailable(exc)), "metering_unavailable")
-        return Response(json.dumps(report), media_type="application/json")
-
-    return handle

@@ -17,9 +17,7 @@ from starlette.routing import Route
 
 from accounting.calls import Meter
 from accounting.database import StoreUnavailable
-from accounting.endpoints import metrics_endpoint, usage_endpoint
 from accounting.factory import build_meter
-from accounting.settlement import usage_requests_endpoint
 from accounting.store import UsageStore
 from gateway.api import healthz, list_models, readyz
 from gateway.dashboard.routes import dashboard_routes
@@ -32,6 +30,7 @@ from gateway.keys import Keys, load_keys
 from gateway.metrics import RequestMetrics, multiprocess_exposition
 from gateway.pipeline import StepPipeline
 from gateway.policy_choice import PolicyChooser
+from gateway.privacy_routes import session_privacy_endpoint, units_endpoint
 from gateway.sealing import SealBroken, SealedStore
 from gateway.service import Services
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
@@ -43,9 +42,9 @@ from gateway.surfaces.messages import error_body as messages_error_body
 from gateway.surfaces.responses import responses_endpoint
 from gateway.tenancy import RequestTenancy, Tenancy
 from gateway.tracing import Tracing, build_tracing
+from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
 from privacy.factory import build_protector
 from privacy.protection import Protector
-from privacy.routes import session_privacy_endpoint, units_endpoint
 from router.policies import builtin_policies
 from router.policies.random_matched import CloudRateSource
 from router.policy import PolicyRegistry

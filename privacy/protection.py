@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from privacy.units import Unit, UnitsDocument
 
 
 class StreamRestorer(Protocol):
@@ -28,6 +31,15 @@ class Protector(Protocol):
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None) -> Protection: ...
+
+
+@runtime_checkable
+class SessionPrivacy(Protocol):
+    """A protector that keeps per-session units and an audit to report from (not the plain pass-through)."""
+
+    async def register_units(self, session_id: str, document: UnitsDocument) -> list[Unit]: ...
+
+    async def session_exposure(self, session_id: str) -> dict[str, Any] | None: ...
 
 
 class _PassThroughRestorer:

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from gateway.errors import error_response
 from privacy.errors import PrivacyUnavailable
+from privacy.protection import Protector, SessionPrivacy
 from privacy.units import UnitsDocument
 
 
 def _error(status: int, message: str, code: str) -> Response:
-    return JSONResponse({"error": {"message": message, "type": "invalid_request_error" if status < 500 else code,
-                                   "param": None, "code": code}}, status_code=status)
+    return error_response(status, message, "invalid_request_error" if status < 500 else code, code=code)
 
 
 SessionOf = Callable[[Request, str], str]
@@ -30,12 +30,11 @@ def _as_named(request: Request, session_id: str) -> str:
     return session_id
 
 
-def units_endpoint(protector: Any, *, session_of: SessionOf = _as_named) -> Callable[[Request], Awaitable[Response]]:
+def units_endpoint(protector: Protector, *, session_of: SessionOf = _as_named) -> Callable[[Request], Awaitable[Response]]:
     """``session_of`` maps the id in the path to the session it means for this caller (its owner's)."""
 
     async def put_units(request: Request) -> Response:
-        register = getattr(protector, "register_units", None)
-        if register is None:
+        if not isinstance(protector, SessionPrivacy):
             return _error(409, "Privacy protection is disabled (privacy.enabled: false), so units are not used.",
                           "privacy_disabled")
         session_id = request.path_params["session_id"]
@@ -48,26 +47,25 @@ def units_endpoint(protector: Any, *, session_of: SessionOf = _as_named) -> Call
             return _error(400, 'Send a JSON body in the sensitive_items.json schema: {"items": [{"entity_id", "name", '
                                f'"sensitive_fields": [{{"field", "value", "dimension", "weight"}}]}}]}}. ({exc})',
                           "invalid_units")
-        units = await register(session_of(request, session_id), document)
+        units = await protector.register_units(session_of(request, session_id), document)
         return JSONResponse({"session_id": session_id, "units": len(units),
                              "unit_ids": [u.unit_id for u in units]})
 
     return put_units
 
 
-def session_privacy_endpoint(protector: Any, *, session_of: SessionOf = _as_named
+def session_privacy_endpoint(protector: Protector, *, session_of: SessionOf = _as_named
                              ) -> Callable[[Request], Awaitable[Response]]:
     """``GET /v1/sessions/{session_id}/privacy``: the session's per-unit exposure from the audit (what reached the
     cloud raw vs protected), for harnesses that talk to the gateway over HTTP only."""
 
     async def get_privacy(request: Request) -> Response:
-        read = getattr(protector, "session_exposure", None)
-        if read is None:
+        if not isinstance(protector, SessionPrivacy):
             return _error(409, "Privacy protection is disabled (privacy.enabled: false), so nothing is audited.",
                           "privacy_disabled")
         session_id = request.path_params["session_id"]
         try:
-            report = await read(session_of(request, session_id))
+            report = await protector.session_exposure(session_of(request, session_id))
         except PrivacyUnavailable as exc:
             return _error(503, f"The privacy report cannot be read now: {exc.reason}. Retry later.",
                           "audit_unavailable")

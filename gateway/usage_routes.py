@@ -1,7 +1,9 @@
-"""HTTP handlers for ``GET /v1/usage`` and ``GET /metrics`` (mounted by the gateway's app factory)."""
+"""HTTP handlers over the metering store: ``GET /v1/usage``, ``POST /v1/usage/requests`` (settlement) and
+``GET /metrics``, with the gateway's one error envelope."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -14,15 +16,16 @@ from accounting.calls import Meter
 from accounting.database import StoreUnavailable
 from accounting.metrics import CONTENT_TYPE
 from accounting.reports import FORMATS, BadReportRequest, parse_since, render
+from accounting.settlement import MAX_REQUEST_IDS, settlement_report
 from accounting.store import GROUPS
 from accounting.writer import StoreMeter
+from gateway.errors import error_response
 
 Handler = Callable[[Request], Awaitable[Response]]
 
 
 def _error(status: int, message: str, type_: str, param: str | None = None) -> Response:
-    body = {"error": {"message": message, "type": type_, "param": param, "code": None}}
-    return Response(json.dumps(body), status_code=status, media_type="application/json")
+    return error_response(status, message, type_, param=param)
 
 
 def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time,
@@ -70,5 +73,39 @@ def metrics_endpoint(meter: Meter) -> Handler:
     async def handle(request: Request) -> Response:
         body = meter.metrics.exposition() if isinstance(meter, StoreMeter) else b""
         return Response(body, media_type=CONTENT_TYPE)
+
+    return handle
+
+
+def _request_ids(raw: bytes) -> list[str]:
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        raise ValueError("The body is not JSON; send {\"request_ids\": [\"req-…\", …]}.") from None
+    ids = body.get("request_ids") if isinstance(body, dict) else None
+    if not isinstance(ids, list) or not all(isinstance(i, str) and 0 < len(i) <= 64 for i in ids):
+        raise ValueError("request_ids must be a list of the x-ecgw-request-id values of your responses.")
+    if len(ids) > MAX_REQUEST_IDS:
+        raise ValueError(f"{len(ids)} request ids in one question; ask about at most {MAX_REQUEST_IDS}.")
+    return ids
+
+
+def usage_requests_endpoint(meter: Meter) -> Handler:
+    """``POST /v1/usage/requests`` — settlement and usage of the given requests."""
+
+    async def handle(request: Request) -> Response:
+        if not isinstance(meter, StoreMeter):
+            return _error(503, "Metering is switched off (accounting.enabled: false), so no request is ever "
+                               "recorded.", "metering_disabled")
+        try:
+            ids = _request_ids(await request.body())
+        except ValueError as exc:
+            return _error(400, str(exc), "invalid_request_error", "request_ids")
+        try:
+            await meter.flush()  # this worker's own buffer; the others' show up as pending until they write
+            report = await asyncio.to_thread(settlement_report, meter.store, ids)
+        except Exception as exc:  # the database went away
+            return _error(503, str(meter.store.unavailable(exc)), "metering_unavailable")
+        return Response(json.dumps(report), media_type="application/json")
 
     return handle
