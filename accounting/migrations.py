@@ -130,8 +130,8 @@ class SchemaTooNew(RuntimeError):
     pass
 
 
-def _version_table() -> Table:
-    return Table(VERSION_TABLE, MetaData(),
+def _version_table(name: str = VERSION_TABLE) -> Table:
+    return Table(name, MetaData(),
                  Column("version", Integer, primary_key=True, autoincrement=False),
                  Column("description", String(200), nullable=False),
                  Column("applied_at", Float, nullable=False))
@@ -146,18 +146,20 @@ def current_version(engine: Engine) -> int:
     return int(found[0]) if found else 0
 
 
-def migrate(engine: Engine, migrations: Sequence[Migration] = MIGRATIONS) -> list[int]:
-    """Apply every migration newer than the database's version; returns the versions applied."""
-    versions = _version_table()
+def migrate(engine: Engine, migrations: Sequence[Migration] = MIGRATIONS, *,
+            version_table: str = VERSION_TABLE) -> list[int]:
+    """Apply every migration newer than the database's version; returns the versions applied. Another list of
+    migrations on the same database (the privacy audit's) keeps its versions in a ``version_table`` of its own."""
+    versions = _version_table(version_table)
     applied: list[int] = []
     known = max((m.version for m in migrations), default=0)
     with engine.connect().execution_options(sqlite_begin="BEGIN IMMEDIATE") as conn, conn.begin():
         if conn.dialect.name == "postgresql":
-            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})  # one lock for every list
         versions.create(conn, checkfirst=True)
         done = {int(v) for v in conn.execute(select(versions.c.version)).scalars()}
         if done and max(done) > known:
-            raise SchemaTooNew(f"the metering database is at schema version {max(done)}, newer than this ecgw "
+            raise SchemaTooNew(f"the database's {version_table} is at version {max(done)}, newer than this ecgw "
                                f"knows ({known}); upgrade ecgw")
         for migration in sorted(migrations, key=lambda m: m.version):
             if migration.version in done:

@@ -138,6 +138,7 @@ def privacy_report(args: argparse.Namespace) -> int:
     except (OSError, ValueError, ValidationError) as exc:
         return _fail(f"invalid configuration: {exc}")
     store = AuditStore(make_engine(args.database_url or database_url))
+    store.ensure()  # the audit's schema, migrated to this version's (egress verdicts included)
     session_ids = [args.session] if args.session else sessions_of(store.engine, args.experiment)
     if not session_ids:
         return _fail(f"no cloud calls recorded for experiment {args.experiment!r}", 1)

@@ -133,11 +133,14 @@ class SQLiteSessionStore:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=5.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA secure_delete=ON")  # what is deleted (expired or obsolete state) is overwritten
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(session_state)")}
+        if columns and "touched" not in columns:
+            # A file from before sessions expired — and before state was encrypted at rest: its values are plain
+            # text the sealed store would never use, so they are removed rather than migrated.
+            self._db.execute("DROP TABLE session_state")
         self._db.execute("CREATE TABLE IF NOT EXISTS session_state (session_id TEXT NOT NULL, key TEXT NOT NULL, "
                          "value BLOB NOT NULL, touched REAL NOT NULL DEFAULT 0, PRIMARY KEY (session_id, key))")
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(session_state)")}
-        if "touched" not in columns:  # a file from before expiry existed
-            self._db.execute("ALTER TABLE session_state ADD COLUMN touched REAL NOT NULL DEFAULT 0")
 
     async def _call(self, work: Callable[[], Any]) -> Any:
         loop = asyncio.get_running_loop()

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
+from accounting.migrations import migrate
 from privacy.seal import SealBroken, Sealer
 from privacy.units import Unit
 
@@ -96,9 +97,9 @@ class AuditStore:
 
     def ensure(self) -> None:
         if not self._ready:
-            SQLModel.metadata.create_all(self.engine, tables=TABLES)
-            with self.engine.begin() as conn:  # earlier versions kept the hash key here, beside the hashes
-                conn.exec_driver_sql("DROP TABLE IF EXISTS privacy_key")
+            from privacy.audit_migrations import AUDIT_MIGRATIONS, VERSION_TABLE
+
+            migrate(self.engine, AUDIT_MIGRATIONS, version_table=VERSION_TABLE)
             self._ready = True
 
     def reachable(self) -> bool:

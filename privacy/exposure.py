@@ -34,7 +34,6 @@ class PrivacyEgress(SQLModel, table=True):
 
 
 def exposed_unit_ids(engine: Any, session_id: str) -> set[str]:
-    SQLModel.metadata.create_all(engine, tables=[PrivacyEgress.__table__])  # type: ignore[attr-defined]
     with Session(engine) as db:
         rows = db.exec(select(PrivacyEgress.unit_id).where(PrivacyEgress.session_id == session_id)).all()
     return set(rows)
@@ -110,7 +109,6 @@ class ExposureRecorder:
 
 def write_egress(engine: Any, rows: list[dict[str, Any]]) -> None:
     """Store egress verdicts (the audit store's ``egress`` records)."""
-    SQLModel.metadata.create_all(engine, tables=[PrivacyEgress.__table__])  # type: ignore[attr-defined]
     with Session(engine) as db:
         if rows and db.exec(select(PrivacyEgress.id).where(PrivacyEgress.call_id == rows[0]["call_id"])).first():
             return  # a retried record the database took before

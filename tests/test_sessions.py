@@ -112,3 +112,28 @@ async def test_idle_sessions_are_forgotten_after_the_ttl(tmp_path):
         assert await store.get("idle", "vault") is None
         assert await store.get("busy", "policy") == "advisor"
         now[0] = 1000.0
+
+
+async def test_a_session_file_from_before_expiry_and_encryption_is_not_kept(tmp_path):
+    """Such a file holds vaults in plain text that the sealed store would never read: they are removed at open,
+    not migrated, so nothing raw stays on disk."""
+    import sqlite3
+
+    from gateway.sessions import SQLiteSessionStore
+
+    path = tmp_path / "old.sqlite3"
+    old = sqlite3.connect(path)
+    old.execute("CREATE TABLE session_state (session_id TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, "
+                "PRIMARY KEY (session_id, key))")
+    old.execute("INSERT INTO session_state VALUES ('s1', 'privacy.vault', '{\"[NAME_001]\": \"Zhang Wei\"}')")
+    old.commit()
+    old.close()
+    store = SQLiteSessionStore(str(path))
+    try:
+        assert await store.get("s1", "privacy.vault") is None
+        await store.set("s1", "k", {"v": 1})
+        assert await store.get("s1", "k") == {"v": 1}
+    finally:
+        await store.aclose()
+    for file in tmp_path.iterdir():  # the database, its WAL and shared-memory files
+        assert b"Zhang Wei" not in file.read_bytes(), file.name

@@ -1,0 +1,32 @@
+"""The audit's tables are migrated like the metering store's: versioned steps applied once, on the same database,
+with a version table of their own (metering's versions are untouched)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import inspect, text
+
+from accounting.database import make_engine
+from accounting.store import UsageStore
+from privacy.audit import AuditStore
+
+
+def test_the_audit_schema_is_versioned_beside_the_metering_schema(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'gw.sqlite3'}"
+    engine = make_engine(url)
+    with engine.begin() as conn:  # a database from before: the hash key rested beside the hashes
+        conn.execute(text("CREATE TABLE privacy_key (id INTEGER PRIMARY KEY, key BLOB)"))
+    metering = UsageStore.from_url(url)
+    metering_versions = metering.open()
+    AuditStore(engine).ensure()
+    AuditStore(engine).ensure()  # a second start (another worker) applies nothing again
+    tables = set(inspect(engine).get_table_names())
+    assert {"privacy_call", "privacy_finding", "privacy_unit", "privacy_egress"} <= tables
+    assert "privacy_key" not in tables
+    with engine.connect() as conn:
+        audit = [r[0] for r in conn.execute(text("SELECT version FROM ecgw_privacy_schema_version ORDER BY 1"))]
+        usage = [r[0] for r in conn.execute(text("SELECT version FROM ecgw_schema_version ORDER BY 1"))]
+    assert audit == [1, 2, 3]
+    assert usage == metering_versions
+    metering.dispose()
