@@ -45,11 +45,11 @@ from gateway.tracing import Tracing, build_tracing
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
 from privacy.factory import build_protector
 from privacy.protection import Protector
+from privacy.vault import SessionStore
 from router.policies import builtin_policies
 from router.policies.random_matched import CloudRateSource
 from router.policy import PolicyRegistry
 from router.rates import ArmRates
-from router.step import SessionStateStore
 
 log = logging.getLogger("ecgw")
 
@@ -63,7 +63,7 @@ def session_store_kind(settings: Settings) -> str:
     return store
 
 
-def build_session_store(settings: Settings, keys: Keys | None = None) -> SessionStateStore:
+def build_session_store(settings: Settings, keys: Keys | None = None) -> SessionStore:
     """In memory for one worker; a shared SQLite file as soon as several workers may serve one session; Redis
     (shared by every replica) when ``sessions.redis_url`` is set. Every persistent store's values are encrypted
     with the secrets key (``gateway.sealing``)."""
@@ -71,7 +71,7 @@ def build_session_store(settings: Settings, keys: Keys | None = None) -> Session
     if kind == "memory":
         return MemorySessionStore(ttl_s=settings.sessions.ttl_s)
     keys = keys or load_keys(settings, persistent_sessions=True)
-    inner: SessionStateStore
+    inner: SessionStore
     if kind == "redis":
         assert settings.sessions.redis_url is not None  # SessionSettings refuses store: redis without a URL
         from gateway.redis_sessions import RedisSessionStore  # imports redis: only when it is used
@@ -164,7 +164,7 @@ def build_services(
     cloud: ManagedUpstream | None = None,
     protector: Protector | None = None,
     meter: Meter | None = None,
-    sessions: SessionStateStore | None = None,
+    sessions: SessionStore | None = None,
     tracing: Tracing | None = None,
 ) -> Services:
     meter = meter or build_meter(settings.accounting, database_url=settings.database_url)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from privacy.seal import SealBroken, Sealer
-from router.step import SessionStateStore
+from privacy.vault import SessionStore
 
 __all__ = ["SealBroken", "SealedStore"]
 
@@ -27,7 +27,7 @@ _CHECK_VALUE = "the secrets key opens this store"
 
 
 class SealedStore:
-    def __init__(self, inner: SessionStateStore, key: bytes) -> None:
+    def __init__(self, inner: SessionStore, key: bytes) -> None:
         self.inner = inner
         self._sealer = Sealer(key)
         self._warned = False

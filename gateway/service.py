@@ -13,8 +13,8 @@ from gateway.settings import Settings
 from gateway.tenancy import Tenancy
 from gateway.tracing import NoTracing, Tracing
 from privacy.protection import Protector
+from privacy.vault import SessionStore
 from router.policy import PolicyRegistry
-from router.step import SessionStateStore
 
 log = logging.getLogger("ecgw")
 
@@ -30,7 +30,7 @@ class Services:
     chooser: PolicyChooser
     protector: Protector
     meter: Meter
-    sessions: SessionStateStore
+    sessions: SessionStore
     tenancy: Tenancy
     tracing: Tracing = field(default_factory=NoTracing)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+from privacy.vault import SessionStore
 
 if TYPE_CHECKING:
     from router.channels import Channel
@@ -21,25 +23,12 @@ class CallContext:
     arm: str | None = None
 
 
-class SessionStateStore(Protocol):
-    """Per-session key/value state (JSON-serialisable values); shared across workers when several serve."""
-
-    async def get(self, session_id: str, key: str) -> Any | None: ...
-
-    async def set(self, session_id: str, key: str, value: Any) -> None: ...
-
-    async def update(self, session_id: str, key: str, fn: Callable[[Any | None], Any]) -> Any:
-        """Atomically replace the value with ``fn(current)`` and return what was written (``fn`` may run more
-        than once; its last run is the one written). Raises ``SessionStoreUnavailable`` when the store is down."""
-        ...
-
-
 @dataclass
 class SessionState:
     """A session's slice of the session store, as a policy sees it."""
 
     session_id: str
-    store: SessionStateStore
+    store: SessionStore
 
     async def get(self, key: str) -> Any | None:
         return await self.store.get(self.session_id, key)
@@ -48,7 +37,7 @@ class SessionState:
         await self.store.set(self.session_id, key, value)
 
     async def update(self, key: str, fn: Callable[[Any | None], Any]) -> Any:
-        """Atomic read-modify-write across every worker and replica (see ``SessionStateStore.update``)."""
+        """Atomic read-modify-write across every worker and replica (see ``SessionStore.update``)."""
         return await self.store.update(self.session_id, key, fn)
 
     async def keep_first(self, key: str, value: Any) -> Any:

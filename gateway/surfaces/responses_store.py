@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.errors import ClientError
-from router.step import SessionStateStore
+from privacy.vault import SessionStore
 
 STORED_RESPONSE_KEY = "stored_response"
 MAX_CHAIN = 10_000  # responses walked back from one previous_response_id (a cycle cannot be built, but be safe)
@@ -37,7 +37,7 @@ class History:
 
 
 class ResponseStore:
-    def __init__(self, store: SessionStateStore) -> None:
+    def __init__(self, store: SessionStore) -> None:
         self._store = store
 
     async def save(self, response_id: str, *, owner: str, session_id: str, previous: str | None,
