@@ -44,15 +44,13 @@ setsid bash -c 'scripts/vllm.sh start "$1" >"$2" 2>&1 || touch "$2.failed"' _ "$
 VLLM_STARTER=$!
 export ECGW_TEST_VLLM_URL="http://127.0.0.1:$VLLM_PORT/v1" ECGW_TEST_VLLM_LOG="$VLLM_LOG"
 
-# The real OpenClaw agent and its Node (installed once into ~/.cache/ecgw): exports ECGW_TEST_OPENCLAW/_NODE_BIN.
-if OPENCLAW_ENV=$(scripts/openclaw.sh env); then eval "$OPENCLAW_ENV"; else echo "OpenClaw is not available" >&2; fi
-# The real Codex CLI (npm, into ~/.cache/ecgw; Node from openclaw.sh's cache): exports ECGW_TEST_CODEX.
-if CODEX_ENV=$(scripts/codex.sh env); then eval "$CODEX_ENV"; else echo "Codex CLI is not available" >&2; fi
+# The real agent clients and their one Node (scripts/npm.sh; installed once into ~/.cache/ecgw): each exports its
+# ECGW_TEST_<CLIENT> and ECGW_TEST_NODE_BIN.
+for client in openclaw codex claude-code; do
+  if CLIENT_ENV=$(scripts/$client.sh env); then eval "$CLIENT_ENV"; else echo "$client is not available" >&2; fi
+done
 
 # Debian's headless Chromium for the dashboard's browser test (installed once; Playwright drives it, never downloads).
 if scripts/chromium.sh install && CHROMIUM_ENV=$(scripts/chromium.sh env); then eval "$CHROMIUM_ENV"; else echo "Chromium is not available" >&2; fi
-
-# The real Claude Code CLI (installed once into ~/.cache/ecgw, same Node): exports ECGW_TEST_CLAUDE/_NODE_BIN.
-if CLAUDE_ENV=$(scripts/claude-code.sh env); then eval "$CLAUDE_ENV"; else echo "Claude Code is not available" >&2; fi
 
 .venv/bin/python -m pytest -q "$@"
