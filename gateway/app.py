@@ -23,7 +23,7 @@ from gateway.api import healthz, list_models, readyz
 from gateway.dashboard.routes import dashboard_routes
 from gateway.doors import Doors, ManagedUpstream
 from gateway.errors import ClientError, StartupError, error_response
-from gateway.failures import Failure
+from gateway.failures import Failure, client_failure
 from gateway.gatekeeper import Gatekeeper
 from gateway.jsonio import dumps
 from gateway.keys import Keys, load_keys
@@ -218,7 +218,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
 
     async def refused(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ClientError)  # a body that grew past the limit while a handler read it
-        return refusal(request.url.path, Failure(exc.status, exc.message, exc.type, code=exc.code, param=exc.param))
+        return refusal(request.url.path, client_failure(exc))
 
     async def unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error on %s", request.url.path, exc_info=exc)

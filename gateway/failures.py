@@ -22,11 +22,15 @@ class Failure:
     param: str | None = None
 
 
+def client_failure(exc: ClientError) -> Failure:
+    return Failure(exc.status, exc.message, exc.type, code=exc.code, param=exc.param)
+
+
 def classify(exc: BaseException, request_id: str, *, mid_stream: bool = False) -> Failure:
     """The client-facing failure for ``exc``; anything unexpected is logged with its traceback and becomes a 500
     that names the request id (never the traceback)."""
     if isinstance(exc, ClientError):
-        return Failure(exc.status, exc.message, exc.type, code=exc.code, param=exc.param)
+        return client_failure(exc)
     if isinstance(exc, UpstreamError):
         return Failure(exc.status, exc.message, exc.type, code=exc.upstream)
     if isinstance(exc, SessionStoreUnavailable):

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.errors import ClientError
-from gateway.failures import Failure
+from gateway.failures import Failure, client_failure
 from gateway.tenancy import Tenancy
 
 OPEN = ("/healthz", "/readyz", "/metrics", "/ui")
@@ -45,8 +45,7 @@ class Gatekeeper:
             if not path.startswith(OPEN):
                 scope.setdefault("state", {})["identity"] = self._tenancy.authenticate(headers)
         except ClientError as exc:
-            failure = Failure(exc.status, exc.message, exc.type, code=exc.code, param=exc.param)
-            await self._render(path, failure)(scope, receive, send)
+            await self._render(path, client_failure(exc))(scope, receive, send)
             return
         await self._app(scope, self._limited(receive), send)
 

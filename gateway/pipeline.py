@@ -82,14 +82,13 @@ class Started:
 class StepPipeline:
     def __init__(self, services: Services) -> None:
         self.services = services
-        self._s = services
         self._edge_only = EdgeOnly()
 
     async def start(self, headers: Mapping[str, str], body: dict[str, Any], *, identity: Identity,
                     request_id: str, outcome: Outcome, session_hint: str | None = None) -> Started:
         """Run the step in ``body`` (chat-completions shape) for the authenticated caller. ``session_hint`` is a
         surface's own session header (Claude Code's, Codex's), taken after ``X-Session-Id``."""
-        s = self._s
+        s = self.services
         # owner-namespaced internally; the client's own id (or its keyed hash) is what is echoed
         session_id, shown = s.tenancy.session(identity, headers, body, hint=session_hint)
         outcome.session = session_id
@@ -122,7 +121,7 @@ class StepPipeline:
             out_headers[s.settings.observability.trace_header] = outcome.span.trace_id
         policy_span = outcome.span.child("ecgw.policy", **{"ecgw.policy": policy_name})
         make_current(policy_span)  # the policy's channel calls, streamed ones included, are its children
-        outcome.finish.append(_StepEnd(self._s, step, policy_span, out_headers, outcome, time.time()))
+        outcome.finish.append(_StepEnd(self.services, step, policy_span, out_headers, outcome, time.time()))
         try:
             started = await _run(s.policies.get(policy_name), step, out_headers)
         except PrivacyBlocked as exc:

@@ -14,6 +14,11 @@ def encode(chunk: dict[str, Any]) -> bytes:
     return b"data: " + dumps(chunk) + b"\n\n"
 
 
+def event(name: str, data: dict[str, Any]) -> bytes:
+    """A named event (``event:`` line, then its data), as the Responses and Messages streams send them."""
+    return b"event: " + name.encode() + b"\ndata: " + dumps(data) + b"\n\n"
+
+
 async def lines(pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """Complete lines from arbitrary byte pieces, however long a line is."""
     buffer = b""

@@ -43,7 +43,7 @@ class Identity:
         return f"{self.owner}/" if self.owner else ""
 
 
-def _presented_key(headers: Mapping[str, str]) -> str | None:
+def presented_key(headers: Mapping[str, str]) -> str | None:
     """The key a client sent: ``Authorization: Bearer`` (OpenAI's SDKs), else ``x-api-key`` (Anthropic's)."""
     header = headers.get("authorization", "")
     if header.lower().startswith("bearer "):
@@ -51,39 +51,43 @@ def _presented_key(headers: Mapping[str, str]) -> str | None:
     return headers.get("x-api-key") or None
 
 
+def _hash(key: bytes, value: str, size: int) -> str:
+    return hmac.new(key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:size]
+
+
 class Tenancy:
     def __init__(self, server: ServerSettings, sessions: SessionSettings, *, owner_key: bytes,
                  session_id_key: bytes) -> None:
-        self._server = server
         self._sessions = sessions
-        self._owner_key = owner_key
         self._id_key = session_id_key
-        self._keys = set(server.api_keys) | set(server.session_keys) | set(server.admin_keys)
+        # Every configured key's identity, worked out once: a request then costs one dict lookup, no hashing.
+        self._identities: dict[str, Identity] = {}
+        for key in (*server.api_keys, *server.admin_keys, *server.session_keys):
+            bound = server.session_keys.get(key)
+            if bound is not None:  # every key bound to one session shares it
+                self._identities[key] = Identity(key, "k." + _hash(owner_key, "bound\0" + bound, _OWNER_HEX),
+                                                 bound_session=bound)
+            else:
+                self._identities[key] = Identity(key, "o." + _hash(owner_key, "key\0" + key, _OWNER_HEX),
+                                                 admin=key in server.admin_keys)
 
     @property
     def multi_tenant(self) -> bool:
-        return bool(self._keys)
-
-    def _hash(self, key: bytes, value: str, size: int) -> str:
-        return hmac.new(key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:size]
+        return bool(self._identities)
 
     def authenticate(self, headers: Mapping[str, str]) -> Identity:
         """The caller; ``ClientError`` 401 (OpenAI's shape) when keys are configured and this one is not."""
-        key = _presented_key(headers)
-        if not self._keys:
+        key = presented_key(headers)
+        if not self._identities:
             return Identity(key)
         if key is None:
             raise ClientError(401, "Missing API key: send 'Authorization: Bearer <key>' with a key from "
                                    "server.api_keys.", type_="authentication_error", code="invalid_api_key")
-        if key not in self._keys:
+        identity = self._identities.get(key)
+        if identity is None:
             raise ClientError(401, "Invalid API key: use a key listed in server.api_keys.",
                               type_="authentication_error", code="invalid_api_key")
-        bound = self._server.session_keys.get(key)
-        if bound is not None:  # every key bound to one session shares it
-            return Identity(key, "k." + self._hash(self._owner_key, "bound\0" + bound, _OWNER_HEX),
-                            bound_session=bound)
-        return Identity(key, "o." + self._hash(self._owner_key, "key\0" + key, _OWNER_HEX),
-                        admin=key in self._server.admin_keys)
+        return identity
 
     def session(self, identity: Identity, headers: Mapping[str, str], body: Mapping[str, Any], *,
                 hint: str | None = None) -> tuple[str, str]:
@@ -94,7 +98,7 @@ class Tenancy:
             client, source = identify_session(headers, body, api_key=None, session_keys={},
                                               fingerprint_fallback=self._sessions.fingerprint_fallback, hint=hint)
             if source in ("user", "metadata"):
-                client = "u-" + self._hash(self._id_key, client, _ID_HEX)
+                client = "u-" + _hash(self._id_key, client, _ID_HEX)
         return identity.prefix + client, client
 
     def named(self, identity: Identity, client_id: str) -> str:

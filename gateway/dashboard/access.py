@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from gateway.settings import Settings
+from gateway.tenancy import presented_key
 
 COOKIE = "ecgw_ui"
 
@@ -28,10 +29,7 @@ def _matches(key: str | None, keys: list[str]) -> bool:
 
 
 def presented(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    if header.lower().startswith("bearer "):
-        return header[7:].strip() or None
-    return request.headers.get("x-api-key") or request.cookies.get(COOKIE) or None
+    return presented_key(request.headers) or request.cookies.get(COOKIE) or None
 
 
 def allowed(settings: Settings, request: Request) -> bool:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from importlib import resources
@@ -23,7 +24,8 @@ Handler = Callable[[Request], Awaitable[Response]]
 _STATIC = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
 
 
-def _static(name: str) -> bytes:
+@functools.cache
+def _static(name: str) -> bytes:  # a few package files, read once
     return resources.files("gateway.dashboard").joinpath("static", name).read_bytes()
 
 

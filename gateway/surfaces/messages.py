@@ -15,8 +15,9 @@ from accounting.estimate import TokenEstimator
 from gateway.failures import Failure, classify
 from gateway.jsonio import dumps
 from gateway.service import Services
+from gateway.sse import event
 from gateway.surfaces import Parsed
-from gateway.surfaces.messages_render import EventStream, event, render
+from gateway.surfaces.messages_render import EventStream, render
 from gateway.surfaces.messages_request import MessagesRequest, load, to_chat
 
 SESSION_HEADER = "x-claude-code-session-id"
@@ -75,13 +76,13 @@ class CountTokens:
 
     def __init__(self) -> None:
         self._estimator = TokenEstimator()
+        self._surface = MessagesSurface(native=False)  # its error envelope
 
     async def handle(self, request: Request) -> Response:
-        surface = MessagesSurface(native=False)
         try:
             chat, _ = to_chat(load(await request.body()), native=False)
             count = self._estimator.prompt_tokens(chat)
         except Exception as exc:
-            return surface.error(classify(exc, "count_tokens"), {})
+            return self._surface.error(classify(exc, "count_tokens"), {})
         return Response(dumps({"input_tokens": count}), media_type="application/json",
                         headers={"x-ecgw-token-count": "estimate (tiktoken o200k_base)"})

@@ -11,15 +11,11 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from accounting.usage import normalise
-from gateway.jsonio import dumps
+from gateway.sse import event
 from gateway.surfaces.messages_request import MessagesRequest
 
 _STOP = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens",
          "content_filter": "refusal"}
-
-
-def event(name: str, data: dict[str, Any]) -> bytes:
-    return b"event: " + name.encode() + b"\ndata: " + dumps(data) + b"\n\n"
 
 
 def message_id(chat_id: Any) -> str:

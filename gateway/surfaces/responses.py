@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway import sse
+from gateway.errors import error_body, error_response
 from gateway.failures import Failure
 from gateway.jsonio import JSONDecodeError, dumps, loads
 from gateway.metrics import RequestMetrics
@@ -26,7 +27,7 @@ from gateway.surfaces import Parsed, SurfaceEndpoint
 from gateway.surfaces.responses_events import EventStream
 from gateway.surfaces.responses_input import to_chat
 from gateway.surfaces.responses_output import ResponseShell
-from gateway.surfaces.responses_store import ResponseStore, owner_of
+from gateway.surfaces.responses_store import ResponseStore
 from gateway.surfaces.responses_tools import bad
 from gateway.tenancy import Identity
 
@@ -79,10 +80,11 @@ class ResponsesSurface:
         """Without ``previous_response_id``; ``prepare`` completes the step with the stored history."""
         return Parsed({}, session_hint=headers.get("session-id") or None, extra=ResponsesRequest(_decode(raw)))
 
-    async def prepare(self, parsed: Parsed, api_key: str | None) -> Parsed:
+    async def prepare(self, parsed: Parsed, owner: str | None) -> Parsed:
+        """``owner``: the caller's (``Identity.owner``; None in single-tenant mode)."""
         request: ResponsesRequest = parsed.extra
         raw = request.raw
-        request.owner = owner_of(api_key)
+        request.owner = owner or "anonymous"
         history = []
         hint = parsed.session_hint
         previous = raw.get("previous_response_id")
@@ -143,11 +145,11 @@ class ResponsesSurface:
             yield _frame(event)
 
     def error(self, failure: Failure, headers: dict[str, str]) -> Response:
-        return Response(dumps(_error_body(failure)), status_code=failure.status, media_type="application/json",
-                        headers=headers)
+        return error_response(failure.status, failure.message, failure.type, param=failure.param,
+                              code=failure.code, headers=headers)
 
     def stream_error(self, failure: Failure) -> bytes:
-        return sse.encode(_error_body(failure))
+        return sse.encode(error_body(failure.message, failure.type, param=failure.param, code=failure.code))
 
     def stream_failed(self, failure: Failure, parsed: Parsed) -> bytes:
         """Mid-stream: an ``error`` event, then ``response.failed``, numbered after what was already sent."""
@@ -166,13 +168,8 @@ def conversion_input(raw: dict[str, Any]) -> list[dict[str, Any]]:
     return list(value or [])
 
 
-def _error_body(failure: Failure) -> dict[str, Any]:
-    return {"error": {"message": failure.message, "type": failure.type, "param": failure.param,
-                      "code": failure.code}}
-
-
 def _frame(event: dict[str, Any]) -> bytes:
-    return b"event: " + str(event["type"]).encode() + b"\ndata: " + dumps(event) + b"\n\n"
+    return sse.event(str(event["type"]), event)
 
 
 class ResponsesEndpoint(SurfaceEndpoint):
@@ -183,7 +180,7 @@ class ResponsesEndpoint(SurfaceEndpoint):
 
     async def _parse(self, request: Request, identity: Identity) -> Parsed:
         parsed = self._surface.parse(await request.body(), request.headers)
-        return await self._surface.prepare(parsed, identity.key)
+        return await self._surface.prepare(parsed, identity.owner)
 
     async def _render(self, completion: dict[str, Any], parsed: Parsed, started: Started) -> bytes:
         return await self._surface.finish(completion, parsed, started)

@@ -4,12 +4,12 @@ Each response is one record in the session store, under a session of its own (``
 ``STORED_RESPONSE_KEY``, so it expires with the store's TTL like any session state, and a follow-up that names it
 finds it whichever session header it carries. A record holds the request's input items and the response's output
 items (raw client data, like the vault: encrypted when the store seals this key), the id it continued, the
-session it ran in, and a keyed hash of the API key that created it: another key gets a 404, as for an unknown id.
-Chains are walked back at read time, so a long conversation is not copied into every record."""
+session it ran in, and its owner (the keyed hash ``Tenancy`` gives the API key that created it): another key
+gets a 404, as for an unknown id. Chains are walked back at read time, so a long conversation is not copied into
+every record."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,12 +18,6 @@ from privacy.vault import SessionStore
 
 STORED_RESPONSE_KEY = "stored_response"
 MAX_CHAIN = 10_000  # responses walked back from one previous_response_id (a cycle cannot be built, but be safe)
-
-
-def owner_of(api_key: str | None) -> str:
-    if not api_key:
-        return "anonymous"
-    return hashlib.sha256(b"ecgw-response-owner:" + api_key.encode()).hexdigest()[:32]
 
 
 def _session(response_id: str) -> str:
