@@ -50,8 +50,9 @@ class StoreMeter:
         self._unwritten: deque[Row] = deque()
         self._open_calls: Counter[str] = Counter()  # upstream calls of requests that have not finished yet
         self._marks: deque[Row] = deque()
-        # Step decision records: kept while the database is down, the oldest dropped past max_buffered.
-        self._steps: deque[dict[str, Any]] = deque(maxlen=settings.max_buffered)
+        # Step decision records, turned into rows on the writer's side (not on the request path); kept while the
+        # database is down, the oldest dropped past max_buffered.
+        self._steps: deque[StepRecord] = deque(maxlen=settings.max_buffered)
         self._wake: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
         self._task: asyncio.Task[None] | None = None
@@ -86,7 +87,7 @@ class StoreMeter:
                             "finished_at": time.time()})
 
     def record_step(self, step: StepRecord) -> None:
-        self._steps.append(step_row(step))
+        self._steps.append(step)
 
     @property
     def buffered(self) -> int:
@@ -111,14 +112,14 @@ class StoreMeter:
             self._task = None
         deadline = self._clock() + self._settings.shutdown_timeout_s
         delay = self._settings.retry_initial_s
-        while self.buffered or self._marks:
+        while self.buffered or self._marks or self._steps:
             if await self._flush_once():
                 break
             if self._clock() + delay > deadline:
                 break
             await self._sleep(delay)
             delay = min(delay * 2, self._settings.retry_max_s)
-        if self.buffered:
+        if self.buffered or self._marks or self._steps:  # what is left is spilled, or its loss logged
             await asyncio.to_thread(self._spill)
         await asyncio.to_thread(self.store.dispose)
 
@@ -196,7 +197,7 @@ class StoreMeter:
                     self._marks.popleft()
             while self._steps:
                 steps = [self._steps[i] for i in range(min(self._settings.batch_size, len(self._steps)))]
-                insert_steps(self.store, steps)
+                insert_steps(self.store, [step_row(s) for s in steps])
                 for _ in steps:
                     self._steps.popleft()
         except Exception as exc:
@@ -218,6 +219,9 @@ class StoreMeter:
         if self._marks:
             log.error("%d request marks not written at shutdown; those requests will not show as settled",
                       len(self._marks))
+        if self._steps:
+            log.error("%d step decision records not written at shutdown (the dashboard will miss them)",
+                      len(self._steps))
         rows = list(self._unwritten)
         rows += [self._builder.build(call) for call in self._pending]
         if not rows:

@@ -1,4 +1,4 @@
-"""Step decision records in the metering store (migration 2), on SQLite and PostgreSQL: idempotent writes, the
+"""Step decision records in the metering store (migration 3), on SQLite and PostgreSQL: idempotent writes, the
 route mix and request rate per policy, time buckets that start on the bucket boundary, a session's steps."""
 
 from __future__ import annotations
@@ -37,5 +37,27 @@ def test_route_mix_rate_and_steps(database_url: str) -> None:
         steps = session_steps(store, "s1")
         assert [s["request_id"] for s in steps] == ["r1", "r2", "r3"]
         assert steps[0]["signal"] == {"entropy": 0.2, "tau": 1.5} and steps[2]["fallback"] == "privacy-blocked"
+    finally:
+        store.dispose()
+
+
+async def test_the_writer_keeps_step_records_through_shutdown(tmp_path: Any) -> None:
+    """A step record queued on the meter (nothing else pending) is in the store once the meter has closed."""
+    from accounting.factory import build_record_builder
+    from accounting.metrics import MeteringMetrics
+    from accounting.settings import AccountingSettings, WriterSettings
+    from accounting.writer import StoreMeter
+
+    url = f"sqlite:///{tmp_path / 'steps.sqlite3'}"
+    settings = AccountingSettings(writer=WriterSettings(flush_interval_s=60))
+    meter = StoreMeter(UsageStore.from_url(url), build_record_builder(settings), MeteringMetrics(), settings.writer)
+    await meter.start()
+    meter.record_step(StepRecord(request_id="r1", session_id="s9", policy="edge-only", started_at=100.0,
+                                 latency_s=0.1, status=200, route="edge", decision="edge", signal={"why": "fixed"}))
+    await meter.aclose()
+    store = UsageStore.from_url(url)
+    try:
+        steps = session_steps(store, "s9")
+        assert [(s["request_id"], s["decision"]) for s in steps] == [("r1", "edge")]
     finally:
         store.dispose()
