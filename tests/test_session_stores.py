@@ -109,7 +109,12 @@ def test_concurrent_vault_allocations_give_every_value_its_own_placeholder(kind,
 
 async def test_memory_update_is_atomic_and_returns_what_was_written():
     store = MemorySessionStore()
-    await asyncio.gather(*(asyncio.to_thread(asyncio.run, store.update("s", "n", lambda n: int(n or 0) + 1))
+
+    def slow_increment(n: Any) -> int:  # gives up the GIL between read and write, as real work would
+        time.sleep(0.001)
+        return int(n or 0) + 1
+
+    await asyncio.gather(*(asyncio.to_thread(asyncio.run, store.update("s", "n", slow_increment))
                            for _ in range(50)))
     assert await store.get("s", "n") == 50
     kept = await store.update("s", "route", lambda current: current if current is not None else {"side": "edge"})

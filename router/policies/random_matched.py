@@ -67,18 +67,19 @@ class RandomMatched:
         knobs = self.knobs.for_step(step.knobs)
         p = await self.probability(knobs)
         session_id = step.context.session_id
+        coin = 0.0
 
         def advance(current: Any | None) -> dict[str, Any]:
+            nonlocal coin  # the coin of the run the store wrote (a conflict runs this again)
             state = dict(current) if isinstance(current, dict) else {}
             index = int(state.get("steps") or 0)
-            cloud = self.coin(knobs.seed, session_id, index) < p
-            state.update(steps=index + 1, cloud_steps=int(state.get("cloud_steps") or 0) + cloud)
+            coin = self.coin(knobs.seed, session_id, index)
+            state.update(steps=index + 1, cloud_steps=int(state.get("cloud_steps") or 0) + (coin < p))
             return state
 
         # One atomic step of the session's coin sequence: concurrent steps (on any worker or replica) each draw
         # their own index, so the sequence and its cloud-step count are the same however steps are spread.
-        state = await step.session.update(STATE_KEY, advance)
-        coin = self.coin(knobs.seed, session_id, int(state["steps"]) - 1)
+        await step.session.update(STATE_KEY, advance)
         cloud = coin < p
         step.decided("cloud" if cloud else "edge", "coin", coin=round(coin, 4), p=round(p, 4))
         channel = step.cloud if cloud else step.edge
