@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from privacy.detector import TextDetector
 from privacy.findings import Finding
 from privacy.normalise import canonical, fold, variants
 from privacy.units import UnitMatcher
@@ -27,10 +28,6 @@ from privacy.vault import Vault
 _GLUE = 48  # characters each side of a part or message boundary
 _MIN_VAULT_VALUE = 4
 _FUZZY = frozenset({"PERSON", "LOCATION", "AMOUNT"})  # shapes two unrelated texts can form when glued
-
-
-class TextDetector(Protocol):
-    def find(self, text: str) -> list[Finding]: ...
 
 
 @dataclass(frozen=True)

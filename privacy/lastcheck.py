@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from privacy.egress import EgressCheck, EgressHit, place
@@ -25,6 +25,17 @@ from privacy.vault import Vault
 log = logging.getLogger("ecgw.privacy")
 
 
+@dataclass
+class Settled:
+    """What the last check did to one body: the body to send, the findings it replaced (with where), the
+    placeholders it handed out (restore gives those back), and the hits to count once the store kept this run."""
+
+    body: dict[str, Any]
+    done: list[tuple[str, Applied]] = field(default_factory=list)
+    given: set[str] = field(default_factory=set)
+    hits: list[tuple[str, str, str]] = field(default_factory=list)  # (type, how, action)
+
+
 class LastCheck:
     def __init__(self, check: EgressCheck, actions: Callable[[Finding], Action], metrics: PrivacyMetrics) -> None:
         self._check = check
@@ -33,14 +44,14 @@ class LastCheck:
 
     def settle(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
                session_id: str = "", audited: set[str] | frozenset[str] = frozenset(),
-               ) -> tuple[dict[str, Any], list[tuple[str, Applied]]]:
-        """The body with every placeable hit replaced, and what was done where. ``audited``: values an earlier
-        layer let through on purpose (action ``audit``), left alone whatever type this check gives them. Raises
-        ``PrivacyBlocked``."""
+               ) -> Settled:
+        """The body with every placeable hit replaced. ``audited``: values an earlier layer let through on purpose
+        (action ``audit``), left alone whatever type this check gives them. Raises ``PrivacyBlocked``. Free of side
+        effects but the vault's (an atomic store may run it more than once): ``count`` the result once it is kept."""
         hits = self._check.scan(body, units, vault, units_version=units_version, session_id=session_id)
         if not hits:
-            return body, []
-        done: list[tuple[str, Applied]] = []
+            return Settled(body)
+        settled = Settled(body)
         blocked: list[EgressHit] = []
         replaced: dict[str, str] = {}
         for hit in sorted(hits, key=lambda h: -len(h.finding.value)):
@@ -52,10 +63,13 @@ class LastCheck:
                 continue
             finding = hit.finding
             if finding.value not in replaced:
-                replaced[finding.value] = (vault.placeholder(finding.type, finding.key, finding.value)
-                                           if action == "pseudonymise" else f"[{finding.type}]")
-            self._metrics.egress_hits.labels(finding.type, hit.how, action).inc()
-            done.append((hit.path, Applied(replace(finding, layer="egress", location=""), action)))
+                if action == "pseudonymise":
+                    replaced[finding.value] = vault.placeholder(finding.type, finding.key, finding.value)
+                    settled.given.add(replaced[finding.value])
+                else:
+                    replaced[finding.value] = f"[{finding.type}]"
+            settled.hits.append((finding.type, hit.how, action))
+            settled.done.append((hit.path, Applied(replace(finding, layer="egress", location=""), action)))
         if blocked:
             for hit in blocked:
                 self._metrics.egress_hits.labels(hit.finding.type, hit.how, "block").inc()
@@ -63,5 +77,10 @@ class LastCheck:
             log.warning("last check kept a step off the cloud: %s", where)
             raise PrivacyBlocked(f"the last check on the outgoing body found {where} that cannot be replaced "
                                  "where it stands; the step stays on the edge")
-        # A copy: ``body`` stays as scanned (the caller compares the two, and an atomic store may run this again).
-        return (place(copy.deepcopy(body), list(replaced.items())) if replaced else body), done
+        if replaced:  # on a copy: ``body`` stays as scanned, since an atomic store may run this again
+            settled.body = place(copy.deepcopy(body), list(replaced.items()))
+        return settled
+
+    def count(self, settled: Settled) -> None:
+        for type_, how, action in settled.hits:
+            self._metrics.egress_hits.labels(type_, how, action).inc()

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, body_json, body_opener, seal_body, units_record
+from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, body_opener, seal_body, units_record
 from privacy.audit_writer import AuditWriter, Record
 from privacy.detector import DetectionError
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
@@ -150,15 +150,16 @@ class PrivacyProtector:
                 slot.set(result.text)
             if result.applied:
                 by_slot.append((slot.location, result.applied))
+        given_by_check: set[str] = set()
         if self._last_check is not None:  # the last check on the exact body that would leave (privacy.lastcheck)
             last_check, scanned = self._last_check, copy_
             audited = {a.finding.value for _, done in by_slot for a in done if a.action == "audit"}
             # What it replaces takes placeholders from the freshest vault, in one atomic update like the above.
-            vault, (copy_, caught) = await allocate(self._sessions, session_id, lambda fresh: last_check.settle(
+            vault, settled = await allocate(self._sessions, session_id, lambda fresh: last_check.settle(
                 scanned, matcher, fresh, units_version=version, session_id=session_id, audited=audited))
-            if caught:
-                by_slot.extend((path, [applied]) for path, applied in caught)
-                changed.append((body_json(scanned), body_json(copy_)))
+            last_check.count(settled)
+            copy_, given_by_check = settled.body, settled.given
+            by_slot.extend((path, [applied]) for path, applied in settled.done)
         # Cached only now, after the vault holding its placeholders was written, and not for a blocked step.
         for i in misses:
             fresh = results[i]
@@ -166,7 +167,7 @@ class PrivacyProtector:
             self._cache.put(keys[i], fresh)
         # The way back restores only what this call gave the cloud: a placeholder the cloud invents, or copies
         # from text the client sent (a prompt injection in a fetched page), stays literal.
-        given = given_placeholders(changed)
+        given = given_placeholders(changed) | given_by_check
         return ScrubbedRequest(copy_, by_slot, {p: v for p, v in vault.values.items() if p in given})
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
