@@ -85,8 +85,9 @@ class SurfaceEndpoint:
 
     def _settle(self, request_id: str, outcome: Outcome) -> None:
         """Mark the request finished once every upstream call it caused is recorded (``accounting.settlement``)."""
-        if outcome.session is not None:
-            settle_request(self._pipeline.services.meter, request_id, outcome.session)
+        # a request refused before its session was known is settled too (no calls), or a client waiting on its
+        # id would wait for ever
+        settle_request(self._pipeline.services.meter, request_id, outcome.session or "")
 
     async def _handle(self, request: Request, request_id: str, outcome: Outcome) -> Response:
         identity: Identity = request.state.identity  # set by gateway.gatekeeper

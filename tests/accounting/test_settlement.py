@@ -97,9 +97,12 @@ def test_the_gateway_marks_every_request_streamed_failed_or_not(start_metered_ga
     failed = httpx.post(gw.base_url + "/chat/completions", headers=headers, json=body)
     assert failed.status_code >= 400
     ids.append(failed.headers["x-ecgw-request-id"])
+    refused = httpx.post(gw.base_url + "/chat/completions", headers=headers, content=b"{not json")
+    assert refused.status_code == 400  # refused before any session: settled with no call, not pending for ever
+    ids.append(refused.headers["x-ecgw-request-id"])
 
     answer = httpx.post(gw.url + "/v1/usage/requests", json={"request_ids": ids}).json()
-    assert answer["settled"] and answer["requests"] == 3
+    assert answer["settled"] and answer["requests"] == 4
     usage = answer["usage"]
     assert usage["cloud_calls"] == 3 and usage["edge_calls"] == 0  # the failed call is metered too
     reported = cloud.usages  # two answers with usage; the failure reported none
