@@ -51,11 +51,14 @@ class StepRecord:
 
 
 class Meter(Protocol):
-    """Receives every upstream call and every step's decision record. Must not block the request path."""
+    """Receives every upstream call, every step's decision record, and the end of every client request (its
+    settlement mark, ``accounting.settlement``). Must not block the request path."""
 
     def record(self, call: UpstreamCall) -> None: ...
 
     def record_step(self, step: StepRecord) -> None: ...
+
+    def settle(self, request_id: str, session_id: str) -> None: ...
 
 
 class NullMeter:
@@ -65,6 +68,9 @@ class NullMeter:
         return None
 
     def record_step(self, step: StepRecord) -> None:
+        return None
+
+    def settle(self, request_id: str, session_id: str) -> None:
         return None
 
 
@@ -80,3 +86,6 @@ class MemoryMeter:
 
     def record_step(self, step: StepRecord) -> None:
         self.steps.append(step)
+
+    def settle(self, request_id: str, session_id: str) -> None:
+        return None  # nothing is stored, so nothing is ever pending

@@ -17,18 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from accounting.calls import Meter
 from accounting.reports import derive
 from accounting.store import UsageStore
-from accounting.writer import StoreMeter
 
 MAX_REQUEST_IDS = 2000  # per question; an agent run makes tens of requests
-
-
-def settle_request(meter: Meter, request_id: str, session_id: str) -> None:
-    """Mark a finished request (a no-op for meters that keep no store)."""
-    if isinstance(meter, StoreMeter):
-        meter.settle(request_id, session_id)
 
 
 def settlement_report(store: UsageStore, request_ids: list[str]) -> dict[str, Any]:

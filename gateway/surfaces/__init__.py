@@ -15,7 +15,6 @@ from typing import Any, Protocol
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 
-from accounting.settlement import settle_request
 from gateway.failures import Failure, classify
 from gateway.metrics import RequestMetrics
 from gateway.pipeline import Outcome, Started, StepPipeline
@@ -87,7 +86,7 @@ class SurfaceEndpoint:
         """Mark the request finished once every upstream call it caused is recorded (``accounting.settlement``)."""
         # a request refused before its session was known is settled too (no calls), or a client waiting on its
         # id would wait for ever
-        settle_request(self._pipeline.services.meter, request_id, outcome.session or "")
+        self._pipeline.services.meter.settle(request_id, outcome.session or "")
 
     async def _handle(self, request: Request, request_id: str, outcome: Outcome) -> Response:
         identity: Identity = request.state.identity  # set by gateway.gatekeeper
