@@ -1,9 +1,11 @@
 """The dashboard in a real browser (Debian's headless Chromium, driven by Playwright): after a known mix of traffic
 the page shows the route mix, cost, an experiment's arms and a session's steps with the numbers ``/v1/usage``
-reports, and the screenshots in docs/ (shown by the README) are taken from it."""
+reports; the README's screenshots come from it (``ECGW_SCREENSHOTS_DIR=docs``)."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,15 @@ from tests.observability.gateways import running_gateway
 from tests.observability.traffic import NAME, PHONE, PRIVATE_SESSION, drive, settings
 from tests.real_parts import require_env
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+def shots() -> Path:
+    """Where screenshots go: ``$ECGW_SCREENSHOTS_DIR`` (e.g. ``docs/``, to refresh the README's) or a temporary
+    folder, so that a test run never rewrites files the repository tracks."""
+    configured = os.environ.get("ECGW_SCREENSHOTS_DIR")
+    folder = Path(configured) if configured else Path(tempfile.mkdtemp(prefix="ecgw-shots-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -73,8 +83,7 @@ def test_the_page_shows_what_the_usage_endpoint_reports(page: tuple[Any, str]) -
         shown = float(_cell(tab, selector, "cloud_cost_usd"))
         assert shown == pytest.approx(arms[arm]["cloud_cost_usd"], abs=1.01e-6)
     assert "[" in _cell(tab, "[data-experiment='router-ab'] tr[data-arm='step']", "cost_delta")  # an interval
-    DOCS.mkdir(exist_ok=True)
-    tab.screenshot(path=str(DOCS / "dashboard.png"), full_page=True)
+    tab.screenshot(path=str(shots() / "dashboard.png"), full_page=True)
 
 
 def test_a_sessions_steps_show_decision_signal_side_cost_and_what_the_cloud_saw(page: tuple[Any, str]) -> None:
@@ -86,7 +95,7 @@ def test_a_sessions_steps_show_decision_signal_side_cost_and_what_the_cloud_saw(
     assert "entropy 2.996 > τ 1.5" in _cell(tab, first, "signal")
     assert _cell(tab, first, "route") == "mixed"
     assert "edge:probe" in _cell(tab, first, "calls") and "cloud:step" in _cell(tab, first, "calls")
-    tab.locator("#drill").screenshot(path=str(DOCS / "dashboard-steps.png"))
+    tab.locator("#drill").screenshot(path=str(shots() / "dashboard-steps.png"))
 
     sessions = {r["group"]: r for r in httpx.get(url + "/v1/usage?by=session", timeout=30).json()["data"]}
     tab.click(f"#session-table tr[data-session='{PRIVATE_SESSION}']")
@@ -100,4 +109,4 @@ def test_a_sessions_steps_show_decision_signal_side_cost_and_what_the_cloud_saw(
     seen = str(tab.locator("#steps pre.body").first.inner_text())
     assert tab.locator("#steps pre.body .placeholder").count() >= 2
     assert NAME not in seen and PHONE not in seen and NAME not in tab.content()
-    tab.locator("#drill").screenshot(path=str(DOCS / "dashboard-session.png"))
+    tab.locator("#drill").screenshot(path=str(shots() / "dashboard-session.png"))
