@@ -10,7 +10,8 @@ import argparse
 import asyncio
 from collections import Counter
 
-from benchmarks.recall.corpus import corpus, units_document
+from benchmarks.recall import wild
+from benchmarks.recall.corpus import Case, corpus, units_document
 from benchmarks.recall.score import Figures
 from gateway.sessions import MemorySessionStore
 from privacy.errors import PrivacyBlocked
@@ -26,12 +27,18 @@ def _seeds(spec: str) -> list[int]:
     return [int(s) for s in spec.split(",")]
 
 
+def _cases(seed: int, cases: int, hard: bool, variant: str | None) -> list[Case]:
+    if variant is None:
+        return corpus(seed, cases, hard)
+    return wild.corpus(seed, cases, variant.removeprefix("wild-"))
+
+
 async def measure(seeds: list[int], cases: int, settings: PrivacySettings,
-                  hard: bool = False) -> tuple[Figures, Figures]:
+                  hard: bool = False, variant: str | None = None) -> tuple[Figures, Figures]:
     plain, listed = Figures(), Figures()
     protector = build_privacy_protector(settings, database_url=None, sessions=MemorySessionStore())
     for seed in seeds:
-        for case in corpus(seed, cases, hard):
+        for case in _cases(seed, cases, hard, variant):
             await protector.register_units(f"listed-{case.id}", UnitsDocument.model_validate(units_document(case)))
             for figures, session in ((plain, f"plain-{case.id}"), (listed, f"listed-{case.id}")):
                 try:
@@ -50,10 +57,15 @@ def main() -> None:
     parser.add_argument("--leaks", action="store_true", help="list what leaked (detection only)")
     parser.add_argument("--hard", action="store_true",
                         help="labels, phrasings and surface forms the detectors were not written for")
+    parser.add_argument("--variant", choices=["wild-a", "wild-b"],
+                        help="labels and containers as real exports write them, in two disjoint pools (wild.py)")
     parser.add_argument("--no-last-check", action="store_true", help="the layers alone, without the last check")
     args = parser.parse_args()
+    if args.variant and args.hard:
+        parser.error("--hard and --variant are different corpora; pick one")
     settings = PrivacySettings(last_check=not args.no_last_check)
-    plain, listed = asyncio.run(measure(_seeds(args.seeds), args.cases, settings, args.hard))
+    plain, listed = asyncio.run(measure(_seeds(args.seeds), args.cases, settings, args.hard,
+                                        args.variant))
     print(plain.table(f"Detection only (seeds {args.seeds})"))
     print(listed.table(f"With listed units (seeds {args.seeds})"))
     if args.leaks:
