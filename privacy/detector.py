@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -13,7 +15,7 @@ from privacy.labels import LabelledValueDetector
 from privacy.ner import EntityRecognizer
 from privacy.normalise import fold
 from privacy.phones import PhoneDetector
-from privacy.prose import prose_segments
+from privacy.prose import prose_segments, without_spans
 from privacy.settings import LayerSettings
 from privacy.units import UnitMatcher, _escaped_forms, _literal_pattern
 
@@ -35,8 +37,32 @@ class Target:
     label: str | None = None  # the JSON key the value sits under, if any
 
 
-def _entity_pattern(value: str) -> re.Pattern[str]:
-    return re.compile("|".join(_literal_pattern(form) for form in _escaped_forms(value)))
+@functools.lru_cache(maxsize=4096)
+def _entity_pattern(value: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """The pattern of a value's forms, and the first word of each: every match begins with one of them."""
+    forms = [form for form in _escaped_forms(value) if form.strip()]
+    return (re.compile("|".join(_literal_pattern(form) for form in forms)),
+            tuple(sorted({form.split()[0] for form in forms})))
+
+
+def _occurrences(value: str, text: str) -> Iterator[re.Match[str]]:
+    """What ``finditer`` of the value's pattern yields, found faster: the pattern is tried only where a first word
+    stands (a scan of a long text with a lookbehind-led pattern costs a millisecond per value)."""
+    pattern, anchors = _entity_pattern(value)
+    starts: set[int] = set()
+    for anchor in anchors:
+        pos = text.find(anchor)
+        while pos >= 0:
+            starts.add(pos)
+            pos = text.find(anchor, pos + 1)
+    end = 0
+    for pos in sorted(starts):
+        if pos < end:
+            continue
+        m = pattern.match(text, pos)
+        if m is not None:
+            end = m.end()
+            yield m
 
 
 _PROPAGATE = ("patterns", "keys")
@@ -128,7 +154,8 @@ class LayeredDetector:
         for i, target in enumerate(targets):
             if not target.prose or _covered(target.text, found[i]):
                 continue
-            for segment in prose_segments(target.text, self._max_segment_chars):
+            text = without_spans(target.text, [(f.start, f.end) for f in found[i]]) if found[i] else target.text
+            for segment in prose_segments(text, self._max_segment_chars):
                 owners.append(i)
                 segments.append(segment)
         if not segments:
@@ -141,6 +168,6 @@ class LayeredDetector:
         for owner, entity_values in values.items():
             text = targets[owner].text
             for value, (type_, score) in entity_values.items():
-                for m in _entity_pattern(value).finditer(text):
+                for m in _occurrences(value, text):
                     found[owner].append(Finding(type=type_, start=m.start(), end=m.end(), value=value, layer="ner",
                                                 key=f"{type_}:{value}", score=score))
