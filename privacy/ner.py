@@ -3,8 +3,9 @@
 Only the ``ner`` component runs (and whatever it listens to): in the small English model it has its own token
 vectors, so the shared ``tok2vec``, tagger, parser and lemmatizer would add time and no entities. presidio's
 ``AnalyzerEngine`` is not on the path: with its spaCy recognizer alone it only renames labels (``PERSON``/``PER``
-→ ``PERSON``; ``GPE``/``LOC`` → ``LOCATION``; an unmapped label such as ``FAC`` keeps its name), gives every
-entity its default score (spaCy has none) and drops those under the threshold; that is done here directly, and
+→ ``PERSON``; ``GPE``/``LOC`` → ``LOCATION``; an unmapped label such as ``FAC`` keeps its name and is dropped, as
+are types its recognizer does not support), gives every entity its default score (spaCy has none) and drops those
+under the threshold; that is done here directly, and
 ``tests/privacy/test_ner_direct.py`` holds the two to the same results. The model is loaded lazily, once.
 """
 
@@ -23,6 +24,7 @@ from privacy.settings import NerSettings
 PRESIDIO_TYPES = {"PER": "PERSON", "PERSON": "PERSON", "LOC": "LOCATION", "LOCATION": "LOCATION",
                   "GPE": "LOCATION", "ORG": "ORGANIZATION", "DATE": "DATE_TIME", "TIME": "DATE_TIME", "NORP": "NRP"}
 PRESIDIO_SCORE = 0.85  # presidio's default score for a spaCy entity; no context words are set, so it stays so
+PRESIDIO_SUPPORTED = frozenset({"DATE_TIME", "NRP", "LOCATION", "PERSON", "ORGANIZATION"})  # its SpacyRecognizer's
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class SpacyRecognizer:
 
     def __init__(self, settings: NerSettings, *, cache_entries: int = 20_000) -> None:
         self._settings = settings
-        self._wanted = frozenset(settings.entities)
+        self._wanted = frozenset(settings.entities) & PRESIDIO_SUPPORTED
         self._nlp: Any = None
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, list[Entity]] = OrderedDict()

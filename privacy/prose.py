@@ -48,7 +48,7 @@ Inc Ltd Co Corp Bros No Nos Vol Ave Rd Blvd Ln Dept Univ Fig approx vs etc al cf
 Sept Oct Nov Dec""".split())
 # after ; : ! ? (and their full-width forms), or after a full stop followed by what starts a sentence
 _CLAUSE_END = re.compile(r"(?<=[;:!?；：！？])\s+|(?<=\.)\s+(?=[\"'(\[“‘]?[A-Z0-9])")
-_LAST_WORD = re.compile(r"([A-Za-z]+)\.$")
+_INITIALS = re.compile(r"(?:[A-Za-z]\.)*[A-Za-z]")  # J, e.g, U.S
 
 
 def clauses(line: str) -> list[str]:
@@ -57,8 +57,8 @@ def clauses(line: str) -> list[str]:
     start = 0
     for m in _CLAUSE_END.finditer(line):
         head = line[start:m.start()]
-        word = _LAST_WORD.search(head)
-        if word is not None and (len(word.group(1)) == 1 or word.group(1) in _ABBREVIATIONS):
+        word = head.rsplit(None, 1)[-1][:-1] if head.endswith(".") and head.strip() else ""
+        if word in _ABBREVIATIONS or _INITIALS.fullmatch(word):
             continue
         out.append(head)
         start = m.end()
