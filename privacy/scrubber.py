@@ -31,6 +31,7 @@ class ScrubResult:
     text: str
     applied: list[Applied] = field(default_factory=list)
     blocked: str | None = None
+    given: frozenset[str] | None = None  # the placeholders ``text`` holds more often than its source: set on first use
 
 
 class ActionTable:
