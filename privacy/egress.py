@@ -23,7 +23,7 @@ import json
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from privacy.detector import TextDetector
@@ -34,6 +34,7 @@ from privacy.vault import Vault
 
 _GLUE = 48  # characters each side of a part or message boundary
 _MIN_VAULT_VALUE = 4
+_HELD_MAX = 4096  # values remembered per part
 _FUZZY = frozenset({"PERSON", "LOCATION", "AMOUNT"})  # shapes two unrelated texts can form when glued
 
 
@@ -112,11 +113,19 @@ class _Part:
     hits: list[tuple[str, Finding, bool]]  # (path suffix, finding, placeable)
     leaves: list[tuple[str, str, str]]  # (path suffix, text, canonical text): where vault values are searched
     joined: str = ""  # every leaf's text and canonical text: one search per vault value, then the leaves
+    held: dict[str, bool] = field(default_factory=dict)  # value → whether it is in ``joined``
 
-    def haystack(self) -> str:
-        if not self.joined:
-            self.joined = "\0".join(f"{text}\0{normal}" for _, text, normal in self.leaves)
-        return self.joined
+    def holds(self, value: str) -> bool:
+        """Whether ``value`` is somewhere in the part. Remembered (a property of the content alone): the next
+        session whose vault holds the same values — the same system prompt — looks each up instead of searching."""
+        known = self.held.get(value)
+        if known is None:
+            if not self.joined:
+                self.joined = "\0".join(f"{text}\0{normal}" for _, text, normal in self.leaves)
+            known = value in self.joined
+            if len(self.held) < _HELD_MAX:
+                self.held[value] = known
+        return known
 
 
 def _refuse(value: Any) -> Any:
@@ -303,8 +312,7 @@ class EgressCheck:
         key = (session_id, digest) if digest is not None else None
         checked, found = self._vault_seen.get(key, (0, ())) if key is not None else (0, ())
         if checked < len(ordered):
-            haystack = part.haystack()
-            fresh = [v for v in ordered[checked:] if v in haystack]
+            fresh = [v for v in ordered[checked:] if part.holds(v)]
             found = (*found, *((suffix, v, v in text) for v in fresh for suffix, text, normal in part.leaves
                                if v in text or v in normal))
             if key is not None:
