@@ -4,8 +4,9 @@ JSON is parsed and only its string values are considered (never its keys); code 
 identifiers and mostly-CJK text (the English model does not read Chinese) are skipped; CSV rows are split into
 cells. Lines are cut into clauses (after ``;``, ``:``, ``!``, ``?``, and after a full stop that ends a sentence, not
 an abbreviation or an initial): a name does not run across them, the model reads a few words either side, and
-equal clauses — templated records, repeated log lines — are analysed once. A segment is kept only when it holds a
-capitalised word that could start a name.
+equal clauses — templated records, repeated log lines — are analysed once. Values the other layers found are
+blanked first (``without_spans``), with the brackets and separators around them. A segment is kept only when it
+holds a capitalised word that could start a name.
 """
 
 from __future__ import annotations
@@ -75,9 +76,10 @@ _BLANKS = re.compile(r"(?:[ \t<>()\[\]{}\"'`,+|/\\-]*…)+[ \t<>()\[\]{}\"'`,+|/
 
 
 def without_spans(text: str, spans: list[tuple[int, int]]) -> str:
-    """``text`` with each (start, end) span — a value an earlier layer already found — blanked to one space: NER
+    """``text`` with each (start, end) span — a value an earlier layer already found — blanked to `` … ``: NER
     need not read an email or a phone number again (a third of the tokens of a contact list), only the words
-    around it. Inside a JSON string the blank keeps the document valid."""
+    around it. Inside a JSON string the blank keeps the document valid. (A name NER finds is then searched for in
+    the original text.)"""
     out: list[str] = []
     pos = 0
     for start, end in sorted(spans):
