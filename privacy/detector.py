@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -13,7 +16,7 @@ from privacy.labels import LabelledValueDetector
 from privacy.ner import EntityRecognizer
 from privacy.normalise import fold
 from privacy.phones import PhoneDetector
-from privacy.prose import prose_segments
+from privacy.prose import prose_segments, without_spans
 from privacy.settings import LayerSettings
 from privacy.units import UnitMatcher, _escaped_forms, _literal_pattern
 
@@ -35,8 +38,65 @@ class Target:
     label: str | None = None  # the JSON key the value sits under, if any
 
 
-def _entity_pattern(value: str) -> re.Pattern[str]:
-    return re.compile("|".join(_literal_pattern(form) for form in _escaped_forms(value)))
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+@functools.lru_cache(maxsize=4096)
+def _entity_pattern(value: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """The pattern of a value's forms, and the first word of each: every match begins with one of them."""
+    forms = [form for form in _escaped_forms(value) if form.strip()]
+    return (re.compile("|".join(_literal_pattern(form) for form in forms)),
+            tuple(sorted({form.split()[0] for form in forms})))
+
+
+def _occurrences(value: str, text: str) -> Iterator[tuple[int, int]]:
+    """The spans ``finditer`` of the value's pattern (``units._literal_pattern`` of each escaped form) yields, found
+    faster: only where a first word stands, and for a value JSON leaves as it is (most names) without compiling a
+    pattern at all (a first step meets a hundred new names; a compile costs ~0.1 ms, a scan of a long text with
+    a lookbehind-led pattern ~1 ms)."""
+    if json.dumps(value)[1:-1] == value and value.strip():
+        yield from _plain_occurrences(value, text)
+        return
+    pattern, anchors = _entity_pattern(value)
+    starts: set[int] = set()
+    for anchor in anchors:
+        pos = text.find(anchor)
+        while pos >= 0:
+            starts.add(pos)
+            pos = text.find(anchor, pos + 1)
+    end = 0
+    for pos in sorted(starts):
+        if pos < end:
+            continue
+        m = pattern.match(text, pos)
+        if m is not None:
+            end = m.end()
+            yield m.start(), m.end()
+
+
+def _plain_occurrences(value: str, text: str) -> Iterator[tuple[int, int]]:
+    """``_literal_pattern(value)``'s matches by hand: its words in order, any whitespace between them, and no word
+    character glued to either end when that end is an ASCII letter or digit."""
+    words = value.split()
+    guard_head = value[:1].isascii() and value[:1].isalnum()
+    guard_tail = value[-1:].isascii() and value[-1:].isalnum()
+    end = 0
+    pos = text.find(words[0])
+    while pos >= 0:
+        if pos >= end and not (guard_head and pos > 0 and text[pos - 1] in _WORD_CHARS):
+            i = pos + len(words[0])
+            for word in words[1:]:
+                j = i
+                while j < len(text) and text[j].isspace():
+                    j += 1
+                if j == i or not text.startswith(word, j):
+                    break
+                i = j + len(word)
+            else:
+                if not (guard_tail and i < len(text) and text[i] in _WORD_CHARS):
+                    yield pos, i
+                    end = i
+        pos = text.find(words[0], pos + 1)
 
 
 _PROPAGATE = ("patterns", "keys")
@@ -128,7 +188,8 @@ class LayeredDetector:
         for i, target in enumerate(targets):
             if not target.prose or _covered(target.text, found[i]):
                 continue
-            for segment in prose_segments(target.text, self._max_segment_chars):
+            text = without_spans(target.text, [(f.start, f.end) for f in found[i]]) if found[i] else target.text
+            for segment in prose_segments(text, self._max_segment_chars):
                 owners.append(i)
                 segments.append(segment)
         if not segments:
@@ -141,6 +202,6 @@ class LayeredDetector:
         for owner, entity_values in values.items():
             text = targets[owner].text
             for value, (type_, score) in entity_values.items():
-                for m in _entity_pattern(value).finditer(text):
-                    found[owner].append(Finding(type=type_, start=m.start(), end=m.end(), value=value, layer="ner",
+                for start, end in _occurrences(value, text):
+                    found[owner].append(Finding(type=type_, start=start, end=end, value=value, layer="ner",
                                                 key=f"{type_}:{value}", score=score))

@@ -6,17 +6,24 @@ zero-width characters removed, HTML entities, %-escapes, ``\\u`` escapes, base64
 across the boundary of adjacent content parts and adjacent messages. The values the session's vault already
 replaced elsewhere are searched too. A hit found literally is pseudonymised where it stands (every occurrence, keys
 and numbers included); a hit only an encoding or a split reveals cannot be placed, so the step does not leave
-(``PrivacyBlocked``). Detector results per string are cached by content (they do not depend on the session).
+(``PrivacyBlocked``).
+
+A step costs only what is new: detector results are cached per string and per top-level part of the body (each
+message, each other top-level key) by content, units version and label; listed units are the session's, so with
+session units the cache is the session's own. The search for vault values is remembered per session and part (a
+vault only grows: a part is searched for each value once). Seams between adjacent parts and messages are glued
+and checked at every step (each is cached by its own content).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from privacy.detector import TextDetector
@@ -27,6 +34,7 @@ from privacy.vault import Vault
 
 _GLUE = 48  # characters each side of a part or message boundary
 _MIN_VAULT_VALUE = 4
+_HELD_MAX = 4096  # values remembered per part
 _FUZZY = frozenset({"PERSON", "LOCATION", "AMOUNT"})  # shapes two unrelated texts can form when glued
 
 
@@ -46,7 +54,7 @@ def _leaves(value: Any, path: str, label: str | None) -> Iterator[tuple[str, str
             where = f"{path}.{key}" if path else str(key)
             yield f"{where}{{key}}", str(key), None
             yield from _leaves(item, where, str(key))
-    elif isinstance(value, list):
+    elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
             yield from _leaves(item, f"{path}[{i}]", label)
     elif isinstance(value, str):
@@ -98,6 +106,61 @@ class _Scanned:
     findings: list[tuple[Finding, bool]]
 
 
+@dataclass
+class _Part:
+    """What the detectors found in one top-level part of a body, with paths relative to the part."""
+
+    hits: list[tuple[str, Finding, bool]]  # (path suffix, finding, placeable)
+    leaves: list[tuple[str, str, str]]  # (path suffix, text, canonical text): where vault values are searched
+    joined: str = ""  # every leaf's text and canonical text: one search per vault value, then the leaves
+    held: dict[str, bool] = field(default_factory=dict)  # value → whether it is in ``joined``
+
+    def holds(self, value: str) -> bool:
+        """Whether ``value`` is somewhere in the part. Remembered (a property of the content alone): the next
+        session whose vault holds the same values — the same system prompt — looks each up instead of searching."""
+        known = self.held.get(value)
+        if known is None:
+            if not self.joined:
+                self.joined = "\0".join(f"{text}\0{normal}" for _, text, normal in self.leaves)
+            known = value in self.joined
+            if len(self.held) < _HELD_MAX:
+                self.held[value] = known
+        return known
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _parts(body: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[], Iterator[tuple[str, str, str | None]]]]]:
+    """(prefix, the value its content hash covers, its leaves) for each top-level part of a body: the ``messages``
+    key, each message, each other top-level key with its value. The leaves' paths and labels are exactly those of
+    one walk over the whole body; they are listed only for a part not seen before."""
+    for key, item in body.items():
+        name = str(key)
+        if name == "messages" and isinstance(item, list):
+            yield name, ["key", name], functools.partial(iter, [(f"{name}{{key}}", name, None)])
+            for i, message in enumerate(item):
+                prefix = f"{name}[{i}]"
+                yield prefix, ["message", message], functools.partial(_leaves, message, prefix, name)
+        else:
+            yield name, ["top", name, item], functools.partial(_top_leaves, name, item)
+
+
+def _top_leaves(name: str, item: Any) -> Iterator[tuple[str, str, str | None]]:
+    yield f"{name}{{key}}", name, None
+    yield from _leaves(item, name, name)
+
+
+def _digest(value: Any) -> bytes | None:
+    """A content hash of a JSON value; None for a value that is not plain JSON (then it is not cached)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_refuse)
+    except (TypeError, ValueError):
+        return None
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 class EgressCheck:
     """Finds what is left in a body. ``detectors``: the secrets and pattern layers; ``labelled``: the layer that
     also reads the key a value sits under."""
@@ -107,7 +170,9 @@ class EgressCheck:
         self._detectors = detectors
         self._labelled = labelled
         self._cache: OrderedDict[tuple[bytes, str], _Scanned] = OrderedDict()
-        self._vault_seen: OrderedDict[tuple[str, bytes], tuple[int, tuple[str, ...]]] = OrderedDict()
+        self._parts: OrderedDict[tuple[bytes, str], _Part] = OrderedDict()
+        self._vault_seen: OrderedDict[tuple[str, bytes], tuple[int, tuple[tuple[str, str, bool], ...]]] = \
+            OrderedDict()
         self._vaults: OrderedDict[str, tuple[int, dict[str, str]]] = OrderedDict()
         self._entries = cache_entries
 
@@ -129,16 +194,16 @@ class EgressCheck:
             found += units.find(form)
         return found
 
-    def _scan_text(self, text: str, label: str | None, units: UnitMatcher | None,
-                   version: str) -> tuple[bytes, _Scanned]:
+    def _scan_text(self, text: str, label: str | None, units: UnitMatcher | None, scope: str) -> _Scanned:
         """Findings in every surface form of ``text``; each with whether it stands literally in ``text``."""
         digest = (text.encode("utf-8", "surrogatepass") if len(text) <= 64 else
                   hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
-        key = (digest, f"{version}\0{label or ''}")
+        key = (digest, f"{scope}\0{label or ''}")
         scanned = self._cached(key)
         if scanned is not None:
-            return digest, scanned
+            return scanned
         out: list[tuple[Finding, bool]] = []
+        hidden: list[tuple[Finding, str]] = []  # (finding, the form it was read in) visible only decoded
         seen: set[tuple[str, str]] = set()
         normal = canonical(text)
         for n, form in enumerate(variants(text)):
@@ -154,37 +219,70 @@ class EgressCheck:
                 elif form == normal and form.count(span) <= text.count(span):
                     continue  # every occurrence of it stands literally in text: found above
                 else:  # visible only decoded (an escape, zero-width characters, base64): cannot be placed
-                    out.append((replace(finding, value=span), False))
+                    hidden.append((replace(finding, value=span), form))
+        if hidden and out:  # what replacing the literal hits removes too (a full-width value read as ASCII)
+            rest = text
+            for finding, _ in sorted(out, key=lambda h: -len(h[0].value)):
+                rest = rest.replace(finding.value, "\0")
+            views = list(variants(rest))
+            hidden = [(f, form) for f, form in hidden if any(f.value in view for view in views)]
+        out += [(f, False) for f, _ in hidden]
         scanned = _Scanned(normal, out)
         self._put(key, scanned)
-        return digest, scanned
+        return scanned
+
+    def _part(self, digest: bytes | None, leaves: Callable[[], Iterator[tuple[str, str, str | None]]], prefix: str,
+              units: UnitMatcher | None, scope: str) -> _Part:
+        key = (digest, scope) if digest is not None else None
+        part = self._parts.get(key) if key is not None else None
+        if part is not None:
+            self._parts.move_to_end(key)  # type: ignore[arg-type]
+            return part
+        part = _Part([], [])
+        for path, text, label in leaves():
+            scanned = self._scan_text(text, label, units, scope)
+            suffix = path[len(prefix):]
+            part.hits += [(suffix, finding, literal) for finding, literal in scanned.findings]
+            part.leaves.append((suffix, text, scanned.canonical))
+        if key is not None:
+            self._parts[key] = part
+            if len(self._parts) > self._entries:
+                self._parts.popitem(last=False)
+        return part
 
     def scan(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
              session_id: str = "") -> list[EgressHit]:
         hits: list[EgressHit] = []
         raw_to_key = self._searchable(session_id, vault)
         ordered = list(raw_to_key)
-        version = units_version if units is not None else "-"
-        for path, text, label in _leaves(body, "", None):
-            digest, scanned = self._scan_text(text, label, units, version)
-            for finding, literal in scanned.findings:
-                hits.append(EgressHit(path, finding, literal, "literal" if literal else "decoded"))
-            for value in self._vault_values_in(session_id, digest, text, scanned.canonical, ordered):
+        # Results that depend on the session's own units are the session's: never shared with another session.
+        if units is None:
+            scope = "-"
+        elif units_version == "-":  # the configured files' units only: the same for every session
+            scope = "-\0files"
+        else:  # results that depend on the session's own units are the session's: never shared with another
+            scope = f"{units_version}\0{session_id}"
+        for prefix, hashed, leaves in _parts(body):
+            digest = _digest(hashed)
+            part = self._part(digest, leaves, prefix, units, scope)
+            for suffix, finding, literal in part.hits:
+                hits.append(EgressHit(prefix + suffix, finding, literal, "literal" if literal else "decoded"))
+            for suffix, value, literal in self._vault_values_in(session_id, digest, part, ordered):
                 vault_key = raw_to_key.get(value)
                 if vault_key is not None:
                     finding = Finding(type=_type_of(vault, vault_key), start=0, end=0, value=value, layer="vault",
                                       key=vault_key)
-                    hits.append(EgressHit(path, finding, value in text, "vault"))
+                    hits.append(EgressHit(prefix + suffix, finding, literal, "vault"))
         for path, glued, boundary, same_speaker in _seams(body):
-            for finding in self._split(glued, boundary, units, version):
+            for finding in self._split(glued, boundary, units, scope):
                 if same_speaker or finding.layer == "units":
                     hits.append(EgressHit(path, finding, False, "split"))
         return hits
 
-    def _split(self, glued: str, boundary: int, units: UnitMatcher | None, version: str) -> list[Finding]:
+    def _split(self, glued: str, boundary: int, units: UnitMatcher | None, scope: str) -> list[Finding]:
         """Findings that span the seam of two glued texts (cached like any text)."""
         key = (hashlib.blake2b(glued.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
-               f"{version}\0\0seam{boundary}")
+               f"{scope}\0\0seam{boundary}")
         scanned = self._cached(key)
         if scanned is None:
             found = [f for f in self._find(fold(glued), None, units)
@@ -207,19 +305,23 @@ class EgressCheck:
                 self._vaults.popitem(last=False)
         return known
 
-    def _vault_values_in(self, session_id: str, digest: bytes, text: str, normal: str,
-                         ordered: list[str]) -> list[str]:
-        """The session's vault values found in a text; a vault only grows, so each text is checked once against
-        each value (not every value against every text at every step)."""
-        key = (session_id, digest)
-        checked, found = self._vault_seen.get(key, (0, ()))
+    def _vault_values_in(self, session_id: str, digest: bytes | None, part: _Part,
+                         ordered: list[str]) -> tuple[tuple[str, str, bool], ...]:
+        """(path suffix, value, stands literally) for the session's vault values in a part; a vault only grows, so
+        each part is searched once for each value (not every value in every text at every step)."""
+        key = (session_id, digest) if digest is not None else None
+        checked, found = self._vault_seen.get(key, (0, ())) if key is not None else (0, ())
         if checked < len(ordered):
-            fresh = [v for v in ordered[checked:] if v in text or v in normal]
-            found = (*found, *fresh)
-            self._vault_seen[key] = (len(ordered), found)
-            if len(self._vault_seen) > self._entries:
-                self._vault_seen.popitem(last=False)
-        return list(found)
+            fresh = [v for v in ordered[checked:] if part.holds(v)]
+            found = (*found, *((suffix, v, v in text) for v in fresh for suffix, text, normal in part.leaves
+                               if v in text or v in normal))
+            if key is not None:
+                self._vault_seen[key] = (len(ordered), found)
+                if len(self._vault_seen) > self._entries:
+                    self._vault_seen.popitem(last=False)
+        elif key in self._vault_seen:
+            self._vault_seen.move_to_end(key)  # type: ignore[arg-type]
+        return found
 
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -239,8 +341,9 @@ def _type_of(vault: Vault, key: str) -> str:
 
 
 def place(body: dict[str, Any], replacements: list[tuple[str, str]]) -> dict[str, Any]:
-    """``body`` (changed in place, and returned) with every occurrence of each raw value — in keys, strings
-    (JSON-escaped too) and equal numbers — replaced by its placeholder; longer values first."""
+    """A copy of ``body`` with every occurrence of each raw value — in keys, strings (JSON-escaped too) and equal
+    numbers — replaced by its placeholder, longer values first. ``body`` is left as it is (an atomic store may run
+    the last check again on it); what does not change is shared, not copied."""
     pairs: list[tuple[str, str]] = []
     for raw, placeholder in sorted(replacements, key=lambda p: -len(p[0])):
         pairs += [(form, placeholder) for form in dict.fromkeys(
@@ -256,24 +359,17 @@ def place(body: dict[str, Any], replacements: list[tuple[str, str]]) -> dict[str
     def new_value(value: Any) -> Any:
         if isinstance(value, str):
             return fix(value)
-        if isinstance(value, int | float) and not isinstance(value, bool) and str(value) in numbers:
-            return numbers[str(value)]
-        walk(value)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return numbers.get(str(value), value)
+        if isinstance(value, dict):
+            items = [(fix(str(k)) if isinstance(k, str) else k, new_value(v)) for k, v in value.items()]
+            if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
+                return value
+            return dict(items)
+        if isinstance(value, list):
+            new = [new_value(item) for item in value]
+            return value if all(a is b for a, b in zip(new, value, strict=True)) else new
         return value
 
-    def walk(value: Any) -> None:
-        if isinstance(value, dict):
-            renamed = False
-            for key in list(value):
-                value[key] = new_value(value[key])
-                renamed = renamed or fix(str(key)) != key
-            if renamed:
-                items = [(fix(str(k)), v) for k, v in value.items()]
-                value.clear()
-                value.update(items)
-        elif isinstance(value, list):
-            for i, item in enumerate(value):
-                value[i] = new_value(item)
-
-    walk(body)
-    return body
+    placed: dict[str, Any] = new_value(body)
+    return placed if placed is not body else dict(body)

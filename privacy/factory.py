@@ -15,7 +15,7 @@ from privacy.identifiers import IdentifierDetector
 from privacy.labels import LabelledValueDetector
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
-from privacy.ner import PresidioRecognizer
+from privacy.ner import SpacyRecognizer
 from privacy.passthrough import RecordingPassThroughProtector
 from privacy.patterns import PatternDetector
 from privacy.phones import PhoneDetector
@@ -27,16 +27,16 @@ from privacy.seal import Sealer
 from privacy.secrets import SecretDetector
 from privacy.settings import NerSettings, PrivacySettings
 
-_RECOGNIZERS: dict[str, PresidioRecognizer] = {}
+_RECOGNIZERS: dict[str, SpacyRecognizer] = {}
 
 
-def shared_recognizer(settings: NerSettings) -> PresidioRecognizer:
-    """One presidio engine per process and NER configuration (a spaCy model is ~1 s to load): gateways built in
+def shared_recognizer(settings: NerSettings) -> SpacyRecognizer:
+    """One NER model per process and NER configuration (a spaCy model is ~1 s to load): gateways built in
     the same process (tests, several apps) share it. Built on first use, never at import."""
     key = settings.model_dump_json()
     recognizer = _RECOGNIZERS.get(key)
     if recognizer is None:
-        recognizer = _RECOGNIZERS.setdefault(key, PresidioRecognizer(settings))
+        recognizer = _RECOGNIZERS.setdefault(key, SpacyRecognizer(settings))
     return recognizer
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, replace
 
 
@@ -32,13 +33,17 @@ _LAYER_RANK = {"units": 0, "secrets": 1, "patterns": 2, "keys": 3, "ner": 4}
 def resolve_overlaps(findings: list[Finding]) -> list[Finding]:
     """Keep non-overlapping findings: listed units first, then secrets, patterns, NER; longer spans first."""
     ranked = sorted(findings, key=lambda f: (_LAYER_RANK.get(f.layer, 9), -(f.end - f.start), f.start))
+    starts: list[int] = []  # the kept spans, disjoint and in order: a new span can only overlap its two neighbours
     kept: list[Finding] = []
     for finding in ranked:
         if finding.end <= finding.start:
             continue
-        if all(finding.end <= k.start or finding.start >= k.end for k in kept):
-            kept.append(finding)
-    return sorted(kept, key=lambda f: f.start)
+        i = bisect.bisect_right(starts, finding.start)
+        if (i > 0 and kept[i - 1].end > finding.start) or (i < len(kept) and kept[i].start < finding.end):
+            continue
+        starts.insert(i, finding.start)
+        kept.insert(i, finding)
+    return kept
 
 
 def replace_spans(text: str, findings: list[Finding], replacements: list[str]) -> str:

@@ -7,7 +7,6 @@ and is left alone; ``block``, or a hit only an encoding or a split reveals, mean
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -46,7 +45,8 @@ class LastCheck:
                session_id: str = "", audited: set[str] | frozenset[str] = frozenset(),
                ) -> Settled:
         """The body with every placeable hit replaced. ``audited``: values an earlier layer let through on purpose
-        (action ``audit``), left alone whatever type this check gives them. Raises ``PrivacyBlocked``. Free of side
+        (action ``audit``), left alone whatever type this check gives them — that exact value only: a hit that
+        merely contains one, or lies inside one, is another value. Raises ``PrivacyBlocked``. Free of side
         effects but the vault's (an atomic store may run it more than once): ``count`` the result once it is kept."""
         hits = self._check.scan(body, units, vault, units_version=units_version, session_id=session_id)
         if not hits:
@@ -56,7 +56,7 @@ class LastCheck:
         replaced: dict[str, str] = {}
         for hit in sorted(hits, key=lambda h: -len(h.finding.value)):
             action = self._actions(hit.finding)
-            if action == "audit" or any(a in hit.finding.value or hit.finding.value in a for a in audited):
+            if action == "audit" or hit.finding.value in audited:
                 continue
             if action == "block" or not hit.placeable or not hit.finding.value:
                 blocked.append(hit)
@@ -77,8 +77,8 @@ class LastCheck:
             log.warning("last check kept a step off the cloud: %s", where)
             raise PrivacyBlocked(f"the last check on the outgoing body found {where} that cannot be replaced "
                                  "where it stands; the step stays on the edge")
-        if replaced:  # on a copy: ``body`` stays as scanned, since an atomic store may run this again
-            settled.body = place(copy.deepcopy(body), list(replaced.items()))
+        if replaced:  # a copy: ``body`` stays as scanned, since an atomic store may run this again
+            settled.body = place(body, list(replaced.items()))
         return settled
 
     def count(self, settled: Settled) -> None:

@@ -1,8 +1,16 @@
-"""Named entities through presidio-analyzer with an offline spaCy model; the engine is built lazily, once."""
+"""Named entities from an offline spaCy model, read straight from ``doc.ents`` with presidio's semantics.
+
+Only the ``ner`` component runs (and whatever it listens to): in the small English model it has its own token
+vectors, so the shared ``tok2vec``, tagger, parser and lemmatizer would add time and no entities. presidio's
+``AnalyzerEngine`` is not on the path: with its spaCy recognizer alone it only renames labels (``PERSON``/``PER``
+→ ``PERSON``; ``GPE``/``LOC`` → ``LOCATION``; an unmapped label such as ``FAC`` keeps its name and is dropped, as
+are types its recognizer does not support), gives every entity its default score (spaCy has none) and drops those
+under the threshold; that is done here directly, and
+``tests/privacy/test_ner_direct.py`` holds the two to the same results. The model is loaded lazily, once.
+"""
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections import OrderedDict
@@ -10,6 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from privacy.settings import NerSettings
+
+# presidio-analyzer's ``MODEL_TO_PRESIDIO_ENTITY_MAPPING`` (nlp_engine/ner_model_configuration.py) for the labels
+# a spaCy English model emits; any other label keeps its own name, as presidio keeps it.
+PRESIDIO_TYPES = {"PER": "PERSON", "PERSON": "PERSON", "LOC": "LOCATION", "LOCATION": "LOCATION",
+                  "GPE": "LOCATION", "ORG": "ORGANIZATION", "DATE": "DATE_TIME", "TIME": "DATE_TIME", "NORP": "NRP"}
+PRESIDIO_SCORE = 0.85  # presidio's default score for a spaCy entity; no context words are set, so it stays so
+PRESIDIO_SUPPORTED = frozenset({"DATE_TIME", "NRP", "LOCATION", "PERSON", "ORGANIZATION"})  # its SpacyRecognizer's
 
 
 @dataclass(frozen=True)
@@ -31,43 +46,49 @@ def _plausible(entity: Entity) -> bool:
     return len(value) >= 3 and not _NOT_A_NAME.search(value) and any(ch.isupper() for ch in value)
 
 
-class PresidioRecognizer:
-    """presidio's spaCy recognizer only (the pattern layers cover the rest, faster); segments batched through
-    ``nlp.pipe``; results cached per segment."""
+def ner_only(nlp: Any) -> Any:
+    """``nlp`` with every component removed but ``ner`` and the components it listens to (a shared
+    ``tok2vec`` in models whose NER has no token vectors of its own)."""
+    keep = {"ner"} | {name for name, pipe in nlp.pipeline
+                      if "ner" in (getattr(pipe, "listening_components", None) or ())}
+    for name in reversed(nlp.pipe_names):
+        if name not in keep:
+            nlp.remove_pipe(name)
+    return nlp
+
+
+class SpacyRecognizer:
+    """spaCy's entities of the configured presidio types; segments batched through ``nlp.pipe`` and results
+    cached per segment (equal segments of one call are analysed once)."""
 
     def __init__(self, settings: NerSettings, *, cache_entries: int = 20_000) -> None:
         self._settings = settings
-        self._engine: Any = None
+        self._wanted = frozenset(settings.entities) & PRESIDIO_SUPPORTED
+        self._nlp: Any = None
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, list[Entity]] = OrderedDict()
         self._cache_entries = cache_entries
 
     def _build(self) -> Any:
-        os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
-        from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
-        from presidio_analyzer.nlp_engine import NlpEngineProvider
-        from presidio_analyzer.predefined_recognizers import SpacyRecognizer
+        import spacy
 
-        provider = NlpEngineProvider(nlp_configuration={
-            "nlp_engine_name": "spacy",
-            "models": [{"lang_code": "en", "model_name": self._settings.model_name}],
-        })
-        nlp_engine = provider.create_engine()
-        nlp = nlp_engine.nlp["en"]  # type: ignore[attr-defined]
-        keep = [name for name in ("tok2vec", "ner") if name in nlp.pipe_names]
-        nlp.select_pipes(enable=keep)  # tagger, parser and lemmatizer add time and no entities
-        registry = RecognizerRegistry(supported_languages=["en"])
-        registry.add_recognizer(SpacyRecognizer(supported_language="en"))
-        return AnalyzerEngine(nlp_engine=nlp_engine, registry=registry, supported_languages=["en"])
+        return ner_only(spacy.load(self._settings.model_name))
 
-    def engine(self) -> Any:
-        if self._engine is None:
+    def nlp(self) -> Any:
+        if self._nlp is None:
             with self._lock:
-                if self._engine is None:
-                    self._engine = self._build()
-        return self._engine
+                if self._nlp is None:
+                    self._nlp = self._build()
+        return self._nlp
+
+    @property
+    def active(self) -> bool:
+        """False when no entity could pass the score threshold: then spaCy need not run at all."""
+        return bool(self._wanted) and PRESIDIO_SCORE >= self._settings.min_score
 
     def entities(self, segments: list[str]) -> list[list[Entity]]:
+        if not self.active:
+            return [[] for _ in segments]
         results: dict[str, list[Entity]] = {}
         todo = []
         for segment in segments:
@@ -78,14 +99,12 @@ class PresidioRecognizer:
                 results[segment] = []
                 todo.append(segment)
         if todo:
-            engine = self.engine()
+            nlp = self.nlp()
             with self._lock:  # spaCy pipelines are not documented as thread-safe
-                batch = list(engine.nlp_engine.process_batch(todo, language="en", batch_size=64))
-                for text, artifacts in batch:
-                    found = engine.analyze(text=text, language="en", entities=self._settings.entities,
-                                           nlp_artifacts=artifacts, score_threshold=self._settings.min_score)
-                    entities = [Entity(r.entity_type, text[r.start:r.end], float(r.score)) for r in found]
-                    results[text] = [e for e in entities if _plausible(e)]
+                for text, doc in zip(todo, nlp.pipe(todo, batch_size=256), strict=True):
+                    found = [Entity(PRESIDIO_TYPES.get(ent.label_, ent.label_), ent.text, PRESIDIO_SCORE)
+                             for ent in doc.ents]
+                    results[text] = [e for e in found if e.type in self._wanted and _plausible(e)]
                     self._remember(text, results[text])
         return [results[segment] for segment in segments]
 

@@ -139,18 +139,19 @@ class PrivacyProtector:
         for i, done in zip(misses, allocated, strict=True):
             results[i] = done
         by_slot: list[tuple[str, Sequence[Applied]]] = []
-        changed: list[tuple[str, str]] = []
+        given: set[str] = set()
         for slot, maybe in zip(slots, results, strict=True):
             assert maybe is not None
             result = maybe
             if result.blocked:
                 raise PrivacyBlocked(f"{slot.location} holds {result.blocked}; the step stays on the edge")
             if result.text != slot.text:
-                changed.append((slot.text, result.text))
+                if result.given is None:  # once per cached result, not at every step for a long system prompt
+                    result.given = frozenset(given_placeholders([(slot.text, result.text)]))
+                given |= result.given
                 slot.set(result.text)
             if result.applied:
                 by_slot.append((slot.location, result.applied))
-        given_by_check: set[str] = set()
         if self._last_check is not None:  # the last check on the exact body that would leave (privacy.lastcheck)
             last_check, scanned = self._last_check, copy_
             audited = {a.finding.value for _, done in by_slot for a in done if a.action == "audit"}
@@ -158,7 +159,8 @@ class PrivacyProtector:
             vault, settled = await allocate(self._sessions, session_id, lambda fresh: last_check.settle(
                 scanned, matcher, fresh, units_version=version, session_id=session_id, audited=audited))
             last_check.count(settled)
-            copy_, given_by_check = settled.body, settled.given
+            copy_ = settled.body
+            given |= settled.given
             by_slot.extend((path, [applied]) for path, applied in settled.done)
         # Cached only now, after the vault holding its placeholders was written, and not for a blocked step.
         for i in misses:
@@ -167,7 +169,6 @@ class PrivacyProtector:
             self._cache.put(keys[i], fresh)
         # The way back restores only what this call gave the cloud: a placeholder the cloud invents, or copies
         # from text the client sent (a prompt injection in a fetched page), stays literal.
-        given = given_placeholders(changed) | given_by_check
         return ScrubbedRequest(copy_, by_slot, {p: v for p, v in vault.values.items() if p in given})
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,9 +27,8 @@ def given_placeholders(pairs: Iterable[tuple[str, str]]) -> set[str]:
     for before, after in pairs:
         if before == after:
             continue
-        for placeholder in set(_PLACEHOLDER.findall(after)):
-            if after.count(placeholder) > before.count(placeholder):
-                given.add(placeholder)
+        there = Counter(_PLACEHOLDER.findall(before))
+        given.update(p for p, n in Counter(_PLACEHOLDER.findall(after)).items() if n > there[p])
     return given
 
 

@@ -31,6 +31,7 @@ class ScrubResult:
     text: str
     applied: list[Applied] = field(default_factory=list)
     blocked: str | None = None
+    given: frozenset[str] | None = None  # the placeholders ``text`` holds more often than its source: set on first use
 
 
 class ActionTable:
@@ -201,7 +202,8 @@ class Scrubber:
         replacements: list[str] = []
         for finding in findings:
             action = self._actions(finding)
-            result.applied.append(Applied(finding.at(path), action))
+            located = finding if finding.location == path else finding.at(path)  # a copy costs ~20 µs: hundreds
+            result.applied.append(Applied(located, action))  # of findings in a system prompt's text
             if action == "pseudonymise":
                 replacements.append(vault.placeholder(finding.type, finding.key, finding.value))
             elif action == "mask":

@@ -62,6 +62,12 @@ CHANNELS: dict[str, dict[str, Any]] = {
     "u-escape": _user("maria.gonzalez\\u0040acme-mail.com"),
 }
 VALUES = [EMAIL, CARD, "88213"]
+# Channels where the value only shows decoded or glued: no place to put a placeholder, so the step may not leave
+# (a pattern that reads an escaped form literally may still place it). In every other channel the value stands
+# literally (full-width forms read one for one) and must be replaced where it stands, not keep the step home.
+REVEALED = {"base64", "split across two parts", "split across two messages", "percent-encoded", "html entity",
+            "zero-width", "u-escape"}
+LITERAL = sorted(set(CHANNELS) - REVEALED)
 
 
 def _raw_values_in(body: dict[str, Any]) -> list[str]:
@@ -107,7 +113,10 @@ async def _outcome(body: dict[str, Any], **settings: Any) -> str | list[str]:
 async def test_with_every_earlier_layer_off_nothing_listed_leaves_raw(channel):
     assert _raw_values_in(CHANNELS[channel]), "the case must carry a listed value"
     outcome = await _outcome(CHANNELS[channel], **ALL_LAYERS_OFF)
-    assert outcome == "blocked" or outcome == [], f"{channel}: {outcome} reached the cloud raw"
+    if channel in REVEALED:
+        assert outcome == "blocked" or outcome == [], f"{channel}: {outcome} reached the cloud raw"
+    else:
+        assert outcome == [], f"{channel}: {outcome} (a literal value is replaced where it stands)"
 
 
 @pytest.mark.parametrize("channel", sorted(CHANNELS))
@@ -116,6 +125,7 @@ async def test_without_a_list_the_default_layers_and_last_check_leave_nothing_ra
     try:
         sent = (await p.scrub(CHANNELS[channel], session_id="s")).body
     except PrivacyBlocked:
+        assert channel in REVEALED, f"{channel}: a literal value keeps the step home instead of being replaced"
         return
     assert _raw_values_in(sent) == [], channel
 
@@ -192,3 +202,18 @@ async def test_a_listed_value_audited_by_its_dimension_is_not_pseudonymised_by_t
     await p.register_units("s", UnitsDocument.model_validate(UNITS))
     sent = (await p.scrub(_user(f"write to {EMAIL}"), session_id="s")).body
     assert EMAIL in sent["messages"][0]["content"]
+
+
+async def test_an_audited_value_lets_through_only_itself_not_a_value_that_contains_it():
+    """A short listed name is audited (its dimension's action); an email that contains it, used as a JSON key
+    (only the last check sees keys), is another value and is pseudonymised."""
+    units = {"items": [{"entity_id": "m", "sensitive_fields": [
+        {"field": "first_name", "value": "Maria", "dimension": "identity", "weight": 1}]}]}
+    p = protector(database_url=None, actions={"identity": "audit"}, layers={"ner": False})
+    await p.register_units("s", UnitsDocument.model_validate(units))
+    body = {"model": "m", "messages": [
+        {"role": "user", "content": "Maria asked for her account status."},
+        {"role": "tool", "tool_call_id": "c", "content": json.dumps({"Maria.Gonzalez@acme-mail.com": "active"})}]}
+    sent = json.dumps((await p.scrub(body, session_id="s")).body, ensure_ascii=False)
+    assert "Maria asked" in sent
+    assert "Maria.Gonzalez@acme-mail.com" not in sent and "[EMAIL_ADDRESS_" in sent

@@ -66,3 +66,35 @@ async def test_listed_units_of_one_session_do_not_leak_into_anothers_detections(
     b = await p.scrub({"model": "m", "messages": [{"role": "user", "content": text}]}, session_id="b")
     assert "Project Bluefin" not in a.body["messages"][0]["content"]
     assert b.body["messages"][0]["content"] == text
+
+
+async def test_a_value_split_across_a_cached_message_and_a_new_one_still_keeps_the_step_home():
+    """The last check caches each message's scan by content; the seam to the next message is checked anyway."""
+    import pytest
+
+    from privacy.errors import PrivacyBlocked
+    from tests.privacy.helpers import protector
+
+    p = protector(database_url=None, layers={"units": False, "secrets": False, "patterns": False, "ner": False})
+    first = {"model": "m", "messages": [{"role": "user", "content": "my card is 4929 1034"}]}
+    await p.scrub(first, session_id="s")  # alone it is no card: it leaves, and its scan is cached
+    second = {"model": "m", "messages": [*first["messages"], {"role": "user", "content": "5532 8817 thanks"}]}
+    with pytest.raises(PrivacyBlocked):
+        await p.scrub(second, session_id="s")
+
+
+async def test_the_last_checks_vault_search_is_per_session_though_the_message_scan_is_shared():
+    """A value session a found (after a label) is replaced wherever it appears in a's later steps; session b never
+    found it, and the cached scan of the same message must not bring a's vault into b's step."""
+    import json
+
+    from tests.privacy.helpers import protector
+
+    p = protector(database_url=None, layers={"ner": False})
+    labelled = {"model": "m", "messages": [{"role": "tool", "tool_call_id": "c", "content": "passport no.: E48213377"}]}
+    bare = {"model": "m", "messages": [{"role": "user", "content": "check E48213377 against the file"}]}
+    await p.scrub(labelled, session_id="a")
+    a = await p.scrub(bare, session_id="a")
+    b = await p.scrub(bare, session_id="b")
+    assert "E48213377" not in json.dumps(a.body) and a.values
+    assert b.body["messages"][0]["content"] == "check E48213377 against the file" and not b.values
