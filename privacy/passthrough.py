@@ -47,8 +47,8 @@ class RecordingPassThroughProtector(PassThroughProtector):
         call = PrivacyCall(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
                            created_at=created, body="{}", findings=0)  # the raw body is never written to disk
         self._audit.submit(lambda: {"kind": "call", "call": call.model_dump(), "findings": []})
-        units = self.units.file_units() + await self.units.session_units(session_id)
-        self._exposure.record(call_id, session_id, dict(body), units)
+        _, matcher = await self.units.matcher(session_id)
+        self._exposure.record(call_id, session_id, dict(body), matcher)
         return protection
 
     async def register_units(self, session_id: str, document: UnitsDocument) -> list[Unit]:

@@ -187,8 +187,8 @@ class PrivacyProtector:
         on_usage = None
         if self._audit is not None and self._hasher is not None:
             call_id = self._record(scrubbed, session_id, request_id, experiment)
-            units = self.units.file_units() + await self.units.session_units(session_id)
-            ExposureRecorder(self._audit).record(call_id, session_id, dict(scrubbed.body), units)
+            _, matcher = await self.units.matcher(session_id)
+            ExposureRecorder(self._audit).record(call_id, session_id, dict(scrubbed.body), matcher)
             audit = self._audit
             on_usage = _UsageRecorder(audit, call_id)
         return PrivacyProtection(scrubbed, on_usage=on_usage)
