@@ -27,6 +27,7 @@ from accounting.database import StoreUnavailable
 from accounting.metrics import MeteringMetrics
 from accounting.reports import usage_report
 from accounting.settings import WriterSettings
+from accounting.settlement import settlement_report
 from accounting.steps import insert_steps, step_row
 from accounting.store import UsageStore
 
@@ -35,6 +36,8 @@ T = TypeVar("T")
 
 
 class StoreMeter:
+    """A ``Meter`` that keeps what it records, and so also ``accounting.reporting.UsageReports``."""
+
     def __init__(self, store: UsageStore, builder: RecordBuilder, metrics: MeteringMetrics,
                  settings: WriterSettings, *, spill_path: Path | None = None,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
@@ -137,6 +140,16 @@ class StoreMeter:
         made before them)."""
         await self.flush()
         return await asyncio.to_thread(read, self.store, *args, **kwargs)
+
+    async def settlement(self, request_ids: list[str]) -> dict[str, Any]:
+        await self.flush()  # this worker's own buffer; the others' show up as pending until they write
+        return await asyncio.to_thread(settlement_report, self.store, request_ids)
+
+    def exposition(self) -> bytes:
+        return self.metrics.exposition()
+
+    def unavailable(self, exc: BaseException) -> StoreUnavailable:
+        return self.store.unavailable(exc)
 
     # the writer -------------------------------------------------------------------------------------------------
     async def _run(self) -> None:

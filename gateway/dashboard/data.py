@@ -9,10 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 from accounting.grades import grades_of, put_grade
+from accounting.reporting import UsageReports
 from accounting.reports import derive, parse_since, usage_report
 from accounting.steps import blocked_steps, request_rate, route_mix, session_steps
 from accounting.store import UsageStore
-from accounting.writer import StoreMeter
 from gateway.dashboard.experiments import arms_report
 from gateway.service import Services
 from gateway.tracing import session_hash
@@ -39,9 +39,9 @@ class Dashboard:
         self._clock = clock
 
     @property
-    def _meter(self) -> StoreMeter:
+    def _meter(self) -> UsageReports:
         meter = self._services.meter
-        if not isinstance(meter, StoreMeter):
+        if not isinstance(meter, UsageReports):
             raise MeteringOff("Metering is switched off (accounting.enabled: false): the dashboard has nothing "
                               "to show.")
         return meter
