@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from accounting.grades import grades_of, put_grade
 from accounting.reporting import UsageReports
@@ -17,6 +17,9 @@ from gateway.dashboard.experiments import arms_report
 from gateway.service import Services
 from gateway.tracing import session_hash
 from privacy.overview import cloud_bodies, overview
+from privacy.protection import SessionPrivacy
+
+T = TypeVar("T")
 
 
 class MeteringOff(RuntimeError):
@@ -46,9 +49,9 @@ class Dashboard:
                               "to show.")
         return meter
 
-    async def _privacy(self, read: Callable[..., Any], *args: Any) -> Any:
-        reader = getattr(self._services.protector, "read_audit", None)
-        return None if reader is None else await reader(read, *args)
+    async def _privacy(self, read: Callable[..., T], *args: Any) -> T | None:
+        protector = self._services.protector
+        return await protector.read_audit(read, *args) if isinstance(protector, SessionPrivacy) else None
 
     async def overview(self, since: str | None) -> dict[str, Any]:
         label, start, bucket = window(since, now=self._clock())
@@ -95,8 +98,8 @@ class Dashboard:
                 "privacy": report}
 
     async def _privacy_report(self, session_id: str) -> dict[str, Any] | None:
-        read = getattr(self._services.protector, "session_exposure", None)
-        return None if read is None else await read(session_id)
+        protector = self._services.protector
+        return await protector.session_exposure(session_id) if isinstance(protector, SessionPrivacy) else None
 
     async def experiments(self) -> dict[str, Any]:
         configured = self._services.settings.experiments.definitions
