@@ -15,7 +15,6 @@ from accounting.steps import blocked_steps, request_rate, route_mix, session_ste
 from accounting.store import UsageStore
 from gateway.dashboard.experiments import arms_report
 from gateway.service import Services
-from gateway.tracing import session_hash
 from privacy.overview import cloud_bodies, overview
 from privacy.protection import SessionPrivacy
 
@@ -94,7 +93,7 @@ class Dashboard:
         for step in steps:
             step["cloud_bodies"] = by_request.get(step["request_id"], [])
         report = await self._privacy_report(session_id)
-        return {"session_id": session_id, "session_hash": session_hash(session_id), "steps": steps,
+        return {"session_id": session_id, "session_hash": self._services.session_hash(session_id), "steps": steps,
                 "privacy": report}
 
     async def _privacy_report(self, session_id: str) -> dict[str, Any] | None:
