@@ -51,6 +51,8 @@ class _OTelSpan:
         self._parent = parent
         self._totals: dict[str, int | float] = {}
 
+    recording = True
+
     @property
     def trace_id(self) -> str | None:
         return format(self._span.get_span_context().trace_id, "032x")

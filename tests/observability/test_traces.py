@@ -15,8 +15,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from accounting.calls import MemoryMeter
+from accounting.usage import normalise
 from gateway.service import Services
 from gateway.tracing import OTelTracing
+from router import channels
 from tests.fakes.model_server import ModelServer, Reply
 from tests.observability.gateways import running_gateway
 
@@ -112,10 +114,18 @@ def test_escalating_step_routing_request_has_the_span_tree_and_attributes(
                 assert needle not in str(text), f"{span.name} carries {needle!r}"
 
 
-def test_tracing_is_off_by_default(edge: ModelServer, cloud: ModelServer) -> None:
+def test_tracing_is_off_by_default(edge: ModelServer, cloud: ModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    normalised: list[Any] = []  # the channels normalise usage only for span attributes: not without a span
+
+    def counting(usage: Any) -> Any:
+        normalised.append(usage)
+        return normalise(usage)
+
+    monkeypatch.setattr(channels, "normalise", counting)
     with running_gateway(edge, cloud, meter=MemoryMeter()) as (url, services):
         response = httpx.post(f"{url}/v1/chat/completions", timeout=30,
                               json={"model": "agent", "messages": [{"role": "user", "content": "hi"}]})
     assert response.status_code == 200
     assert "x-ecgw-trace-id" not in response.headers
     assert services.tracing.enabled is False
+    assert normalised == []
