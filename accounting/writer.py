@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,7 +51,10 @@ class StoreMeter:
         self._clock = clock
         self._pending: deque[UpstreamCall] = deque()
         self._unwritten: deque[Row] = deque()
-        self._open_calls: Counter[str] = Counter()  # upstream calls of requests that have not finished yet
+        # Upstream calls of requests that have not finished yet, oldest first. A request that never finishes (a
+        # bug, a task torn down) would stay for ever: past max_open_requests the oldest is forgotten, and then
+        # never shows as settled (its mark counts no calls), rather than memory growing without end.
+        self._open_calls: dict[str, int] = {}
         self._marks: deque[Row] = deque()
         # Step decision records, turned into rows on the writer's side (not on the request path); kept while the
         # database is down, the oldest dropped past max_buffered.
@@ -68,7 +71,14 @@ class StoreMeter:
 
     # the request path ---------------------------------------------------------------------------------------
     def record(self, call: UpstreamCall) -> None:
-        self._open_calls[call.request_id] += 1  # counted even if dropped below: the request then never settles
+        # counted even if dropped below: the request then never settles
+        self._open_calls[call.request_id] = self._open_calls.get(call.request_id, 0) + 1
+        if len(self._open_calls) > self._settings.max_open_requests:
+            forgotten = next(iter(self._open_calls))
+            del self._open_calls[forgotten]
+            log.warning("request %s made upstream calls but has not finished after %d newer requests; it will not "
+                        "show as settled (accounting.writer.max_open_requests)", forgotten,
+                        self._settings.max_open_requests)
         if len(self._pending) + len(self._unwritten) >= self._settings.max_buffered:
             self.dropped += 1
             self.metrics.dropped.inc()
