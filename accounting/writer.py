@@ -207,22 +207,27 @@ class StoreMeter:
             if not self._opened:  # closed without having been started: the schema may not exist yet
                 self.store.open()
                 self._opened = True
-            while self._unwritten:
-                batch = [self._unwritten[i] for i in range(min(self._settings.batch_size, len(self._unwritten)))]
-                self.store.insert(batch)
-                for _ in batch:
+            rows, steps, size = len(self._unwritten), len(self._steps), self._settings.batch_size
+            if rows or marks or steps:
+                # One transaction for the records, the marks and the step records (a commit each was most of
+                # what a flush cost); a mark is then never visible without its request's records.
+                with self.store.engine.begin() as conn:
+                    for start in range(0, rows, size):
+                        self.store.insert([self._unwritten[i] for i in range(start, min(start + size, rows))],
+                                          conn=conn)
+                    if marks:
+                        self.store.insert_marks([self._marks[i] for i in range(marks)], conn=conn)
+                    for start in range(0, steps, size):
+                        insert_steps(self.store, [step_row(self._steps[i])
+                                                  for i in range(start, min(start + size, steps))], conn=conn)
+                for _ in range(rows):
                     self._unwritten.popleft()
-                self.written += len(batch)
-                self.metrics.written.inc(len(batch))
-            if marks:
-                self.store.insert_marks([self._marks[i] for i in range(marks)])
                 for _ in range(marks):
                     self._marks.popleft()
-            while self._steps:
-                steps = [self._steps[i] for i in range(min(self._settings.batch_size, len(self._steps)))]
-                insert_steps(self.store, [step_row(s) for s in steps])
-                for _ in steps:
+                for _ in range(steps):
                     self._steps.popleft()
+                self.written += rows
+                self.metrics.written.inc(rows)
         except Exception as exc:
             self.metrics.write_errors.inc()
             if self._failing_since is None:
