@@ -3,7 +3,8 @@ the gateway served by uvicorn in this process and the load generator and the ups
 this process's CPU time is the gateway's alone (its writer threads included). Machine-load independent enough to
 compare two commits on a shared machine, which wall-clock figures are not.
 
-    python -m benchmarks.cpu                      # µs of CPU per request, JSON and streamed, concurrency 64
+    python -m benchmarks.cpu                      # µs of CPU per request (all threads, and the event loop's
+                                                  # alone), JSON and streamed, concurrency 64
     python -m benchmarks.cpu --profile 25         # and the 25 costliest functions (cProfile, event-loop thread)
 """
 
@@ -77,14 +78,16 @@ async def _serve(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         profile = cProfile.Profile() if args.profile else None
         for stream in (False, True):
             await asyncio.to_thread(_load, url, concurrency=args.concurrency, requests=args.warmup, stream=stream)
-            cpu0, wall0 = time.process_time(), time.perf_counter()
+            cpu0, loop0, wall0 = time.process_time(), time.thread_time(), time.perf_counter()
             if profile is not None:
                 profile.enable()
             await asyncio.to_thread(_load, url, concurrency=args.concurrency, requests=args.requests, stream=stream)
             if profile is not None:
                 profile.disable()
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            loop = time.thread_time() - loop0  # this coroutine runs on the event loop's thread
             out["stream" if stream else "json"] = {"cpu_us_per_request": round(cpu / args.requests * 1e6, 1),
+                                                   "loop_cpu_us_per_request": round(loop / args.requests * 1e6, 1),
                                                    "req_per_s": round(args.requests / wall, 1)}
         server.should_exit = True
         await serving
