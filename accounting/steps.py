@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Integer, Table, cast, func, select
+from sqlalchemy.engine import Connection
 
 from accounting.calls import StepRecord
 from accounting.records import StepRecordRow, UsageRecord
@@ -30,9 +31,10 @@ def step_row(step: StepRecord) -> dict[str, Any]:
     }
 
 
-def insert_steps(store: UsageStore, rows: Sequence[dict[str, Any]]) -> None:
-    """Append step rows; one already stored (same ``request_id``, a retried batch) is skipped."""
-    insert_new(store.engine, _steps(), rows, key="request_id")
+def insert_steps(store: UsageStore, rows: Sequence[dict[str, Any]], *, conn: Connection | None = None) -> None:
+    """Append step rows; one already stored (same ``request_id``, a retried batch) is skipped. ``conn``: in that
+    connection's transaction."""
+    insert_new(conn or store.engine, _steps(), rows, key="request_id")
 
 
 def route_mix(store: UsageStore, *, since: float | None = None) -> list[dict[str, Any]]:

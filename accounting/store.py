@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Integer, Table, case, cast, distinct, func, null, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from accounting.builder import Row
@@ -34,18 +34,22 @@ def time_bucket(column: Any, bucket_s: float, dialect: str) -> Any:
     return cast(column / bucket_s, Integer) * bucket_s
 
 
-def insert_new(engine: Engine, table: Table, rows: Sequence[Row], *, key: str) -> None:
-    """Append ``rows`` to ``table``, skipping any whose unique ``key`` is already stored (a retried batch)."""
+def insert_new(target: Engine | Connection, table: Table, rows: Sequence[Row], *, key: str) -> None:
+    """Append ``rows`` to ``table``, skipping any whose unique ``key`` is already stored (a retried batch); in the
+    transaction of ``target`` when it is a connection, else in a transaction of its own."""
     if not rows:
         return
-    dialect = engine.dialect.name
+    dialect = target.dialect.name
     if dialect == "postgresql":
         statement: Any = postgresql.insert(table).on_conflict_do_nothing(index_elements=[key])
     elif dialect == "sqlite":
         statement = sqlite.insert(table).on_conflict_do_nothing(index_elements=[key])
     else:
         statement = table.insert()
-    with engine.begin() as conn:
+    if isinstance(target, Connection):
+        target.execute(statement, list(rows))
+        return
+    with target.begin() as conn:
         conn.execute(statement, list(rows))
 
 
@@ -117,9 +121,10 @@ class UsageStore:
         except (SQLAlchemyError, OSError) as exc:
             raise self.unavailable(exc) from None
 
-    def insert(self, rows: Sequence[Row]) -> None:
-        """Append rows; a row already stored (same ``record_id``, e.g. a retried batch) is skipped."""
-        insert_new(self.engine, _table(), rows, key="record_id")
+    def insert(self, rows: Sequence[Row], *, conn: Connection | None = None) -> None:
+        """Append rows; a row already stored (same ``record_id``, e.g. a retried batch) is skipped. ``conn``: in
+        that connection's transaction."""
+        insert_new(conn or self.engine, _table(), rows, key="record_id")
 
     def count(self) -> int:
         with self.engine.connect() as conn:
@@ -174,9 +179,9 @@ class UsageStore:
         with self.engine.connect() as conn:
             return dict(conn.execute(query).one()._mapping)
 
-    def insert_marks(self, marks: Sequence[Row]) -> None:
+    def insert_marks(self, marks: Sequence[Row], *, conn: Connection | None = None) -> None:
         """Append request marks (``accounting.records.RequestMark``); one already stored is skipped."""
-        insert_new(self.engine, _marks_table(), marks, key="request_id")
+        insert_new(conn or self.engine, _marks_table(), marks, key="request_id")
 
     def settlement(self, request_ids: Sequence[str]) -> dict[str, tuple[int | None, int]]:
         """Per request id: (upstream calls its mark says it caused — None while unmarked, records stored)."""

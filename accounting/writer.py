@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,6 +27,7 @@ from accounting.database import StoreUnavailable
 from accounting.metrics import MeteringMetrics
 from accounting.reports import usage_report
 from accounting.settings import WriterSettings
+from accounting.settlement import settlement_report
 from accounting.steps import insert_steps, step_row
 from accounting.store import UsageStore
 
@@ -35,6 +36,8 @@ T = TypeVar("T")
 
 
 class StoreMeter:
+    """A ``Meter`` that keeps what it records, and so also ``accounting.reporting.UsageReports``."""
+
     def __init__(self, store: UsageStore, builder: RecordBuilder, metrics: MeteringMetrics,
                  settings: WriterSettings, *, spill_path: Path | None = None,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
@@ -48,7 +51,10 @@ class StoreMeter:
         self._clock = clock
         self._pending: deque[UpstreamCall] = deque()
         self._unwritten: deque[Row] = deque()
-        self._open_calls: Counter[str] = Counter()  # upstream calls of requests that have not finished yet
+        # Upstream calls of requests that have not finished yet, oldest first. A request that never finishes (a
+        # bug, a task torn down) would stay for ever: past max_open_requests the oldest is forgotten, and then
+        # never shows as settled (its mark counts no calls), rather than memory growing without end.
+        self._open_calls: dict[str, int] = {}
         self._marks: deque[Row] = deque()
         # Step decision records, turned into rows on the writer's side (not on the request path); kept while the
         # database is down, the oldest dropped past max_buffered.
@@ -65,7 +71,14 @@ class StoreMeter:
 
     # the request path ---------------------------------------------------------------------------------------
     def record(self, call: UpstreamCall) -> None:
-        self._open_calls[call.request_id] += 1  # counted even if dropped below: the request then never settles
+        # counted even if dropped below: the request then never settles
+        self._open_calls[call.request_id] = self._open_calls.get(call.request_id, 0) + 1
+        if len(self._open_calls) > self._settings.max_open_requests:
+            forgotten = next(iter(self._open_calls))
+            del self._open_calls[forgotten]
+            log.warning("request %s made upstream calls but has not finished after %d newer requests; it will not "
+                        "show as settled (accounting.writer.max_open_requests)", forgotten,
+                        self._settings.max_open_requests)
         if len(self._pending) + len(self._unwritten) >= self._settings.max_buffered:
             self.dropped += 1
             self.metrics.dropped.inc()
@@ -138,6 +151,16 @@ class StoreMeter:
         await self.flush()
         return await asyncio.to_thread(read, self.store, *args, **kwargs)
 
+    async def settlement(self, request_ids: list[str]) -> dict[str, Any]:
+        await self.flush()  # this worker's own buffer; the others' show up as pending until they write
+        return await asyncio.to_thread(settlement_report, self.store, request_ids)
+
+    def exposition(self) -> bytes:
+        return self.metrics.exposition()
+
+    def unavailable(self, exc: BaseException) -> StoreUnavailable:
+        return self.store.unavailable(exc)
+
     # the writer -------------------------------------------------------------------------------------------------
     async def _run(self) -> None:
         assert self._wake is not None
@@ -184,22 +207,27 @@ class StoreMeter:
             if not self._opened:  # closed without having been started: the schema may not exist yet
                 self.store.open()
                 self._opened = True
-            while self._unwritten:
-                batch = [self._unwritten[i] for i in range(min(self._settings.batch_size, len(self._unwritten)))]
-                self.store.insert(batch)
-                for _ in batch:
+            rows, steps, size = len(self._unwritten), len(self._steps), self._settings.batch_size
+            if rows or marks or steps:
+                # One transaction for the records, the marks and the step records (a commit each was most of
+                # what a flush cost); a mark is then never visible without its request's records.
+                with self.store.engine.begin() as conn:
+                    for start in range(0, rows, size):
+                        self.store.insert([self._unwritten[i] for i in range(start, min(start + size, rows))],
+                                          conn=conn)
+                    if marks:
+                        self.store.insert_marks([self._marks[i] for i in range(marks)], conn=conn)
+                    for start in range(0, steps, size):
+                        insert_steps(self.store, [step_row(self._steps[i])
+                                                  for i in range(start, min(start + size, steps))], conn=conn)
+                for _ in range(rows):
                     self._unwritten.popleft()
-                self.written += len(batch)
-                self.metrics.written.inc(len(batch))
-            if marks:
-                self.store.insert_marks([self._marks[i] for i in range(marks)])
                 for _ in range(marks):
                     self._marks.popleft()
-            while self._steps:
-                steps = [self._steps[i] for i in range(min(self._settings.batch_size, len(self._steps)))]
-                insert_steps(self.store, [step_row(s) for s in steps])
-                for _ in steps:
+                for _ in range(steps):
                     self._steps.popleft()
+                self.written += rows
+                self.metrics.written.inc(rows)
         except Exception as exc:
             self.metrics.write_errors.inc()
             if self._failing_since is None:

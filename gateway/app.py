@@ -41,7 +41,7 @@ from gateway.surfaces.messages import CountTokens, MessagesSurface, native_anthr
 from gateway.surfaces.messages import error_body as messages_error_body
 from gateway.surfaces.responses import responses_endpoint
 from gateway.tenancy import RequestTenancy, Tenancy
-from gateway.tracing import Tracing, build_tracing
+from gateway.tracing import SessionHasher, Tracing, build_tracing
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
 from privacy.factory import build_protector
 from privacy.protection import Protector
@@ -184,6 +184,7 @@ def build_services(
         sessions=sessions,
         tenancy=Tenancy(settings.server, settings.sessions, owner_key=keys.derive("owner"),
                         session_id_key=keys.derive("session-id")),
+        session_hash=SessionHasher(keys.derive("session-trace")),
         tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
                                          service_name=settings.observability.service_name),
     )

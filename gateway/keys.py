@@ -5,7 +5,8 @@ key file (``secrets.key_file``, else ``ecgw.key`` beside the SQLite session stor
 0600 on first start. When nothing the gateway keeps outlives the process (memory session store, in-memory
 database), a random key per process is enough. Each use gets its own key by HKDF, so one never stands in for
 another: ``vault`` (AES-GCM of session state), ``audit`` (value hashes), ``owner`` (API keys → session owners),
-``session-id`` (session ids taken from ``user``/``metadata``).
+``session-id`` (session ids taken from ``user``/``metadata``), ``session-trace`` (the session as logs and spans
+show it), ``audit-body`` (the audit's copy of each outgoing body).
 """
 
 from __future__ import annotations

@@ -3,9 +3,12 @@ line per client request (request id, hashed session, policy, route, status, late
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import queue
 import time
+from logging.handlers import QueueHandler, QueueListener
 from typing import Any
 
 access = logging.getLogger("ecgw.access")
@@ -31,17 +34,52 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
+class ThreadedHandler(QueueHandler):
+    """Hands each record to a thread that formats and writes it, so the event loop only queues it: the access
+    line of every request cost the loop a format and a write to stderr (~45 µs), more than the rest of an
+    edge-only step's bookkeeping. ``flush()`` waits until what was queued is written; ``close()`` drains."""
+
+    def __init__(self, target: logging.Handler) -> None:
+        super().__init__(queue.Queue())
+        self.target = target
+        self._listener = QueueListener(self.queue, target)
+        self._listener.start()
+        self._running = True
+        atexit.register(self.close)
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        return record  # formatted on the writer thread, not here (the record never leaves the process)
+
+    def flush(self) -> None:
+        assert isinstance(self.queue, queue.Queue)
+        self.queue.join()
+        self.target.flush()
+
+    def close(self) -> None:
+        if self._running:  # stop() drains what is queued, then ends the thread
+            self._running = False
+            self._listener.stop()
+        self.target.close()
+        super().close()
+
+
 def configure_logging(log_format: str) -> None:
-    """The root logger's one handler, on stderr, in the configured format (idempotent)."""
+    """The root logger's one handler, on stderr, in the configured format, written off the event loop
+    (idempotent: a handler this set before is closed, its lines written)."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    for old in root.handlers:
+        if isinstance(old, ThreadedHandler):
+            old.close()
+    root.handlers[:] = [ThreadedHandler(handler)]
     root.setLevel(logging.INFO)
 
 
 def log_request(*, request_id: str, session: str | None, policy: str, route: str, status: int, latency_s: float,
                 arm: str | None = None, trace_id: str | None = None) -> None:
+    if not access.isEnabledFor(logging.INFO):
+        return  # nothing to build for a line nobody writes
     fields = {"request_id": request_id, "session": session, "policy": policy, "route": route, "status": status,
               "latency_ms": round(latency_s * 1000, 2), "arm": arm, "trace_id": trace_id}
     access.info("%s session=%s policy=%s route=%s status=%d %.1f ms", request_id, session, policy, route, status,

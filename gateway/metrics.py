@@ -8,6 +8,7 @@ each replica is its own scrape target and Prometheus' ``instance`` label tells t
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
@@ -24,9 +25,17 @@ class RequestMetrics:
         self.duration = Histogram("ecgw_request_duration_seconds", "Client chat request duration, to the last "
                                   "byte", ["route", "policy", "streamed"], buckets=_BUCKETS, registry=self.registry)
 
+        # Each label set's children, looked up once: ``labels()`` takes a lock and rebuilds the key every call.
+        self._children: dict[tuple[str, str, int, bool], tuple[Any, Any]] = {}
+
     def observe(self, *, route: str, policy: str, status: int, streamed: bool, seconds: float) -> None:
-        self.requests.labels(route, policy, str(status)).inc()
-        self.duration.labels(route, policy, "true" if streamed else "false").observe(seconds)
+        key = (route, policy, status, streamed)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = (self.requests.labels(route, policy, str(status)),
+                                              self.duration.labels(route, policy, "true" if streamed else "false"))
+        children[0].inc()
+        children[1].observe(seconds)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -16,7 +16,6 @@ from gateway.logs import log_request
 from gateway.metrics import RequestMetrics
 from gateway.service import Services
 from gateway.tenancy import Identity
-from gateway.tracing import session_hash
 from privacy.errors import PrivacyBlocked
 from router.policies.edge_only import EdgeOnly
 from router.policy import Policy
@@ -93,7 +92,7 @@ class StepPipeline:
         session_id, shown = s.tenancy.session(identity, headers, body, hint=session_hint)
         outcome.session = session_id
         session = SessionState(session_id, s.sessions)
-        outcome.session_hash = session_hash(session_id)
+        outcome.session_hash = s.session_hash(session_id)
         outcome.span.set("ecgw.session", outcome.session_hash)
         decision = await s.chooser.decide(headers, body, session)
         policy_name = outcome.policy = decision.policy

@@ -11,7 +11,7 @@ from gateway.doors import Doors
 from gateway.policy_choice import PolicyChooser
 from gateway.settings import Settings
 from gateway.tenancy import Tenancy
-from gateway.tracing import NoTracing, Tracing
+from gateway.tracing import NoTracing, SessionHasher, Tracing
 from privacy.protection import Protector
 from privacy.vault import SessionStore
 from router.policy import PolicyRegistry
@@ -32,6 +32,7 @@ class Services:
     meter: Meter
     sessions: SessionStore
     tenancy: Tenancy
+    session_hash: SessionHasher  # the session as logs and spans carry it
     tracing: Tracing = field(default_factory=NoTracing)
 
     async def start(self) -> None:

@@ -7,15 +7,23 @@ the session as a hash, policy, arm, route, token counts — never prompt or answ
 from __future__ import annotations
 
 import hashlib
+import hmac
 from typing import Any, Protocol
 
 from router.spans import NO_SPAN, Attribute, Span
 
 
-def session_hash(session_id: str) -> str:
-    """The session as traces and logs show it: a stable hash, so a trace can be matched to the dashboard's session
-    (``ecgw.session`` there too) without the id — which may come from a user field — leaving the gateway."""
-    return hashlib.sha256(b"ecgw-session\0" + session_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+class SessionHasher:
+    """The session as traces and logs show it: a keyed hash (HMAC-SHA256 with a key derived from the gateway's
+    secrets key, ``session-trace``), stable across workers sharing that key, so a trace can be matched to the
+    dashboard's session (``ecgw.session`` there too) without the id — which may come from a user field — leaving
+    the gateway, and so nobody holding spans or logs can join them to an id they guess."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+
+    def __call__(self, session_id: str) -> str:
+        return hmac.new(self._key, session_id.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:16]
 
 
 class Tracing(Protocol):
@@ -42,6 +50,8 @@ class _OTelSpan:
         self._span = span
         self._parent = parent
         self._totals: dict[str, int | float] = {}
+
+    recording = True
 
     @property
     def trace_id(self) -> str | None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -15,10 +14,10 @@ from starlette.responses import Response
 from accounting.calls import Meter
 from accounting.database import StoreUnavailable
 from accounting.metrics import CONTENT_TYPE
+from accounting.reporting import UsageReports
 from accounting.reports import FORMATS, BadReportRequest, parse_since, render
-from accounting.settlement import MAX_REQUEST_IDS, settlement_report
+from accounting.settlement import MAX_REQUEST_IDS
 from accounting.store import GROUPS
-from accounting.writer import StoreMeter
 from gateway.errors import error_response
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -35,7 +34,7 @@ def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time,
     session show ids without that prefix."""
 
     async def handle(request: Request) -> Response:
-        if not isinstance(meter, StoreMeter):
+        if not isinstance(meter, UsageReports):
             return _error(503, "Metering is switched off (accounting.enabled: false), so there is no usage to "
                                "report.", "metering_disabled")
         by = request.query_params.get("by", "policy")
@@ -55,7 +54,7 @@ def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time,
         except StoreUnavailable as exc:
             return _error(503, str(exc), "metering_unavailable")
         except Exception as exc:  # the database went away between flush and query
-            return _error(503, str(meter.store.unavailable(exc)), "metering_unavailable")
+            return _error(503, str(meter.unavailable(exc)), "metering_unavailable")
         if prefix and by == "session":
             rows = [{**row, "group": str(row["group"])[len(prefix):]} for row in rows]
         if fmt == "json":
@@ -71,7 +70,7 @@ def metrics_endpoint(meter: Meter) -> Handler:
     """``GET /metrics`` in Prometheus' text format (empty when metering is off)."""
 
     async def handle(request: Request) -> Response:
-        body = meter.metrics.exposition() if isinstance(meter, StoreMeter) else b""
+        body = meter.exposition() if isinstance(meter, UsageReports) else b""
         return Response(body, media_type=CONTENT_TYPE)
 
     return handle
@@ -94,7 +93,7 @@ def usage_requests_endpoint(meter: Meter) -> Handler:
     """``POST /v1/usage/requests`` — settlement and usage of the given requests."""
 
     async def handle(request: Request) -> Response:
-        if not isinstance(meter, StoreMeter):
+        if not isinstance(meter, UsageReports):
             return _error(503, "Metering is switched off (accounting.enabled: false), so no request is ever "
                                "recorded.", "metering_disabled")
         try:
@@ -102,10 +101,9 @@ def usage_requests_endpoint(meter: Meter) -> Handler:
         except ValueError as exc:
             return _error(400, str(exc), "invalid_request_error", "request_ids")
         try:
-            await meter.flush()  # this worker's own buffer; the others' show up as pending until they write
-            report = await asyncio.to_thread(settlement_report, meter.store, ids)
+            report = await meter.settlement(ids)
         except Exception as exc:  # the database went away
-            return _error(503, str(meter.store.unavailable(exc)), "metering_unavailable")
+            return _error(503, str(meter.unavailable(exc)), "metering_unavailable")
         return Response(json.dumps(report), media_type="application/json")
 
     return handle

@@ -1,5 +1,7 @@
 """Exposure measured from what left: after every cloud call, the body that actually went out is searched for every
-listed unit's value and its normalised variants; only the verdict and the unit id are stored (``privacy_egress``).
+listed unit's value and its normalised variants — the last check's walk with the one unit matcher, so the
+exposure report and the last check agree on what a leak is; only the verdict and the unit id are stored
+(``privacy_egress``).
 
 Reports (``ecgw privacy-report``, ``GET /v1/sessions/{id}/privacy``, eval's exposure column) read these verdicts,
 so a unit that left raw because no layer found it is reported exposed. The search runs on the audit's writer
@@ -8,17 +10,15 @@ thread, off the request path. ``privacy.passthrough`` does the same for ``privac
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
 from sqlmodel import Field, Session, SQLModel, select
 
 from privacy.audit_writer import AuditWriter, Record
-from privacy.normalise import canonical, variants
-from privacy.units import Unit
-
-_SEP = r"[^0-9A-Za-z\u4e00-\u9fff]{0,3}"
+from privacy.egress import _leaves, _seams  # the last check's walk: one idea of where a body holds text
+from privacy.normalise import fold, variants
+from privacy.units import UnitMatcher
 
 
 class PrivacyEgress(SQLModel, table=True):
@@ -39,51 +39,19 @@ def exposed_unit_ids(engine: Any, session_id: str) -> set[str]:
     return set(rows)
 
 
-def _pattern(value: str) -> re.Pattern[str] | None:
-    chars = [ch for ch in canonical(value) if ch.isalnum()]
-    if not chars:
-        return None
-    return re.compile(r"(?<![0-9A-Za-z])" + _SEP.join(map(re.escape, chars)) + r"(?![0-9A-Za-z])", re.IGNORECASE)
-
-
-def _texts(value: Any, out: list[str]) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            out.append(str(key))
-            _texts(item, out)
-    elif isinstance(value, list):
-        for item in value:
-            _texts(item, out)
-    elif isinstance(value, str | int | float) and not isinstance(value, bool):
-        out.append(str(value))
-
-
-def _readable(body: dict[str, Any]) -> str:
-    """Every key, string and number of the body in every surface form, and the messages' text read in order."""
-    parts: list[str] = []
-    _texts(body, parts)
-    glued: list[str] = []
-    for message in body.get("messages") or ():
-        content = message.get("content") if isinstance(message, dict) else None
-        for part in content if isinstance(content, list) else [content]:
-            text = part.get("text") if isinstance(part, dict) else part
-            if isinstance(text, str):
-                glued.append(text)
-    parts.append("".join(glued))
-    return "\n".join(form for text in parts for form in variants(text))
-
-
-def units_left_raw(body: dict[str, Any], units: list[Unit]) -> list[str]:
-    """Ids of the units whose value (any case, any separators, any encoding the last check decodes) is in ``body``."""
-    if not units:
+def units_left_raw(body: dict[str, Any], units: UnitMatcher | None) -> list[str]:
+    """Ids of the listed units whose value stands in ``body``: the last check's walk (``privacy.egress``: every key,
+    string and number, in each surface form it could be read in, and across adjacent content parts and messages)
+    with the one unit matcher (``privacy.units.UnitMatcher``), so what counts as having left is decided once."""
+    if units is None or not len(units):
         return []
-    text = _readable(body)
-    out = []
-    for unit in units:
-        pattern = _pattern(unit.value)
-        if pattern is not None and pattern.search(text):
-            out.append(unit.unit_id)
-    return sorted(set(out))
+    found: set[str] = set()
+    for _, text, _ in _leaves(body, "", None):
+        for n, form in enumerate(variants(text)):
+            found.update(f.unit_id for f in units.find(fold(text) if n == 0 else form) if f.unit_id)
+    for _, glued, boundary, _ in _seams(body):
+        found.update(f.unit_id for f in units.find(fold(glued)) if f.unit_id and f.start < boundary < f.end)
+    return sorted(found)
 
 
 class ExposureRecorder:
@@ -92,8 +60,8 @@ class ExposureRecorder:
     def __init__(self, audit: AuditWriter) -> None:
         self._audit = audit
 
-    def record(self, call_id: str, session_id: str, body: dict[str, Any], units: list[Unit]) -> None:
-        if not units:
+    def record(self, call_id: str, session_id: str, body: dict[str, Any], units: UnitMatcher | None) -> None:
+        if units is None or not len(units):
             return
         created = time.time()
 

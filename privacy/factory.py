@@ -9,6 +9,7 @@ from typing import Any
 from accounting.database import make_engine
 from privacy.audit import AuditStore, Hasher
 from privacy.audit_writer import AuditWriter
+from privacy.audited import AuditedUnits
 from privacy.detector import LayeredDetector
 from privacy.egress import EgressCheck
 from privacy.identifiers import IdentifierDetector
@@ -47,22 +48,23 @@ def build_detector(settings: PrivacySettings) -> LayeredDetector:
                            max_segment_chars=settings.ner.max_segment_chars)
 
 
+def _audit(settings: PrivacySettings, database_url: str, hash_key: bytes | None) -> tuple[AuditWriter, Hasher]:
+    """The audit's writer and its HMAC key: ``privacy.hash_key``, else the gateway's derived key, else (tests,
+    one-off tools) a random key for this process."""
+    key = settings.hash_key.encode() if settings.hash_key else hash_key or secrets.token_bytes(32)
+    audit = AuditWriter(AuditStore(make_engine(database_url)),
+                        spill_path=Path(settings.audit_spill_path) if settings.audit_spill_path else None,
+                        retry_max_s=settings.audit_retry_max_s, shutdown_timeout_s=settings.audit_shutdown_timeout_s)
+    return audit, Hasher(key)
+
+
 def build_privacy_protector(settings: PrivacySettings, *, database_url: str | None, sessions: Any,
                             detector: LayeredDetector | None = None,
                             hash_key: bytes | None = None, seal_key: bytes | None = None) -> PrivacyProtector:
     """``database_url`` None: no audit (``ecgw scrub``). ``hash_key``: the audit's HMAC key (the gateway derives
     it from its secrets key); ``privacy.hash_key`` overrides it. Never stored in the database. ``seal_key``: encrypts
     the audit's copy of each outgoing body (None: kept as sent)."""
-    audit: AuditWriter | None = None
-    hasher: Hasher | None = None
-    if settings.audit and database_url:
-        # Neither (tests, one-off tools): a random key for this process.
-        key = settings.hash_key.encode() if settings.hash_key else hash_key or secrets.token_bytes(32)
-        audit = AuditWriter(AuditStore(make_engine(database_url)),
-                            spill_path=Path(settings.audit_spill_path) if settings.audit_spill_path else None,
-                            retry_max_s=settings.audit_retry_max_s,
-                            shutdown_timeout_s=settings.audit_shutdown_timeout_s)
-        hasher = Hasher(key)
+    audit, hasher = _audit(settings, database_url, hash_key) if settings.audit and database_url else (None, None)
     actions = ActionTable(settings)
     scrubber = Scrubber(detector or build_detector(settings), actions, shared=SharedDetections(settings.cache_entries))
     metrics = PrivacyMetrics()
@@ -84,13 +86,9 @@ def build_protector(settings: PrivacySettings, *, database_url: str, sessions: A
     """``sessions`` is the gateway's session store (async ``get``/``set`` of JSON values per session)."""
     if not settings.enabled:
         if settings.audit and database_url:  # still measure what leaves (privacy.passthrough)
-            key = settings.hash_key.encode() if settings.hash_key else hash_key or secrets.token_bytes(32)
-            audit = AuditWriter(AuditStore(make_engine(database_url)),
-                                spill_path=Path(settings.audit_spill_path) if settings.audit_spill_path else None,
-                                retry_max_s=settings.audit_retry_max_s,
-                                shutdown_timeout_s=settings.audit_shutdown_timeout_s)
-            return RecordingPassThroughProtector(units=UnitRegistry(sessions, settings.units_files), audit=audit,
-                                                 hasher=Hasher(key))
+            audit, hasher = _audit(settings, database_url, hash_key)
+            return RecordingPassThroughProtector(AuditedUnits(UnitRegistry(sessions, settings.units_files), audit,
+                                                              hasher))
         return PassThroughProtector()
     return build_privacy_protector(settings, database_url=database_url, sessions=sessions, hash_key=hash_key,
                                    seal_key=seal_key)

@@ -3,41 +3,26 @@ measured and recorded (never the body), so an unprotected baseline shows its rea
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from privacy.audit import Hasher, PrivacyCall, units_record
-from privacy.audit_writer import AuditWriter
-from privacy.exposure import ExposureRecorder
+from privacy.audit import PrivacyCall
+from privacy.audited import AuditedUnits
 from privacy.protection import PassThroughProtector, Protection
-from privacy.registry import UnitRegistry
-from privacy.report import session_exposure
 from privacy.units import Unit, UnitsDocument
 
-
-async def read_exposure(audit: AuditWriter, session_id: str) -> dict[str, Any]:
-    """``privacy.report.session_exposure`` read on the writer thread, after every write queued before it."""
-    store = audit.store
-
-    def read() -> dict[str, Any]:
-        store.ensure()
-        return session_exposure(store.engine, session_id)
-
-    report: dict[str, Any] = await asyncio.wrap_future(audit.read(read))
-    return report
+T = TypeVar("T")
 
 
 class RecordingPassThroughProtector(PassThroughProtector):
     """``privacy.enabled: false`` with the audit on: the body leaves unchanged, and which listed units left raw is
     recorded, so an unprotected baseline shows its real exposure."""
 
-    def __init__(self, *, units: UnitRegistry, audit: AuditWriter, hasher: Hasher) -> None:
-        self.units = units
-        self._audit = audit
-        self._hasher = hasher
-        self._exposure = ExposureRecorder(audit)
+    def __init__(self, audited: AuditedUnits) -> None:
+        self._audited = audited
+        self.units = audited.units
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None) -> Protection:
@@ -46,30 +31,24 @@ class RecordingPassThroughProtector(PassThroughProtector):
         call_id, created = uuid.uuid4().hex, time.time()
         call = PrivacyCall(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
                            created_at=created, body="{}", findings=0)  # the raw body is never written to disk
-        self._audit.submit(lambda: {"kind": "call", "call": call.model_dump(), "findings": []})
-        units = self.units.file_units() + await self.units.session_units(session_id)
-        self._exposure.record(call_id, session_id, dict(body), units)
+        self._audited.audit.submit(lambda: {"kind": "call", "call": call.model_dump(), "findings": []})
+        await self._audited.record_exposure(call_id, session_id, body)
         return protection
 
     async def register_units(self, session_id: str, document: UnitsDocument) -> list[Unit]:
-        units = await self.units.register(session_id, document)
-        self._persist_units(session_id, units)
-        return units
-
-    def _persist_units(self, session_id: str, units: list[Unit]) -> None:
-        hasher = self._hasher
-        self._audit.submit(lambda: units_record(session_id, units, hasher))
+        return await self._audited.register(session_id, document)
 
     async def session_exposure(self, session_id: str) -> dict[str, Any]:
-        return await read_exposure(self._audit, session_id)
+        return await self._audited.session_exposure(session_id)
+
+    async def read_audit(self, read: Callable[..., T], *args: Any) -> T:
+        return await self._audited.read_audit(read, *args)
 
     async def start(self) -> None:
-        self._audit.start()
-        if self.units.file_units():
-            self._persist_units("*", self.units.file_units())
+        await self._audited.start()
 
     def flush(self) -> None:
-        self._audit.flush()
+        self._audited.flush()
 
     async def aclose(self) -> None:
-        await asyncio.to_thread(self._audit.close)
+        await self._audited.aclose()

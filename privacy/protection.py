@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from privacy.units import Unit, UnitsDocument
@@ -39,7 +42,14 @@ class SessionPrivacy(Protocol):
 
     async def register_units(self, session_id: str, document: UnitsDocument) -> list[Unit]: ...
 
-    async def session_exposure(self, session_id: str) -> dict[str, Any] | None: ...
+    async def session_exposure(self, session_id: str) -> dict[str, Any] | None:
+        """The session's per-unit exposure (``privacy.report``); None when the audit is off."""
+        ...
+
+    async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:
+        """``read(engine, open_body, *args)`` over the audit (the dashboard's reads, ``privacy.overview``), after
+        every write queued before it; None when the audit is off."""
+        ...
 
 
 class _PassThroughRestorer:

@@ -9,18 +9,17 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, body_opener, seal_body, units_record
+from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, seal_body
 from privacy.audit_writer import AuditWriter, Record
+from privacy.audited import AuditedUnits
 from privacy.detector import DetectionError
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
-from privacy.exposure import ExposureRecorder
 from privacy.findings import Finding
 from privacy.lastcheck import LastCheck
 from privacy.locations import safe_location
 from privacy.metrics import PrivacyMetrics
 from privacy.protection import Protection, StreamRestorer
 from privacy.registry import UnitRegistry
-from privacy.report import session_exposure
 from privacy.restore import Restorer, given_placeholders
 from privacy.scrubber import Applied, DetectionCache, Prepared, Scrubber, ScrubResult, prepare
 from privacy.seal import Sealer
@@ -91,6 +90,7 @@ class PrivacyProtector:
         self._audit = audit
         self._hasher = hasher
         self._sealer = sealer  # encrypts the audit's copy of each outgoing body
+        self._audited = AuditedUnits(units, audit, hasher, sealer=sealer) if audit and hasher else None
         self._cache = DetectionCache(settings.cache_entries)
         self._session_locks: dict[str, asyncio.Lock] = {}
 
@@ -186,12 +186,10 @@ class PrivacyProtector:
                 raise PrivacyBlocked(reason + "; privacy.on_privacy_error is 'edge'") from exc
             raise PrivacyUnavailable(reason) from exc
         on_usage = None
-        if self._audit is not None and self._hasher is not None:
+        if self._audited is not None:
             call_id = self._record(scrubbed, session_id, request_id, experiment)
-            units = self.units.file_units() + await self.units.session_units(session_id)
-            ExposureRecorder(self._audit).record(call_id, session_id, dict(scrubbed.body), units)
-            audit = self._audit
-            on_usage = _UsageRecorder(audit, call_id)
+            await self._audited.record_exposure(call_id, session_id, scrubbed.body)
+            on_usage = _UsageRecorder(self._audited.audit, call_id)
         return PrivacyProtection(scrubbed, on_usage=on_usage)
 
     def _record(self, scrubbed: ScrubbedRequest, session_id: str, request_id: str, experiment: str | None) -> str:
@@ -216,61 +214,29 @@ class PrivacyProtector:
         return call_id
 
     async def register_units(self, session_id: str, document: UnitsDocument) -> list[Unit]:
-        units = await self.units.register(session_id, document)
-        if self._audit is not None and self._hasher is not None:
-            self._persist_units(session_id, units)
-        return units
-
-    def _persist_units(self, session_id: str, units: list[Unit]) -> None:
-        assert self._audit is not None and self._hasher is not None
-        hasher = self._hasher
-        self._audit.submit(lambda: units_record(session_id, units, hasher))
+        if self._audited is None:
+            return await self.units.register(session_id, document)
+        return await self._audited.register(session_id, document)
 
     async def session_exposure(self, session_id: str) -> dict[str, Any] | None:
-        """The session's per-unit exposure from the audit (``privacy.report.session_exposure``), read on the audit
-        writer's thread after every write this process queued before it; None when the audit is off."""
-        if self._audit is None:
-            return None
-        store = self._audit.store
-
-        def read() -> dict[str, Any]:
-            store.ensure()
-            return session_exposure(store.engine, session_id)
-
-        try:
-            report: dict[str, Any] = await asyncio.wrap_future(self._audit.read(read))
-        except Exception as exc:
-            raise PrivacyUnavailable(f"the privacy audit database cannot be read ({type(exc).__name__})") from exc
-        return report
+        """The session's per-unit exposure from the audit (``privacy.audited``); None when the audit is off."""
+        return None if self._audited is None else await self._audited.session_exposure(session_id)
 
     async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:
-        """``read(engine, open_body, *args)`` on the audit writer's thread, after every write this process queued
-        before it (the dashboard's reads: ``privacy.overview``); ``open_body`` reads a stored (sealed) body back.
-        None when the audit is off."""
-        if self._audit is None:
-            return None
-        store, open_body = self._audit.store, body_opener(self._sealer)
-
-        def run() -> T:
-            store.ensure()
-            return read(store.engine, open_body, *args)
-
-        result: T = await asyncio.wrap_future(self._audit.read(run))
-        return result
+        """The dashboard's reads of the audit (``privacy.audited``); None when the audit is off."""
+        return None if self._audited is None else await self._audited.read_audit(read, *args)
 
     async def start(self) -> None:
-        if self._audit is not None:
-            self._audit.start()
-            if self.units.file_units():
-                self._persist_units("*", self.units.file_units())
+        if self._audited is not None:
+            await self._audited.start()
 
     def flush(self) -> None:
-        if self._audit is not None:
-            self._audit.flush()
+        if self._audited is not None:
+            self._audited.flush()
 
     async def aclose(self) -> None:
-        if self._audit is not None:
-            await asyncio.to_thread(self._audit.close)
+        if self._audited is not None:
+            await self._audited.aclose()
 
 
 class _UsageRecorder:

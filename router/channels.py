@@ -103,8 +103,8 @@ class _MeteredChannel:
     ) -> None:
         ctx = self._context
         span.set("ecgw.status", status)
-        try:
-            tokens = normalise(usage) if usage else None
+        try:  # for the span's attributes only (the meter normalises on its writer): skipped with tracing off
+            tokens = normalise(usage) if usage and span.recording else None
         except MalformedUsage:
             tokens = None
         if tokens is not None:  # also rolls up into the step's span

@@ -16,6 +16,11 @@ class Span(Protocol):
     @property
     def trace_id(self) -> str | None: ...
 
+    @property
+    def recording(self) -> bool:
+        """False for ``NO_SPAN``: work done only to fill in attributes (token counts) can be skipped."""
+        ...
+
     def set(self, key: str, value: Attribute | None) -> None:
         """Set an attribute (None: leave it unset)."""
         ...
@@ -31,6 +36,7 @@ class Span(Protocol):
 
 class _NoSpan:
     trace_id: str | None = None
+    recording = False
 
     def set(self, key: str, value: Attribute | None) -> None:
         return None

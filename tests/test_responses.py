@@ -330,6 +330,7 @@ def test_upstream_failure_has_the_chat_status_in_the_responses_shape(gateway, cl
 
 async def test_a_failure_mid_stream_ends_with_error_and_response_failed():
     from gateway.failures import Failure
+    from gateway.pipeline import Started
     from gateway.sessions import MemorySessionStore
     from gateway.surfaces.responses import ResponsesSurface
     from gateway.surfaces.responses_store import ResponseStore
@@ -343,9 +344,9 @@ async def test_a_failure_mid_stream_ends_with_error_and_response_failed():
 
     sent = []
     with pytest.raises(RuntimeError):
-        async for data in surface.stream(chunks(), parsed):
+        async for data in surface.stream(Started({}, rest=chunks()), parsed):
             sent.append(data)
-    sent.append(surface.stream_failed(Failure(502, "The cloud upstream failed", "upstream_error"), parsed))
+    sent.append(surface.stream_error(Failure(502, "The cloud upstream failed", "upstream_error"), parsed))
     events = sse_events(b"".join(sent).decode())
     assert [e["type"] for e in events][-2:] == ["error", "response.failed"]
     assert [e["sequence_number"] for e in events] == list(range(len(events)))

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from accounting.grades import grades_of, put_grade
+from accounting.reporting import UsageReports
 from accounting.reports import derive, parse_since, usage_report
 from accounting.steps import blocked_steps, request_rate, route_mix, session_steps
 from accounting.store import UsageStore
-from accounting.writer import StoreMeter
 from gateway.dashboard.experiments import arms_report
 from gateway.service import Services
-from gateway.tracing import session_hash
 from privacy.overview import cloud_bodies, overview
+from privacy.protection import SessionPrivacy
+
+T = TypeVar("T")
 
 
 class MeteringOff(RuntimeError):
@@ -39,16 +41,16 @@ class Dashboard:
         self._clock = clock
 
     @property
-    def _meter(self) -> StoreMeter:
+    def _meter(self) -> UsageReports:
         meter = self._services.meter
-        if not isinstance(meter, StoreMeter):
+        if not isinstance(meter, UsageReports):
             raise MeteringOff("Metering is switched off (accounting.enabled: false): the dashboard has nothing "
                               "to show.")
         return meter
 
-    async def _privacy(self, read: Callable[..., Any], *args: Any) -> Any:
-        reader = getattr(self._services.protector, "read_audit", None)
-        return None if reader is None else await reader(read, *args)
+    async def _privacy(self, read: Callable[..., T], *args: Any) -> T | None:
+        protector = self._services.protector
+        return await protector.read_audit(read, *args) if isinstance(protector, SessionPrivacy) else None
 
     async def overview(self, since: str | None) -> dict[str, Any]:
         label, start, bucket = window(since, now=self._clock())
@@ -91,12 +93,12 @@ class Dashboard:
         for step in steps:
             step["cloud_bodies"] = by_request.get(step["request_id"], [])
         report = await self._privacy_report(session_id)
-        return {"session_id": session_id, "session_hash": session_hash(session_id), "steps": steps,
+        return {"session_id": session_id, "session_hash": self._services.session_hash(session_id), "steps": steps,
                 "privacy": report}
 
     async def _privacy_report(self, session_id: str) -> dict[str, Any] | None:
-        read = getattr(self._services.protector, "session_exposure", None)
-        return None if read is None else await read(session_id)
+        protector = self._services.protector
+        return await protector.session_exposure(session_id) if isinstance(protector, SessionPrivacy) else None
 
     async def experiments(self) -> dict[str, Any]:
         configured = self._services.settings.experiments.definitions

@@ -42,15 +42,20 @@ class Surface(Protocol):
         """Raises ``gateway.errors.ClientError`` naming the bad field."""
         ...
 
-    def render(self, completion: dict[str, Any], parsed: Parsed) -> bytes: ...
+    async def render(self, completion: dict[str, Any], parsed: Parsed, started: Started) -> bytes:
+        """The JSON body for a whole completion (``started``: the step that produced it)."""
+        ...
 
-    def stream(self, chunks: AsyncIterator[dict[str, Any]], parsed: Parsed) -> AsyncIterator[bytes]:
-        """The SSE bytes for a chat chunk stream, up to and including the surface's end-of-stream marker."""
+    def stream(self, started: Started, parsed: Parsed) -> AsyncIterator[bytes]:
+        """The SSE bytes for the step's chat chunk stream (``started.chunks()``), up to and including the
+        surface's end-of-stream marker."""
         ...
 
     def error(self, failure: Failure, headers: dict[str, str]) -> Response: ...
 
-    def stream_error(self, failure: Failure) -> bytes: ...
+    def stream_error(self, failure: Failure, parsed: Parsed) -> bytes:
+        """The SSE bytes for a failure mid-stream, after whatever ``stream`` already sent."""
+        ...
 
 
 class SurfaceEndpoint:
@@ -94,8 +99,8 @@ class SurfaceEndpoint:
         started = await self._pipeline.start(request.headers, parsed.body, identity=identity, request_id=request_id,
                                              outcome=outcome, session_hint=parsed.session_hint)
         if started.completion is not None:
-            return Response(await self._render(started.completion, parsed, started), media_type="application/json",
-                            headers=started.headers)
+            return Response(await self._surface.render(started.completion, parsed, started),
+                            media_type="application/json", headers=started.headers)
         return StreamingResponse(
             self._relay(started, parsed, request_id, outcome),
             media_type="text/event-stream",
@@ -106,28 +111,19 @@ class SurfaceEndpoint:
                      outcome: Outcome) -> AsyncIterator[bytes]:
         status = 499  # the client went away before the end
         try:
-            async for data in self._events(started, parsed):
+            async for data in self._surface.stream(started, parsed):
                 yield data
             status = 200
         except Exception as exc:
             failure = classify(exc, request_id, mid_stream=True)
             status = failure.status
-            yield self._stream_error(failure, parsed)
+            yield self._surface.stream_error(failure, parsed)
         finally:
             outcome.observe(self._metrics, status)
             if started.rest is not None:
                 await aclose(started.rest)
             self._settle(request_id, outcome)
 
-    # Steps a surface's endpoint may extend (the Responses surface reads and writes stored responses here).
+    # A step a surface's endpoint may extend (the Responses surface reads stored responses here).
     async def _parse(self, request: Request, identity: Identity) -> Parsed:
         return self._surface.parse(await request.body(), request.headers)
-
-    async def _render(self, completion: dict[str, Any], parsed: Parsed, started: Started) -> bytes:
-        return self._surface.render(completion, parsed)
-
-    def _events(self, started: Started, parsed: Parsed) -> AsyncIterator[bytes]:
-        return self._surface.stream(started.chunks(), parsed)
-
-    def _stream_error(self, failure: Failure, parsed: Parsed) -> bytes:
-        return self._surface.stream_error(failure)

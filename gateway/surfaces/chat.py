@@ -11,6 +11,7 @@ from gateway import sse
 from gateway.errors import error_body, error_response
 from gateway.failures import Failure
 from gateway.jsonio import dumps
+from gateway.pipeline import Started
 from gateway.surfaces import Parsed
 from gateway.wire import client_wants_usage, parse_chat_request
 
@@ -19,12 +20,12 @@ class ChatSurface:
     def parse(self, raw: bytes, headers: Mapping[str, str]) -> Parsed:
         return Parsed(parse_chat_request(raw))
 
-    def render(self, completion: dict[str, Any], parsed: Parsed) -> bytes:
+    async def render(self, completion: dict[str, Any], parsed: Parsed, started: Started) -> bytes:
         return dumps(completion)
 
-    async def stream(self, chunks: AsyncIterator[dict[str, Any]], parsed: Parsed) -> AsyncIterator[bytes]:
+    async def stream(self, started: Started, parsed: Parsed) -> AsyncIterator[bytes]:
         wants_usage = client_wants_usage(parsed.body)
-        async for chunk in chunks:
+        async for chunk in started.chunks():
             if not wants_usage:
                 if _usage_only(chunk):
                     continue
@@ -37,7 +38,7 @@ class ChatSurface:
         return error_response(failure.status, failure.message, failure.type, param=failure.param,
                               code=failure.code, headers=headers)
 
-    def stream_error(self, failure: Failure) -> bytes:
+    def stream_error(self, failure: Failure, parsed: Parsed) -> bytes:
         return sse.encode(error_body(failure.message, failure.type, code=failure.code))
 
 

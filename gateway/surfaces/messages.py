@@ -14,6 +14,7 @@ from starlette.responses import Response
 from accounting.estimate import TokenEstimator
 from gateway.failures import Failure, classify
 from gateway.jsonio import dumps
+from gateway.pipeline import Started
 from gateway.service import Services
 from gateway.sse import event
 from gateway.surfaces import Parsed
@@ -51,17 +52,17 @@ class MessagesSurface:
         chat, request = to_chat(load(raw), native=self._native)
         return Parsed(chat, session_hint=headers.get(SESSION_HEADER) or None, extra=request)
 
-    def render(self, completion: dict[str, Any], parsed: Parsed) -> bytes:
+    async def render(self, completion: dict[str, Any], parsed: Parsed, started: Started) -> bytes:
         return dumps(render(completion, _request(parsed)))
 
-    def stream(self, chunks: AsyncIterator[dict[str, Any]], parsed: Parsed) -> AsyncIterator[bytes]:
-        return EventStream(_request(parsed)).events(chunks)
+    def stream(self, started: Started, parsed: Parsed) -> AsyncIterator[bytes]:
+        return EventStream(_request(parsed)).events(started.chunks())
 
     def error(self, failure: Failure, headers: dict[str, str]) -> Response:
         return Response(dumps(error_body(failure)), status_code=failure.status, media_type="application/json",
                         headers=headers)
 
-    def stream_error(self, failure: Failure) -> bytes:
+    def stream_error(self, failure: Failure, parsed: Parsed) -> bytes:
         return event("error", error_body(failure))
 
 

@@ -100,12 +100,8 @@ class ResponsesSurface:
         request.shell = ResponseShell(raw, conversion.tools)
         return Parsed(conversion.body, session_hint=hint, extra=request)
 
-    def render(self, completion: dict[str, Any], parsed: Parsed) -> bytes:
-        request: ResponsesRequest = parsed.extra
-        assert request.shell is not None
-        return dumps(request.shell.render(completion))
-
-    async def finish(self, completion: dict[str, Any], parsed: Parsed, started: Started) -> bytes:
+    async def render(self, completion: dict[str, Any], parsed: Parsed, started: Started) -> bytes:
+        """The response object, stored (when the request asks for it) for a later ``previous_response_id``."""
         request: ResponsesRequest = parsed.extra
         assert request.shell is not None
         response = request.shell.render(completion)
@@ -122,12 +118,8 @@ class ResponsesSurface:
         except Exception:  # the answer is paid for and ready: deliver it; a follow-up naming it gets the 404
             log.warning("could not store response %s for previous_response_id", request.shell.id, exc_info=True)
 
-    async def stream(self, chunks: AsyncIterator[dict[str, Any]], parsed: Parsed) -> AsyncIterator[bytes]:
-        async for data in self.stream_started(chunks, parsed, None):
-            yield data
-
-    async def stream_started(self, chunks: AsyncIterator[dict[str, Any]], parsed: Parsed,
-                             started: Started | None) -> AsyncIterator[bytes]:
+    async def stream(self, started: Started, parsed: Parsed) -> AsyncIterator[bytes]:
+        """The event stream; the response is stored once it is complete, before its last events go out."""
         request: ResponsesRequest = parsed.extra
         assert request.shell is not None
         include = request.raw.get("include") or ()
@@ -135,12 +127,11 @@ class ResponsesSurface:
                                               or bool(request.raw.get("top_logprobs")))
         for event in events.start():
             yield _frame(event)
-        async for chunk in chunks:
+        async for chunk in started.chunks():
             for event in events.feed(chunk):
                 yield _frame(event)
         last = list(events.finish_events())
-        if started is not None:
-            await self._save(request, started, events.items)
+        await self._save(request, started, events.items)
         for event in last:
             yield _frame(event)
 
@@ -148,14 +139,11 @@ class ResponsesSurface:
         return error_response(failure.status, failure.message, failure.type, param=failure.param,
                               code=failure.code, headers=headers)
 
-    def stream_error(self, failure: Failure) -> bytes:
-        return sse.encode(error_body(failure.message, failure.type, param=failure.param, code=failure.code))
-
-    def stream_failed(self, failure: Failure, parsed: Parsed) -> bytes:
+    def stream_error(self, failure: Failure, parsed: Parsed) -> bytes:
         """Mid-stream: an ``error`` event, then ``response.failed``, numbered after what was already sent."""
         request: ResponsesRequest = parsed.extra
         if request.stream is None:
-            return self.stream_error(failure)
+            return sse.encode(error_body(failure.message, failure.type, param=failure.param, code=failure.code))
         return b"".join(_frame(event) for event in request.stream.fail(failure.code or failure.type,
                                                                          failure.message))
 
@@ -173,23 +161,14 @@ def _frame(event: dict[str, Any]) -> bytes:
 
 
 class ResponsesEndpoint(SurfaceEndpoint):
-    """The shared endpoint, with the two steps this surface needs the session store for: the history of
-    ``previous_response_id`` before the step, and storing the response after it."""
+    """The shared endpoint, with the history of ``previous_response_id`` read before the step (for the caller's
+    owner); the surface stores the response after it (``render``, ``stream``)."""
 
     _surface: ResponsesSurface
 
     async def _parse(self, request: Request, identity: Identity) -> Parsed:
         parsed = self._surface.parse(await request.body(), request.headers)
         return await self._surface.prepare(parsed, identity.owner)
-
-    async def _render(self, completion: dict[str, Any], parsed: Parsed, started: Started) -> bytes:
-        return await self._surface.finish(completion, parsed, started)
-
-    def _events(self, started: Started, parsed: Parsed) -> AsyncIterator[bytes]:
-        return self._surface.stream_started(started.chunks(), parsed, started)
-
-    def _stream_error(self, failure: Failure, parsed: Parsed) -> bytes:
-        return self._surface.stream_failed(failure, parsed)
 
 
 def responses_endpoint(services: Services, pipeline: StepPipeline, metrics: RequestMetrics) -> ResponsesEndpoint:

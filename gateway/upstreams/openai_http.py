@@ -42,8 +42,10 @@ class OpenAIHTTPUpstream:
     def _client(self) -> aiohttp.ClientSession:
         # Created on first use: a session belongs to the running event loop.
         if self._session is None or self._session.closed:
+            # No cookie jar: the one client serves every session and tenant (a cookie one response set would
+            # ride on everyone's next request), and matching cookies cost CPU on every call.
             self._session = aiohttp.ClientSession(
-                headers=self._headers, timeout=self._timeout,
+                headers=self._headers, timeout=self._timeout, cookie_jar=aiohttp.DummyCookieJar(),
                 connector=aiohttp.TCPConnector(limit=self._settings.max_connections, ttl_dns_cache=300))
         return self._session
 

@@ -63,6 +63,23 @@ async def test_a_lost_record_keeps_its_request_unsettled(database_url: str) -> N
         await meter.aclose()
 
 
+async def test_requests_that_never_finish_do_not_pile_up(database_url: str) -> None:
+    """Only max_open_requests unfinished requests are remembered: the oldest is forgotten (it can then never show
+    as settled), the newer ones settle as usual."""
+    meter = meter_for(database_url, WriterSettings(flush_interval_s=3600, max_open_requests=2))
+    await meter.start()
+    try:
+        for n in (1, 2, 3):  # req-1 is never finished before two newer requests make calls
+            meter.record(call(n, request_id=f"req-{n}"))
+        for n in (3, 2, 1):
+            meter.settle(f"req-{n}", "s1")
+        await meter.flush()
+        report = await meter.settlement(["req-1", "req-2", "req-3"])
+        assert report["pending"] == [{"request_id": "req-1", "expected_calls": 0, "recorded_calls": 1}]
+    finally:
+        await meter.aclose()
+
+
 async def test_a_request_that_made_no_upstream_call_settles_with_no_usage(database_url: str) -> None:
     meter = meter_for(database_url, HOLD)
     await meter.start()

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 
 import httpx
 import pytest
 
 from accounting.calls import MemoryMeter
-from gateway.logs import JsonFormatter, configure_logging
+from gateway.logs import JsonFormatter, ThreadedHandler, configure_logging
 from tests.fakes.model_server import ModelServer, Reply
 from tests.observability.gateways import running_gateway
 
@@ -40,8 +41,32 @@ def test_configure_logging_switches_the_root_handler_to_json(capsys: pytest.Capt
     try:
         configure_logging("json")
         logging.getLogger("ecgw.test").warning("disk %s", "full")
+        root.handlers[0].flush()  # written on the logging thread: wait for it
         line = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
         assert line["message"] == "disk full" and line["level"] == "warning" and line["logger"] == "ecgw.test"
     finally:
+        for handler in root.handlers:
+            handler.close()
         root.handlers[:], _ = saved
         root.setLevel(saved[1])
+
+
+def test_lines_are_formatted_and_written_off_the_logging_thread() -> None:
+    """The access line of every request is queued on the event loop and written by a thread of its own."""
+    seen: list[str] = []
+
+    class Recording(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(f"{threading.current_thread().name}: {self.format(record)}")
+
+    handler = ThreadedHandler(Recording())
+    logger = logging.getLogger("ecgw.test.threaded")
+    logger.addHandler(handler)
+    try:
+        logger.warning("disk %s", "full")
+        handler.flush()
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    [line] = seen
+    assert line.endswith(": disk full") and not line.startswith(threading.current_thread().name + ":")

@@ -15,7 +15,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from accounting.calls import MemoryMeter
+from accounting.usage import normalise
+from gateway.service import Services
 from gateway.tracing import OTelTracing
+from router import channels
 from tests.fakes.model_server import ModelServer, Reply
 from tests.observability.gateways import running_gateway
 
@@ -35,13 +38,13 @@ def exporter() -> Iterator[InMemorySpanExporter]:
 
 
 def _escalating_step(edge: ModelServer, cloud: ModelServer, exporter: InMemorySpanExporter, *,
-                     stream: bool) -> tuple[httpx.Response, MemoryMeter, list[ReadableSpan]]:
+                     stream: bool) -> tuple[httpx.Response, MemoryMeter, list[ReadableSpan], Services]:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     meter = MemoryMeter()
     with running_gateway(edge, cloud, meter=meter, tracing=OTelTracing(provider),
                          policy={"default": "step-routing",
-                                 "knobs": {"step-routing": {"mode": "probe", "tau": 1.5}}}) as (url, _):
+                                 "knobs": {"step-routing": {"mode": "probe", "tau": 1.5}}}) as (url, services):
         put = httpx.put(f"{url}/v1/sessions/{SESSION}/units", json=UNITS, timeout=30)
         assert put.status_code == 200, put.text
         edge.script(Reply("t0", first_token_top=UNSURE))
@@ -51,7 +54,7 @@ def _escalating_step(edge: ModelServer, cloud: ModelServer, exporter: InMemorySp
             "messages": [{"role": "user", "content": f"Call {NAME} at {PHONE} about the invoice."}]})
         assert response.status_code == 200, response.text
         response.read()
-    return response, meter, list(exporter.get_finished_spans())
+    return response, meter, list(exporter.get_finished_spans()), services
 
 
 def _children(spans: list[ReadableSpan], parent: ReadableSpan) -> list[ReadableSpan]:
@@ -63,7 +66,7 @@ def _children(spans: list[ReadableSpan], parent: ReadableSpan) -> list[ReadableS
 @pytest.mark.parametrize("stream", [False, True])
 def test_escalating_step_routing_request_has_the_span_tree_and_attributes(
         edge: ModelServer, cloud: ModelServer, exporter: InMemorySpanExporter, stream: bool) -> None:
-    response, meter, spans = _escalating_step(edge, cloud, exporter, stream=stream)
+    response, meter, spans, services = _escalating_step(edge, cloud, exporter, stream=stream)
     (root,) = [s for s in spans if s.name == "ecgw.request"]
     assert root.parent is None and root.context is not None
     assert response.headers["x-ecgw-trace-id"] == format(root.context.trace_id, "032x")
@@ -80,7 +83,10 @@ def test_escalating_step_routing_request_has_the_span_tree_and_attributes(
     assert sorted(s.name for s in _children(spans, escalation)) == ["ecgw.meter", "ecgw.protect", "ecgw.restore"]
 
     attrs = dict(root.attributes or {})
-    assert attrs["ecgw.session"] == hashlib.sha256(b"ecgw-session\0" + SESSION.encode()).hexdigest()[:16]
+    # keyed: the gateway's own hasher gives it, a hash of a guessed id does not
+    assert attrs["ecgw.session"] == services.session_hash(SESSION)
+    assert attrs["ecgw.session"] not in {hashlib.sha256(prefix + SESSION.encode()).hexdigest()[:16]
+                                         for prefix in (b"", b"ecgw-session\0")}
     assert attrs["ecgw.policy"] == "step-routing" and attrs["ecgw.route"] == "mixed"
     assert attrs["http.status_code"] == 200
     cloud_usage = [c.usage for c in meter.calls if c.side == "cloud"][0]
@@ -108,10 +114,18 @@ def test_escalating_step_routing_request_has_the_span_tree_and_attributes(
                 assert needle not in str(text), f"{span.name} carries {needle!r}"
 
 
-def test_tracing_is_off_by_default(edge: ModelServer, cloud: ModelServer) -> None:
+def test_tracing_is_off_by_default(edge: ModelServer, cloud: ModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    normalised: list[Any] = []  # the channels normalise usage only for span attributes: not without a span
+
+    def counting(usage: Any) -> Any:
+        normalised.append(usage)
+        return normalise(usage)
+
+    monkeypatch.setattr(channels, "normalise", counting)
     with running_gateway(edge, cloud, meter=MemoryMeter()) as (url, services):
         response = httpx.post(f"{url}/v1/chat/completions", timeout=30,
                               json={"model": "agent", "messages": [{"role": "user", "content": "hi"}]})
     assert response.status_code == 200
     assert "x-ecgw-trace-id" not in response.headers
     assert services.tracing.enabled is False
+    assert normalised == []

@@ -8,6 +8,9 @@ import httpx
 import openai
 import pytest
 
+from privacy.egress import EgressCheck
+from privacy.units import UnitMatcher, units_of
+from privacy.vault import Vault
 from tests.fakes.model_server import Reply
 from tests.privacy.helpers import UNITS, protector, units_document
 
@@ -90,3 +93,18 @@ def test_an_unprotected_baseline_reports_what_left(start_gateway, cloud):
     assert units["cust-7.email"] == "not_sent"
     assert report["cloud_calls"] == 1
     assert report["exposure_pct"] == pytest.approx(100 * (2 + 3) / 12)
+
+
+def test_the_reported_exposure_is_what_an_independent_scan_of_the_sent_body_finds(start_gateway, cloud):
+    """Last check off, so what leaves is what the layers missed; the report must name exactly the units the last
+    check's own scan (``privacy.egress`` with the one unit matcher) finds in the body the cloud received."""
+    gw = start_gateway(privacy={"last_check": False, "layers": {"ner": False}, "actions": {"contact": "audit"}})
+    assert httpx.put(f"{gw.url}/v1/sessions/{SESSION}/units", json=UNITS).status_code == 200
+    cloud.script(Reply(content="ok"))
+    _ask(gw, 'ring (415)  555  -  0132; login MariaGonzalez; {"Maria.Gonzalez@acme-mail.com": 1}')
+    sent = cloud.requests[-1]
+    scan = EgressCheck([]).scan(sent, UnitMatcher(units_of(units_document())), Vault())
+    left = {hit.finding.unit_id for hit in scan if hit.finding.unit_id}
+    report = httpx.get(f"{gw.url}/v1/sessions/{SESSION}/privacy").json()
+    assert {u["unit_id"] for u in report["units"] if u["status"] == "exposed"} == left
+    assert left == {"cust-7.phone", "cust-7.email"}

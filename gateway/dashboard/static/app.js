@@ -170,7 +170,7 @@ function bodyView(bodies) {
   if (!bodies.length) return null;
   return bodies.map((b) => el("details", { class: "cloudbody" },
     el("summary", {}, "what the cloud saw (" + (Object.entries(b.findings).map(([a, n]) => a + " " + n).join(", ") || "no findings") + ")"),
-    b.body === null ? el("p", { class: "up" }, b.raw_left + " value(s) left raw on this call (action audit): body withheld")
+    b.body === null ? el("p", { class: "up" }, b.raw_left + " value(s) left raw on this call: body withheld")
       : el("pre", { class: "body" }, withPlaceholders(JSON.stringify(b.body.messages || b.body, null, 2)))));
 }
 

@@ -1,0 +1,124 @@
+"""CPU per request of the gateway, edge-only, as ``make bench`` runs it (SQLite metering, the access log on), with
+the gateway served by uvicorn in this process and the load generator and the upstream in their own processes, so
+this process's CPU time is the gateway's alone (its writer threads included). Machine-load independent enough to
+compare two commits on a shared machine, which wall-clock figures are not.
+
+    python -m benchmarks.cpu                      # µs of CPU per request (all threads, and the event loop's
+                                                  # alone), JSON and streamed, concurrency 64
+    python -m benchmarks.cpu --profile 25         # and the 25 costliest functions (cProfile, event-loop thread)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import json
+import logging
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from benchmarks.contenders import free_port, start_upstream
+from benchmarks.workload import small_request
+
+
+def _load(url: str, *, concurrency: int, requests: int, stream: bool) -> None:
+    """The load generator, in a child process (its CPU is not the gateway's)."""
+    code = ("import asyncio, json, sys; from benchmarks.load import run_load; "
+            "r = asyncio.run(run_load(sys.argv[1], json.loads(sys.argv[2]), concurrency=int(sys.argv[3]), "
+            "requests=int(sys.argv[4]))); print(json.dumps({'ok': len(r.latencies_s), 'errors': r.errors}))")
+    body = json.dumps(dict(small_request(), model="bench", stream=stream))
+    out = subprocess.run([sys.executable, "-c", code, url, body, str(concurrency), str(requests)],
+                         capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout)
+    if result["errors"]:
+        raise RuntimeError(f"{result['errors']} requests failed")
+
+
+async def _serve(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    import uvicorn
+
+    from gateway.app import create_app
+    from gateway.logs import ThreadedHandler, configure_logging
+    from gateway.offline import prepare_offline_environment
+    from gateway.settings import load_settings
+
+    prepare_offline_environment()
+    upstream = start_upstream(workdir)
+    try:
+        port = free_port()
+        config = {"server": {"port": port}, "edge": {"base_url": upstream.url, "model": "bench"},
+                  "cloud": {"model": "openai/bench", "api_base": upstream.url, "api_key_env": None},
+                  "policy": {"default": "edge-only"}, "database_url": f"sqlite:///{workdir / 'cpu.sqlite3'}",
+                  "accounting": {"enabled": not args.no_metering}}
+        path = workdir / "cpu.yaml"
+        path.write_text(yaml.safe_dump(config))
+        settings = load_settings(str(path))
+        configure_logging(settings.server.log_format)
+        handler = logging.getLogger().handlers[0]
+        assert isinstance(handler, ThreadedHandler) and isinstance(handler.target, logging.StreamHandler)
+        handler.target.setStream((workdir / "ecgw.log").open("w"))  # as the bench: stderr to a file
+        if args.no_access_log:
+            logging.getLogger("ecgw.access").setLevel(logging.WARNING)
+        server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
+                                               log_level="warning"))
+        serving = asyncio.create_task(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.05)
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        out: dict[str, Any] = {}
+        profile = cProfile.Profile() if args.profile else None
+        for stream in (False, True):
+            await asyncio.to_thread(_load, url, concurrency=args.concurrency, requests=args.warmup, stream=stream)
+            cpu0, loop0, wall0 = time.process_time(), time.thread_time(), time.perf_counter()
+            if profile is not None:
+                profile.enable()
+            await asyncio.to_thread(_load, url, concurrency=args.concurrency, requests=args.requests, stream=stream)
+            if profile is not None:
+                profile.disable()
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            loop = time.thread_time() - loop0  # this coroutine runs on the event loop's thread
+            out["stream" if stream else "json"] = {"cpu_us_per_request": round(cpu / args.requests * 1e6, 1),
+                                                   "loop_cpu_us_per_request": round(loop / args.requests * 1e6, 1),
+                                                   "req_per_s": round(args.requests / wall, 1)}
+        server.should_exit = True
+        await serving
+        if profile is not None:
+            text = io.StringIO()
+            stats = pstats.Stats(profile, stream=text)
+            stats.sort_stats("tottime").print_stats(args.profile)
+            stats.sort_stats("cumulative").print_stats(r"/(gateway|router|accounting|privacy)/", args.profile)
+            out["profile"] = text.getvalue()
+        return out
+    finally:
+        upstream.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--requests", type=int, default=3000)
+    parser.add_argument("--warmup", type=int, default=500)
+    parser.add_argument("--no-metering", action="store_true", help="accounting.enabled: false (what it costs)")
+    parser.add_argument("--no-access-log", action="store_true", help="the access line off (what it costs)")
+    parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions (cProfile)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="ecgw-cpu-") as tmp:
+        result = asyncio.run(_serve(args, Path(tmp)))
+    profile = result.pop("profile", None)
+    print(json.dumps(result))
+    if profile:
+        print(profile)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
