@@ -13,8 +13,9 @@ from collections import Counter
 from benchmarks.recall.corpus import corpus, units_document
 from benchmarks.recall.score import Figures
 from gateway.sessions import MemorySessionStore
+from privacy.edge_detector import EdgeEndpoint, EdgeSpanLister
 from privacy.errors import PrivacyBlocked
-from privacy.factory import build_privacy_protector
+from privacy.factory import build_detector, build_edge_lister, build_privacy_protector
 from privacy.settings import PrivacySettings
 from privacy.units import UnitsDocument
 
@@ -27,9 +28,10 @@ def _seeds(spec: str) -> list[int]:
 
 
 async def measure(seeds: list[int], cases: int, settings: PrivacySettings,
-                  hard: bool = False) -> tuple[Figures, Figures]:
+                  hard: bool = False, lister: EdgeSpanLister | None = None) -> tuple[Figures, Figures]:
     plain, listed = Figures(), Figures()
-    protector = build_privacy_protector(settings, database_url=None, sessions=MemorySessionStore())
+    protector = build_privacy_protector(settings, database_url=None, sessions=MemorySessionStore(),
+                                        detector=build_detector(settings, lister=lister))
     for seed in seeds:
         for case in corpus(seed, cases, hard):
             await protector.register_units(f"listed-{case.id}", UnitsDocument.model_validate(units_document(case)))
@@ -51,9 +53,19 @@ def main() -> None:
     parser.add_argument("--hard", action="store_true",
                         help="labels, phrasings and surface forms the detectors were not written for")
     parser.add_argument("--no-last-check", action="store_true", help="the layers alone, without the last check")
+    parser.add_argument("--edge-detector", metavar="URL", help="add the edge-model layer: an OpenAI-compatible /v1 URL")
+    parser.add_argument("--edge-model", default="smollm2", help="the edge detector's model name")
     args = parser.parse_args()
-    settings = PrivacySettings(last_check=not args.no_last_check)
-    plain, listed = asyncio.run(measure(_seeds(args.seeds), args.cases, settings, args.hard))
+    settings = PrivacySettings(last_check=not args.no_last_check,
+                               edge_detector={"enabled": bool(args.edge_detector), "on_error": "fail"})
+    lister = build_edge_lister(settings, EdgeEndpoint(args.edge_detector, args.edge_model)) if args.edge_detector \
+        else None
+    plain, listed = asyncio.run(measure(_seeds(args.seeds), args.cases, settings, args.hard, lister))
+    if lister is not None:
+        s = lister.stats
+        print(f"Edge detector: {s.calls} calls, {s.cached} cached, {s.spans} spans kept, {s.rejected} rejected, "
+              f"{s.junk} junk answers, {s.failed} failed, {1000 * s.seconds / max(s.calls, 1):.0f} ms per call, "
+              f"types {dict(s.types)}")
     print(plain.table(f"Detection only (seeds {args.seeds})"))
     print(listed.table(f"With listed units (seeds {args.seeds})"))
     if args.leaks:
