@@ -17,6 +17,7 @@ import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,7 +196,13 @@ class EdgeSpanLister:
         return self._settings.max_segment_chars
 
     def entities(self, segments: list[str]) -> list[list[Entity]]:
-        return [self._segment(segment) for segment in segments]
+        unique = list(dict.fromkeys(segments))
+        if len(unique) > 1 and self._settings.concurrency > 1:  # an edge server batches concurrent requests
+            with ThreadPoolExecutor(min(self._settings.concurrency, len(unique))) as pool:
+                answers = dict(zip(unique, pool.map(self._segment, unique), strict=True))
+        else:
+            answers = {segment: self._segment(segment) for segment in unique}
+        return [answers[segment] for segment in segments]
 
     def _segment(self, segment: str) -> list[Entity]:
         key = hashlib.blake2b(segment.encode("utf-8", "surrogatepass"), digest_size=16).digest()

@@ -57,7 +57,8 @@ def main() -> None:
     parser.add_argument("--edge-model", default="smollm2", help="the edge detector's model name")
     args = parser.parse_args()
     settings = PrivacySettings(last_check=not args.no_last_check,
-                               edge_detector={"enabled": bool(args.edge_detector), "on_error": "fail"})
+                               edge_detector={"enabled": bool(args.edge_detector), "on_error": "fail",
+                                              "concurrency": 1})  # one at a time: ms per call is per segment
     lister = build_edge_lister(settings, EdgeEndpoint(args.edge_detector, args.edge_model)) if args.edge_detector \
         else None
     plain, listed = asyncio.run(measure(_seeds(args.seeds), args.cases, settings, args.hard, lister))
