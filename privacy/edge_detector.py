@@ -83,11 +83,11 @@ _SYSTEM = ("You find private data in text. Answer with JSON only: "
            'numbers, bank accounts, passwords, birth dates, salaries. Nothing private: {"spans": []}.')
 
 _EXAMPLES: list[tuple[str, list[tuple[str, str]]]] = [
-    ("Please call Daniel Okafor on 020 7946 0321 about the invoice.",
-     [("PERSON", "Daniel Okafor"), ("PHONE", "020 7946 0321")]),
+    ("Please call Tamsin Achterberg on 020 7946 0321 about the invoice.",
+     [("PERSON", "Tamsin Achterberg"), ("PHONE", "020 7946 0321")]),
     ("Run the tests again and summarise the failures.", []),
-    ("Her passport number is K48213977 and she lives at 14 Elm Road, Leeds.",
-     [("ID_NUMBER", "K48213977"), ("LOCATION", "14 Elm Road, Leeds")]),
+    ("Her passport number is K48213977 and she lives at 14 Wyebridge Lane, Leeds.",
+     [("ID_NUMBER", "K48213977"), ("LOCATION", "14 Wyebridge Lane, Leeds")]),
     ("The admin password is tulip-Moon-42; salary 84,500 EUR.",
      [("PASSWORD", "tulip-Moon-42"), ("AMOUNT", "84,500 EUR")]),
 ]
