@@ -10,6 +10,7 @@ an answer that is not the JSON asked for finds nothing.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import logging
 import re
@@ -118,7 +119,14 @@ def _messages(segment: str) -> list[dict[str, str]]:
 
 
 def _items(answer: str) -> list[Any] | None:
-    """The list of spans in the model's answer, whatever text wraps it; None when it holds no such JSON."""
+    """The list of spans in the model's answer, whatever text wraps it; None when it holds no such JSON. A server
+    whose chat template HTML-escapes messages (llama-cpp's chatml-function-calling) teaches the model to answer
+    ``{&#34;spans&#34;: …``: that is read unescaped."""
+    found = _json_list(answer)
+    return found if found is not None or "&" not in answer else _json_list(html.unescape(answer))
+
+
+def _json_list(answer: str) -> list[Any] | None:
     start = min((i for i in (answer.find("{"), answer.find("[")) if i >= 0), default=-1)
     if start < 0:
         return None

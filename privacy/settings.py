@@ -38,7 +38,7 @@ class EdgeDetectorSettings(_Section):
     model: str | None = None  # null = edge.model
     timeout_s: float = Field(30.0, gt=0)  # per call to the edge model
     max_segment_chars: int = Field(600, gt=0)  # prose is sent in pieces of at most this size (small models: short)
-    max_tokens: int = Field(256, gt=0)  # the answer's length limit
+    max_tokens: int = Field(128, gt=0)  # the answer's length limit
     concurrency: int = Field(4, gt=0)  # segments asked at once (an edge server batches them)
     json_mode: bool = True  # ask for response_format json_object (servers without it: set false)
     on_error: Literal["fail", "skip"] = "fail"  # edge down or erroring: fail = detector error (fail closed, as

@@ -75,6 +75,13 @@ def test_only_verbatim_spans_are_kept_and_typed():
     assert parsed.rejected == 5 and not parsed.junk  # a reformatted phone, a misspelt name, a plain word, 2 malformed
 
 
+def test_an_html_escaped_answer_is_read_unescaped():
+    """llama-cpp's chatml-function-calling template escapes the few-shot answers, and SmolLM2 answers in kind."""
+    answer = '{&#34;spans&#34;: [{&#34;type&#34;: &#34;PASSWORD&#34;, &#34;text&#34;: &#34;Marigold-77&#34;}]}'
+    parsed = spans_in(answer, "The vault password is Marigold-77.")
+    assert [(e.type, e.value) for e in parsed.spans] == [("PASSWORD", "Marigold-77")] and not parsed.junk
+
+
 @pytest.mark.parametrize("answer", ["", "I cannot help with that.", '{"spans": [{"type": "PERSON", "text": ',
                                     '{"names": ["Maria"]}', "[1, 2", "null"])
 def test_an_answer_that_is_not_the_json_asked_for_finds_nothing(answer):
