@@ -34,7 +34,7 @@ from gateway.privacy_routes import session_privacy_endpoint, units_endpoint
 from gateway.sealing import SealBroken, SealedStore
 from gateway.service import Services
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
-from gateway.settings import ConfigError, Settings
+from gateway.settings import ConfigError, Settings, edge_endpoint
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
 from gateway.surfaces.messages import CountTokens, MessagesSurface, native_anthropic
@@ -172,7 +172,8 @@ def build_services(
     keys = load_keys(settings, persistent_sessions=sessions is None and session_store_kind(settings) != "memory")
     sessions = sessions or build_session_store(settings, keys)
     protector = protector or build_protector(settings.privacy, database_url=settings.database_url,
-                                             sessions=sessions, hash_key=keys.derive("audit"),
+                                             sessions=sessions, edge=edge_endpoint(settings.edge),
+                                             hash_key=keys.derive("audit"),
                                              seal_key=keys.derive("audit-body"))
     return Services(
         settings=settings,

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from privacy.edge_detector import EdgeEndpoint
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
 from privacy.settings import PrivacySettings
 
@@ -51,6 +52,14 @@ def _config(path: str | None) -> tuple[PrivacySettings, str]:
                                                                          or "sqlite:///ecgw.sqlite3")
 
 
+def _edge(path: str | None) -> EdgeEndpoint:
+    """The ``edge:`` section of a config file (defaults without one), for ``privacy.edge_detector``."""
+    from gateway.settings import EdgeSettings, edge_endpoint
+
+    data = (yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}) if path else {}
+    return edge_endpoint(EdgeSettings.model_validate(data.get("edge") or {}))
+
+
 def _fail(message: str, code: int = EXIT_INVALID) -> int:
     print(f"ecgw: {message}", file=sys.stderr)
     return code
@@ -64,6 +73,7 @@ def scrub(args: argparse.Namespace) -> int:
 
     try:
         settings, _ = _config(args.config)
+        edge = _edge(args.config) if settings.edge_detector.enabled else None
         units = UnitsDocument.from_file(args.units) if args.units else None
     except (OSError, ValueError, ValidationError) as exc:
         return _fail(f"invalid configuration or units file: {exc}")
@@ -77,7 +87,7 @@ def scrub(args: argparse.Namespace) -> int:
     if not settings.enabled:
         sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
         return 0
-    protector = build_privacy_protector(settings, database_url=None, sessions=_Store())
+    protector = build_privacy_protector(settings, database_url=None, sessions=_Store(), edge=edge)
 
     async def run() -> Any:
         if units is not None:

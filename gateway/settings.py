@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from accounting.settings import AccountingSettings
+from privacy.edge_detector import EdgeEndpoint
 from privacy.settings import PrivacySettings
 from router.experiments import ExperimentsSettings
 
@@ -72,6 +73,12 @@ class EdgeSettings(_Section):
     launch: Literal["auto", "always", "never"] = "auto"
     launch_model: str | None = None
     launch_args: list[str] = Field(default_factory=list)
+
+
+def edge_endpoint(settings: EdgeSettings) -> EdgeEndpoint:
+    """The local edge model as the privacy layer's edge detector reaches it (``privacy.edge_detector``)."""
+    key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
+    return EdgeEndpoint(settings.base_url, settings.model, key)
 
 
 class CloudSettings(_Section):

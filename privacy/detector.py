@@ -125,12 +125,15 @@ def _covered(text: str, findings: list[Finding]) -> bool:
 
 class LayeredDetector:
     def __init__(self, layers: LayerSettings, *, secrets: TextDetector, patterns: TextDetector,
-                 ner: EntityRecognizer | None, max_segment_chars: int = 4000) -> None:
+                 ner: EntityRecognizer | None, max_segment_chars: int = 4000,
+                 edge: EntityRecognizer | None = None, edge_segment_chars: int = 600) -> None:
         self._layers = layers
         self._secrets = secrets
         self._patterns = patterns
         self._ner = ner if layers.ner else None
         self._max_segment_chars = max_segment_chars
+        self._edge = edge  # the edge model as a detector (privacy.edge_detector), after every other layer
+        self._edge_segment_chars = edge_segment_chars
         self._keys = KeyHintDetector()
         self._labels = LabelledValueDetector()
         self._identifiers = IdentifierDetector()
@@ -179,6 +182,8 @@ class LayeredDetector:
             found[i].extend(shaped)
         if self._ner is not None:
             self._add_entities(targets, found)
+        if self._edge is not None:
+            self._add_edge_spans(targets, found)
         return [resolve_overlaps(_everywhere(target.text, f)) for target, f in zip(targets, found, strict=True)]
 
     def _add_entities(self, targets: list[Target], found: list[list[Finding]]) -> None:
@@ -205,3 +210,22 @@ class LayeredDetector:
                 for start, end in _occurrences(value, text):
                     found[owner].append(Finding(type=type_, start=start, end=end, value=value, layer="ner",
                                                 key=f"{type_}:{value}", score=score))
+
+    def _add_edge_spans(self, targets: list[Target], found: list[list[Finding]]) -> None:
+        """The edge model's verbatim spans in the prose no other layer covered, found wherever they recur."""
+        assert self._edge is not None
+        owners: list[int] = []
+        segments: list[str] = []
+        for i, target in enumerate(targets):
+            if target.prose and not _covered(target.text, found[i]):
+                for segment in prose_segments(target.text, self._edge_segment_chars):
+                    owners.append(i)
+                    segments.append(segment)
+        if not segments:
+            return
+        for owner, entities in zip(owners, self._edge.entities(segments), strict=True):
+            text = targets[owner].text
+            for entity in entities:
+                for m in _entity_pattern(entity.value).finditer(text):
+                    found[owner].append(Finding(type=entity.type, start=m.start(), end=m.end(), value=entity.value,
+                                                layer="edge", key=f"{entity.type}:{entity.value}"))

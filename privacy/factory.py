@@ -11,6 +11,7 @@ from privacy.audit import AuditStore, Hasher
 from privacy.audit_writer import AuditWriter
 from privacy.audited import AuditedUnits
 from privacy.detector import LayeredDetector
+from privacy.edge_detector import EdgeEndpoint, EdgeSpanLister, HttpEdgeChat
 from privacy.egress import EgressCheck
 from privacy.identifiers import IdentifierDetector
 from privacy.labels import LabelledValueDetector
@@ -41,11 +42,31 @@ def shared_recognizer(settings: NerSettings) -> SpacyRecognizer:
     return recognizer
 
 
-def build_detector(settings: PrivacySettings) -> LayeredDetector:
-    """The layered detector; the NER engine inside is built on first use, not here."""
+def build_edge_lister(settings: PrivacySettings, edge: EdgeEndpoint | None) -> EdgeSpanLister | None:
+    """The edge-model layer when ``privacy.edge_detector.enabled``; its own ``base_url``/``model`` override the
+    gateway's edge endpoint (``edge``). Enabled with no endpoint at all is a configuration error."""
+    config = settings.edge_detector
+    if not config.enabled:
+        return None
+    base_url = config.base_url or (edge.base_url if edge else None)
+    model = config.model or (edge.model if edge else None)
+    if not base_url or not model:
+        raise ValueError("privacy.edge_detector is enabled but no edge model is known: set edge.base_url and "
+                         "edge.model, or privacy.edge_detector.base_url and .model")
+    endpoint = EdgeEndpoint(base_url, model, edge.api_key if edge and base_url == edge.base_url else None)
+    return EdgeSpanLister(HttpEdgeChat(endpoint, config), config)
+
+
+def build_detector(settings: PrivacySettings, *, edge: EdgeEndpoint | None = None,
+                   lister: EdgeSpanLister | None = None) -> LayeredDetector:
+    """The layered detector; the NER engine inside is built on first use, not here. ``edge``: where the local
+    edge model answers, for ``privacy.edge_detector`` (the gateway injects its ``edge`` settings); ``lister``: an
+    edge layer built already (its stats read by a benchmark)."""
     ner = shared_recognizer(settings.ner) if settings.layers.ner else None
     return LayeredDetector(settings.layers, secrets=SecretDetector(), patterns=PatternDetector(), ner=ner,
-                           max_segment_chars=settings.ner.max_segment_chars)
+                           max_segment_chars=settings.ner.max_segment_chars,
+                           edge=lister or build_edge_lister(settings, edge),
+                           edge_segment_chars=settings.edge_detector.max_segment_chars)
 
 
 def _audit(settings: PrivacySettings, database_url: str, hash_key: bytes | None) -> tuple[AuditWriter, Hasher]:
@@ -59,14 +80,15 @@ def _audit(settings: PrivacySettings, database_url: str, hash_key: bytes | None)
 
 
 def build_privacy_protector(settings: PrivacySettings, *, database_url: str | None, sessions: Any,
-                            detector: LayeredDetector | None = None,
+                            detector: LayeredDetector | None = None, edge: EdgeEndpoint | None = None,
                             hash_key: bytes | None = None, seal_key: bytes | None = None) -> PrivacyProtector:
     """``database_url`` None: no audit (``ecgw scrub``). ``hash_key``: the audit's HMAC key (the gateway derives
     it from its secrets key); ``privacy.hash_key`` overrides it. Never stored in the database. ``seal_key``: encrypts
     the audit's copy of each outgoing body (None: kept as sent)."""
     audit, hasher = _audit(settings, database_url, hash_key) if settings.audit and database_url else (None, None)
     actions = ActionTable(settings)
-    scrubber = Scrubber(detector or build_detector(settings), actions, shared=SharedDetections(settings.cache_entries))
+    scrubber = Scrubber(detector or build_detector(settings, edge=edge), actions,
+                        shared=SharedDetections(settings.cache_entries))
     metrics = PrivacyMetrics()
     last_check = LastCheck(build_egress_check(settings), actions, metrics) if settings.last_check else None
     return PrivacyProtector(settings, sessions=sessions, scrubber=scrubber,
@@ -81,14 +103,15 @@ def build_egress_check(settings: PrivacySettings) -> EgressCheck:
                        [LabelledValueDetector()], cache_entries=settings.cache_entries)
 
 
-def build_protector(settings: PrivacySettings, *, database_url: str, sessions: Any,
+def build_protector(settings: PrivacySettings, *, database_url: str, sessions: Any, edge: EdgeEndpoint | None = None,
                     hash_key: bytes | None = None, seal_key: bytes | None = None) -> Protector:
-    """``sessions`` is the gateway's session store (async ``get``/``set`` of JSON values per session)."""
+    """``sessions`` is the gateway's session store (async ``get``/``set`` of JSON values per session); ``edge``
+    the local edge model, for ``privacy.edge_detector``."""
     if not settings.enabled:
         if settings.audit and database_url:  # still measure what leaves (privacy.passthrough)
             audit, hasher = _audit(settings, database_url, hash_key)
             return RecordingPassThroughProtector(AuditedUnits(UnitRegistry(sessions, settings.units_files), audit,
                                                               hasher))
         return PassThroughProtector()
-    return build_privacy_protector(settings, database_url=database_url, sessions=sessions, hash_key=hash_key,
-                                   seal_key=seal_key)
+    return build_privacy_protector(settings, database_url=database_url, sessions=sessions, edge=edge,
+                                   hash_key=hash_key, seal_key=seal_key)

@@ -29,10 +29,28 @@ class NerSettings(_Section):
     max_segment_chars: int = Field(default=4000, gt=0)  # natural-language text is analysed in segments of this size
 
 
+class EdgeDetectorSettings(_Section):
+    """The local edge model as one more detector (off by default): it lists sensitive values in prose segments
+    no earlier layer covered. The edge is local and may see raw values; only verbatim spans are kept."""
+
+    enabled: bool = False
+    base_url: str | None = None  # OpenAI-compatible /v1 base; null = edge.base_url
+    model: str | None = None  # null = edge.model
+    timeout_s: float = Field(30.0, gt=0)  # per call to the edge model
+    max_segment_chars: int = Field(600, gt=0)  # prose is sent in pieces of at most this size (small models: short)
+    max_tokens: int = Field(128, gt=0)  # the answer's length limit
+    concurrency: int = Field(4, gt=0)  # segments asked at once (an edge server batches them)
+    json_mode: bool = True  # ask for response_format json_object (servers without it: set false)
+    on_error: Literal["fail", "skip"] = "fail"  # edge down or erroring: fail = detector error (fail closed, as
+    # privacy.on_privacy_error says) | skip = this layer finds nothing for that text
+    cache_entries: int = Field(20_000, gt=0)  # answers kept per process, by segment content hash
+
+
 class PrivacySettings(_Section):
     enabled: bool = True  # false sends cloud-bound requests unchanged (still through the one cloud door)
     layers: LayerSettings = Field(default_factory=LayerSettings)
     ner: NerSettings = Field(default_factory=lambda: NerSettings())
+    edge_detector: EdgeDetectorSettings = Field(default_factory=lambda: EdgeDetectorSettings())
     default_action: Action = "pseudonymise"
     actions: dict[str, Action] = Field(default_factory=dict)  # per entity type, e.g. {"IP_ADDRESS": "audit"}
     images: Literal["block", "pass"] = "block"  # image content parts: block keeps the step on the edge

@@ -14,8 +14,9 @@ from benchmarks.recall import wild
 from benchmarks.recall.corpus import Case, corpus, units_document
 from benchmarks.recall.score import Figures
 from gateway.sessions import MemorySessionStore
+from privacy.edge_detector import EdgeEndpoint, EdgeSpanLister
 from privacy.errors import PrivacyBlocked
-from privacy.factory import build_privacy_protector
+from privacy.factory import build_detector, build_edge_lister, build_privacy_protector
 from privacy.settings import PrivacySettings
 from privacy.units import UnitsDocument
 
@@ -34,9 +35,11 @@ def _cases(seed: int, cases: int, hard: bool, variant: str | None) -> list[Case]
 
 
 async def measure(seeds: list[int], cases: int, settings: PrivacySettings,
-                  hard: bool = False, variant: str | None = None) -> tuple[Figures, Figures]:
+                  hard: bool = False, variant: str | None = None,
+                  lister: EdgeSpanLister | None = None) -> tuple[Figures, Figures]:
     plain, listed = Figures(), Figures()
-    protector = build_privacy_protector(settings, database_url=None, sessions=MemorySessionStore())
+    protector = build_privacy_protector(settings, database_url=None, sessions=MemorySessionStore(),
+                                        detector=build_detector(settings, lister=lister))
     for seed in seeds:
         for case in _cases(seed, cases, hard, variant):
             await protector.register_units(f"listed-{case.id}", UnitsDocument.model_validate(units_document(case)))
@@ -60,12 +63,22 @@ def main() -> None:
     parser.add_argument("--variant", choices=["wild-a", "wild-b"],
                         help="labels and containers as real exports write them, in two disjoint pools (wild.py)")
     parser.add_argument("--no-last-check", action="store_true", help="the layers alone, without the last check")
+    parser.add_argument("--edge-detector", metavar="URL", help="add the edge-model layer: an OpenAI-compatible /v1 URL")
+    parser.add_argument("--edge-model", default="smollm2", help="the edge detector's model name")
     args = parser.parse_args()
     if args.variant and args.hard:
         parser.error("--hard and --variant are different corpora; pick one")
-    settings = PrivacySettings(last_check=not args.no_last_check)
-    plain, listed = asyncio.run(measure(_seeds(args.seeds), args.cases, settings, args.hard,
-                                        args.variant))
+    settings = PrivacySettings(last_check=not args.no_last_check,
+                               edge_detector={"enabled": bool(args.edge_detector), "on_error": "fail",
+                                              "concurrency": 1})  # one at a time: ms per call is per segment
+    lister = build_edge_lister(settings, EdgeEndpoint(args.edge_detector, args.edge_model)) if args.edge_detector \
+        else None
+    plain, listed = asyncio.run(measure(_seeds(args.seeds), args.cases, settings, args.hard, args.variant, lister))
+    if lister is not None:
+        s = lister.stats
+        print(f"Edge detector: {s.calls} calls, {s.cached} cached, {s.spans} spans kept, {s.rejected} rejected, "
+              f"{s.junk} junk answers, {s.failed} failed, {1000 * s.seconds / max(s.calls, 1):.0f} ms per call, "
+              f"types {dict(s.types)}")
     print(plain.table(f"Detection only (seeds {args.seeds})"))
     print(listed.table(f"With listed units (seeds {args.seeds})"))
     if args.leaks:
