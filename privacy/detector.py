@@ -226,6 +226,6 @@ class LayeredDetector:
         for owner, entities in zip(owners, self._edge.entities(segments), strict=True):
             text = targets[owner].text
             for entity in entities:
-                for m in _entity_pattern(entity.value).finditer(text):
-                    found[owner].append(Finding(type=entity.type, start=m.start(), end=m.end(), value=entity.value,
+                for start, end in _occurrences(entity.value, text):
+                    found[owner].append(Finding(type=entity.type, start=start, end=end, value=entity.value,
                                                 layer="edge", key=f"{entity.type}:{entity.value}"))
