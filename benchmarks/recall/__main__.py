@@ -1,7 +1,9 @@
 """``python -m benchmarks.recall --seeds 1000-1004``: recall and survival on the held-out corpus, per family.
 
 Runs the real protector (every layer as configured by default, NER included) twice per case: detection only, and
-with the case's values registered as listed units.
+with the case's values registered as listed units. ``--unprotected`` skips the protector and scores every body as
+generated (every value sent raw): a check of the scorer itself, which must then find 100 % of the annotated values
+that are in the body.
 """
 
 from __future__ import annotations
@@ -53,6 +55,15 @@ async def measure(seeds: list[int], cases: int, settings: PrivacySettings,
     return plain, listed
 
 
+def unprotected(seeds: list[int], cases: int, hard: bool = False, variant: str | None = None) -> Figures:
+    """Every case scored as generated, no protector in between: what the scorer finds when everything leaks."""
+    figures = Figures()
+    for seed in seeds:
+        for case in _cases(seed, cases, hard, variant):
+            figures.add(case, case.body)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", default="1000-1004", help="held-out seeds: 'A-B' or 'A,B,C'")
@@ -65,9 +76,19 @@ def main() -> None:
     parser.add_argument("--no-last-check", action="store_true", help="the layers alone, without the last check")
     parser.add_argument("--edge-detector", metavar="URL", help="add the edge-model layer: an OpenAI-compatible /v1 URL")
     parser.add_argument("--edge-model", default="smollm2", help="the edge detector's model name")
+    parser.add_argument("--unprotected", action="store_true",
+                        help="score the bodies as generated, without the protector (checks the scorer: expect 100 %%)")
     args = parser.parse_args()
     if args.variant and args.hard:
         parser.error("--hard and --variant are different corpora; pick one")
+    if args.unprotected:
+        figures = unprotected(_seeds(args.seeds), args.cases, args.hard, args.variant)
+        print(figures.table(f"Unprotected, every value sent raw (seeds {args.seeds})"))
+        for case_id, family, text in figures.missed:
+            print(f"not found: {case_id} {family:12s} {text!r}")
+        for case_id, field_, text in figures.absent:
+            print(f"not in the body: {case_id} {field_:12s} {text!r}")
+        return
     settings = PrivacySettings(last_check=not args.no_last_check,
                                edge_detector={"enabled": bool(args.edge_detector), "on_error": "fail",
                                               "concurrency": 1})  # one at a time: ms per call is per segment
