@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from privacy.findings import Finding
 from privacy.keyhints import structured_pairs
 from privacy.lexicon import Lexicon
+from privacy.normalise import canonical
 from privacy.secrets import _PLACEHOLDER_VALUES
 from privacy.units import _escaped_forms, _literal_pattern
 
@@ -84,25 +85,32 @@ def _shapes() -> dict[str, Shape]:
         "LOCATION": Shape(re.compile(r"^(?:(?=.*\d)(?=.*[A-Za-zÀ-ÿ]{3})(?!\w+://)[A-Za-z0-9À-ÿ][^\n=<>{}]{5,118}|"
                                      r"(?=.*[\u4e00-\u9fff])(?=.*(?:省|市|区|县|路|街|道|巷|弄|村|镇|号|楼|室))"
                                      r"[\u4e00-\u9fff0-9A-Za-z\-—·（）()#]{4,60})$"),
-                          reject=re.compile(r"^(?:\d[\d\s.:,\-]*|.*\.(?:py|js|ts|json|ya?ml|md|txt|csv|log))$")),
+                          reject=re.compile(r"^(?:\d[\d\s.:,\-]*|.*\.(?:py|js|ts|json|ya?ml|md|txt|csv|log)|"
+                                            r".*(?:/\w+/|://|\w\(|\b(?:and|then|the|to|write|update)\b).*)$",
+                                            re.IGNORECASE)),
     }
 
 
 _WRAP = re.compile(r"(?:\\r)?\\n\s*|\r?\n\s*")
 _SEPARATED = re.compile(r"(?<=[A-Za-z])[._](?=[A-Z])")
+_ENCODED = re.compile(r"%[0-9A-Fa-f]{2}|&#?\w+;|\\u[0-9a-fA-F]{4}|[\u200b-\u200d\u2060\ufeff\u00ad]")
 
 
 def _readings(raw: str) -> list[str]:
     """How a raw value may read: whitespace collapsed; a line wrap removed or read as a space; dots or underscores
-    between capitalised words read as spaces."""
+    between capitalised words read as spaces; %-escapes, HTML entities and zero-width characters decoded."""
     out: list[str] = []
-    if _WRAP.search(raw):
+    if ("\n" in raw or "\\" in raw) and _WRAP.search(raw):
         out.append(" ".join(_WRAP.sub("", raw).split()))
         out.append(" ".join(_WRAP.sub(" ", raw).split()))
     else:
         out.append(" ".join(raw.split()))
-    if _SEPARATED.search(out[0]):
+    if ("." in raw or "_" in raw) and _SEPARATED.search(out[0]):
         out.append(_SEPARATED.sub(" ", out[0]))
+    if (not raw.isascii() or "%" in raw or "&" in raw or "\\" in raw) and _ENCODED.search(raw):
+        decoded = " ".join(canonical(raw).split())
+        if decoded not in out:
+            out += _readings(decoded)
     return out
 
 
@@ -111,7 +119,8 @@ _CONNECTOR = (r"(?:(?P<conn>[\"']?[ \t]*(?:[:=：]|=>|->|\bis\b|\bwas\b|\bare\b|
               r"|[ \t]+(?:#[ \t]?)?(?=[A-Za-z]{0,4}[\-/]?\d))")
 _CHAR = r"(?:[^\s\"'<>{}\[\],;，；。、|()（）]|,(?=\d{3}(?!\d))|(?<=\w)['’](?=\w)|\\n ?)"
 _TEXT_VALUE = _CHAR + r"+(?:[ ]" + _CHAR + r"+){0,6}"
-_LINE_VALUE = r"[^\n\"|;()（）<>{}\[\]]{1,160}"
+_LINE_VALUE = r"(?:[^\n\"|;()（）<>{}\[\]。；.]|\.(?!\s+[A-Z]|\s*$)){1,160}"  # to the end of the line or sentence
+_LABEL_CACHE = 4096
 _BEFORE = re.compile(r"([A-Za-z]+)(?:[_\-.]|(?<=[a-z])(?=[A-Z])| )?$")
 
 
@@ -122,6 +131,7 @@ class LabelledValueDetector:
         self._connector = re.compile(_CONNECTOR)
         self._text_value = re.compile(_TEXT_VALUE)
         self._line_value = re.compile(_LINE_VALUE)
+        self._label_cache: dict[str, tuple[str, ...]] = {}
         self._quoted = {q: re.compile(r"[^\n" + q + r"]{1,200}(?=" + q + r")") for q in ("\"", "'", "\\\"")}
 
     def _accept(self, types: tuple[str, ...], raw: str, whole: bool) -> tuple[str, str, int] | None:
@@ -143,7 +153,14 @@ class LabelledValueDetector:
         return None
 
     def label_types(self, key: str) -> tuple[str, ...]:
-        return self._lexicon.types(key.strip()) if key.strip() else ()
+        """What a key or column names (cached: the same keys recur in every tool result)."""
+        types = self._label_cache.get(key)
+        if types is None:
+            types = self._lexicon.types(key.strip()) if key.strip() else ()
+            if len(self._label_cache) >= _LABEL_CACHE:
+                self._label_cache.clear()
+            self._label_cache[key] = types
+        return types
 
     def _csv_pairs(self, text: str) -> Iterator[tuple[str, str]]:
         """(column, cell) of a CSV/TSV whose header names at least one labelled column (quoted cells honoured)."""
@@ -221,15 +238,39 @@ class LabelledValueDetector:
                                key=f"{type_}:{value}"))
             hinted.setdefault(raw, type_)
             hinted.setdefault(value, type_)
+        lowered = text.lower() if text.isascii() else None
         for value, type_ in hinted.items():
             if len(value) < 2:
                 continue
             key = f"{type_}:{' '.join(_readings(value)[0].split())}"
-            pattern = re.compile("|".join(_literal_pattern(f) for f in _escaped_forms(value)), re.IGNORECASE)
-            for m in pattern.finditer(text):
-                out.append(Finding(type=type_, start=m.start(), end=m.end(), value=m.group(0), layer="patterns",
+            for start, end in _occurrences(text, lowered, value):
+                out.append(Finding(type=type_, start=start, end=end, value=text[start:end], layer="patterns",
                                    key=key))
         return out
+
+
+def _occurrences(text: str, lowered: str | None, value: str) -> Iterator[tuple[int, int]]:
+    """Spans of ``value`` in ``text`` as written, JSON-escaped, in any case (ASCII text) and with any whitespace
+    where it has some; not inside a longer word or number."""
+    for form in _escaped_forms(value):
+        if any(ch.isspace() for ch in form):
+            for m in re.finditer(_literal_pattern(form), text, re.IGNORECASE):
+                yield m.start(), m.end()
+            continue
+        haystack, needle = (lowered, form.lower()) if lowered is not None and form.isascii() else (text, form)
+        head = form[:1].isascii() and form[:1].isalnum()
+        tail = form[-1:].isascii() and form[-1:].isalnum()
+        start = haystack.find(needle)
+        while start >= 0:
+            end = start + len(needle)
+            if not (head and start > 0 and _word_char(text[start - 1])) \
+                    and not (tail and end < len(text) and _word_char(text[end])):
+                yield start, end
+            start = haystack.find(needle, start + 1)
+
+
+def _word_char(ch: str) -> bool:
+    return ch == "_" or (ch.isascii() and ch.isalnum())
 
 
 # Types whose value may follow its label after a space alone (``MRN 0042117``, ``passport K5707355``).

@@ -75,7 +75,8 @@ _add("person", "name names fullname surname forename firstname lastname person h
                "staff sender signatory traveller traveler passenger")
 _add("address", "address addresses addr adr street residence residential domicile home abode dwelling")
 
-_ID_WORDS = frozenset("id ids no nr num nbr number numbers # code identifier record rec key ref reference refno".split())
+_ID_WORDS = frozenset("id ids no nr num nbr number numbers # code identifier record rec key ref reference refno "
+                      "registration reg".split())
 _AMOUNT_TAIL = frozenset("total amount amt sum value gross net ytd annual monthly base available avail current "
                          "due outstanding".split())
 _QUALIFIERS = frozenset("the of a an to from my your his her their our primary secondary main personal private "
@@ -154,7 +155,7 @@ _zh("secret", "密码 口令 密钥 令牌 凭证 凭据 暗号 秘钥 私钥")
 _zh("person", "姓名 名字 名称 联系人 收件人 收货人 寄件人 发件人 持卡人 户主 员工 申请人 受益人 投保人 被保险人 "
               "开户人 户名 持有人 乘客 本人 雇员 职员 收款人 付款人")
 _zh("address", "地址 住址 住所 居所 居住地 住处 户籍 家庭住址 通讯地址 收货地址 寄送地址 邮寄地址 住宅 寓所")
-_ZH_ID = frozenset("号 号码 编号 码 编码 代码 识别码 标识 证号 记录".split())
+_ZH_ID = frozenset("号 号码 编号 码 编码 代码 识别码 标识 证号 记录 登记 注册 登记号 注册号".split())
 _ZH_AMOUNT_TAIL = frozenset("总额 金额 总计 合计 总数 数额".split())
 _ZH_QUALIFIERS = frozenset("的 登录 个人 主 家庭 常用 英国 美国 中国 当前 可用 银行".split())
 _ZH_NEGATIVE = frozenset("日期 时间 类型 状态 国家 国籍 有效期 到期 过期 签发 文件 路径 数量 格式 长度 模板 示例 "
@@ -175,11 +176,11 @@ class Lexicon:
     def __init__(self) -> None:
         self._split = re.compile(r"#|[0-9]+|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[\u3400-\u9fff]+")
         self._zh = re.compile("|".join(map(re.escape, _ZH_ALL)))
-        en = "|".join(map(re.escape, _EN_PHRASE))
+        en = trie_pattern(_EN_PHRASE)
         # A label phrase in free text: lexicon words joined by separators, camel case or nothing, then an
         # optional ``#``. Chinese words need no boundary.
         word = (r"(?:(?-i:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z]))(?:" + en + r"|a[ _\-]?(?=(?:number|no|num|nr|#)))"
-                r"(?-i:(?![a-z]))|" + "|".join(map(re.escape, _ZH_PHRASE)) + ")")
+                r"(?-i:(?![a-z]))|" + trie_pattern(_ZH_PHRASE) + ")")
         self.phrase = re.compile(word + r"(?:[ \t_\-./]{0,2}(?:" + word + r"|#))*\.?", re.IGNORECASE)
 
     def words(self, label: str) -> list[str]:
@@ -206,6 +207,27 @@ class Lexicon:
         if before:
             words = _merged([w for w in self.words(before)[-1:]] + words)
         return read(words)
+
+
+def trie_pattern(words: Sequence[str]) -> str:
+    """One alternation for many words, factored by common prefix (the regex engine gives up at the first letter
+    that starts no word instead of trying every word in turn)."""
+    trie: dict[str, dict] = {}  # type: ignore[type-arg]
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def pattern(node: dict) -> str:  # type: ignore[type-arg]
+        ends = "" in node
+        branches = [re.escape(ch) + pattern(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return "(?:" + body + ")?" if ends else body
+
+    return "(?:" + pattern(trie) + ")"
 
 
 def _merged(words: list[str]) -> list[str]:
@@ -261,6 +283,8 @@ def read(words: Sequence[str]) -> tuple[str, ...]:
             if _is_id(word) or word in _AMOUNT_TAIL or word in _ZH_AMOUNT_TAIL:
                 continue
             owner = _concept(word)
+            if owner is None and word.startswith("?") and len(word) <= 3:
+                continue  # a Chinese word the lexicon does not know, between the concept and its id word
             if owner is None:
                 return ()
             if tail_amount:
