@@ -13,6 +13,7 @@ the same text, in any case.
 from __future__ import annotations
 
 import csv
+import io
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,6 +31,10 @@ _NUMBER = r"(?:\d{1,3}(?:[,.' ]\d{3})+(?:[.,]\d{1,2})?|\d{4,10}(?:[.,]\d{1,2})?)
 # A value that is something else the agent needs: a hash, a UUID, a date, a version, an IP, a path.
 _NOT_ID = (r"^(?:(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d{4}-\d{2}-\d{2}(?:T.*)?|"
            r"v?\d+(?:\.\d+){1,3}|\d{1,3}(?:\.\d{1,3}){3}|\d+(?:\.\d+)?\s?(?:ms|s|KB|MB|GB|bytes|rows|lines))$")
+
+
+_NOT_ACCOUNT = frozenset({"enabled", "disabled", "none", "null", "true", "false", "required", "optional", "unknown",
+                          "pending", "active", "inactive", "verified", "linked", "unlinked", "string"})
 
 
 def _digits_between(low: int, high: int) -> Callable[[str], bool]:
@@ -58,7 +63,7 @@ class Shape:
 
 def _shapes() -> dict[str, Shape]:
     ident = re.compile(r"^(?=[A-Za-z0-9<\-/. ]*\d)[A-Za-z0-9][A-Za-z0-9<\-/.]*"
-                       r"(?: (?:(?=[A-Za-z\-]*\d)[A-Za-z0-9\-]{1,12}|[A-Z]{4})){0,7}$")
+                       r"(?: (?:(?=[A-Za-z\-]*\d)[A-Za-z0-9\-]{1,12}|[A-Z]{4}|[a-z]{4})){0,7}$")
     not_id = re.compile(_NOT_ID)
 
     def id_shape(low: int, high: int) -> Shape:
@@ -76,10 +81,12 @@ def _shapes() -> dict[str, Shape]:
         "CREDIT_CARD": id_shape(12, 19),
         "ACCOUNT_NUMBER": id_shape(5, 30),
         "AMOUNT": Shape(re.compile(r"^" + _CURRENCY + r"?\s?" + _NUMBER + _CURRENCY_AFTER + r"?$")),
-        "ALIPAY_ACCOUNT": Shape(re.compile(r"^(?=\S*[\d@])\S{5,60}$")),
-        "PHONE_NUMBER": Shape(re.compile(r"^\+?[\d\s\-().]{7,20}$"), _digits_between(7, 15)),
+        "ALIPAY_ACCOUNT": Shape(re.compile(r"^[\w.@+\-]{5,60}$"), lambda v: v.lower() not in _NOT_ACCOUNT),
+        "PHONE_NUMBER": Shape(re.compile(r"^\+?[\d\s\-().]{7,20}$|^\+?\(?\d[\d\s\-()./]{6,19}$"),
+                              _digits_between(7, 15)),
         "EMAIL_ADDRESS": Shape(re.compile(r"^[\w.+\-]+\s?(?:@|＠|\[at\]|\(at\)| at )\s?[\w\-]+"
-                                          r"(?:\s?(?:\.|\[dot\]|\(dot\)| dot )\s?[\w\-]+)+$", re.IGNORECASE)),
+                                          r"(?:\s?(?:[./]|\[dot\]|\(dot\)| dot )\s?[\w\-]+)+$", re.IGNORECASE)),
+        "API_TOKEN": Shape(re.compile(r"^(?=\S*\d)(?=\S*[A-Za-z])[A-Za-z0-9_\-+/=.!]{16,300}$")),
         "PASSWORD": Shape(re.compile(r"^[^\s\[]{6,300}$"), _secret_like),
         "PERSON": Shape(person),
         "LOCATION": Shape(re.compile(r"^(?:(?=.*\d)(?=.*[A-Za-zÀ-ÿ]{3})(?!\w+://)[A-Za-z0-9À-ÿ][^\n=<>{}]{5,118}|"
@@ -108,19 +115,21 @@ def _readings(raw: str) -> list[str]:
     if ("." in raw or "_" in raw) and _SEPARATED.search(out[0]):
         out.append(_SEPARATED.sub(" ", out[0]))
     if (not raw.isascii() or "%" in raw or "&" in raw or "\\" in raw) and _ENCODED.search(raw):
-        decoded = " ".join(canonical(raw).split())
-        if decoded not in out:
-            out += _readings(decoded)
+        decoded = canonical(raw)
+        if decoded != raw:
+            out += [r for r in _readings(decoded) if r not in out]
     return out
 
 
 _TRAILING = ".。,，;；:："
 _CONNECTOR = (r"(?:(?P<conn>[\"']?[ \t]*(?:[:=：]|=>|->|\bis\b|\bwas\b|\bare\b|是|为|為)[ \t]*)(?:(?P<q>[\"'])|\\\"|)"
               r"|[ \t]+(?:#[ \t]?)?(?=[A-Za-z]{0,4}[\-/]?\d))")
-_CHAR = r"(?:[^\s\"'<>{}\[\],;，；。、|()（）]|,(?=\d{3}(?!\d))|(?<=\w)['’](?=\w)|\\n ?)"
+_CHAR = r"(?:[^\s\"'<>{}\[\],;，；。、|()（）]|,(?=\d{3}(?!\d))|(?<=\w)['’](?=\w)|(?<=[A-Z0-9<])<|\\n ?)"
 _TEXT_VALUE = _CHAR + r"+(?:[ ]" + _CHAR + r"+){0,6}"
 _LINE_VALUE = r"(?:[^\n\"|;()（）<>{}\[\]。；.]|\.(?!\s+[A-Z]|\s*$)){1,160}"  # to the end of the line or sentence
 _LABEL_CACHE = 4096
+# The rest of a value wrapped onto the next line: a line that is no new field (nothing like ``key:`` or ``k=v``).
+_NEXT_LINE = re.compile(r"\r?\n[ \t]*[^\s\"'<>{}\[\],;:=：]+(?=[^\n:=：]*(?:\n|$))")
 _BEFORE = re.compile(r"([A-Za-z]+)(?:[_\-.]|(?<=[a-z])(?=[A-Z])| )?$")
 
 
@@ -164,16 +173,20 @@ class LabelledValueDetector:
 
     def _csv_pairs(self, text: str) -> Iterator[tuple[str, str]]:
         """(column, cell) of a CSV/TSV whose header names at least one labelled column (quoted cells honoured)."""
-        lines = text.splitlines()
-        while lines and lines[0].lstrip().startswith("#"):
-            lines = lines[1:]
-        if len(lines) < 2:
+        offset = 0
+        while text.startswith("#", offset) or text.startswith("\n", offset):
+            end = text.find("\n", offset)
+            if end < 0:
+                return
+            offset = end + 1
+        first = text[offset:text.find("\n", offset)] if "\n" in text[offset:] else ""
+        if not first:
             return
         for sep in (",", "\t", "|", ";"):
-            if sep not in lines[0]:
+            if sep not in first:
                 continue
-            try:
-                rows = list(csv.reader(lines, delimiter=sep))
+            try:  # a quoted cell may hold a line break (a wrapped value): read the text, not its lines
+                rows = list(csv.reader(io.StringIO(text[offset:]), delimiter=sep))
             except csv.Error:
                 continue
             header = [h.strip() for h in rows[0]]
@@ -213,6 +226,10 @@ class LabelledValueDetector:
             accepted = self._accept(types, v.group(0), whole)
             if accepted is None and quote is not None:
                 accepted = self._accept(types, v.group(0), False)
+            if accepted is None and quote is None:  # a value wrapped onto the next line
+                more = _NEXT_LINE.match(text, v.end())
+                if more is not None:
+                    accepted = self._accept(types, text[start:more.end()], False)
             if accepted is not None:
                 type_, value, length = accepted
                 yield type_, value, start, start + length

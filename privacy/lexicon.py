@@ -30,6 +30,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "phone": ("PHONE_NUMBER",),
     "email": ("EMAIL_ADDRESS",),
     "secret": ("PASSWORD",),
+    "token": ("API_TOKEN",),
     "person": ("PERSON",),
     "address": ("LOCATION",),
     # words that may name a person or that person's identifier
@@ -65,9 +66,10 @@ _add("customer", "customer cust client member")
 _add("amount", "salary salaries sal comp compensation pay payroll wage wages income bonus balance bal funds fund "
                "earnings remuneration networth savings stipend pension")
 _add("alipay", "alipay wechatpay")
-_add("phone", "phone phones tel telephone mobile mob cell cellphone fax whatsapp landline msisdn")
+_add("phone", "phone phones tel telephone mobile mob cell cellphone fax whatsapp landline msisdn reach")
 _add("contact", "contact")
 _add("email", "email emails mail mailto")
+_add("token", "auth authorization authtoken")
 _add("secret", "password passwords passwd pwd pw pass passphrase passcode pin secret secrets credential "
                "credentials cred creds token apikey privatekey")
 _add("person", "name names fullname surname forename firstname lastname person holder owner beneficiary "
@@ -76,11 +78,11 @@ _add("person", "name names fullname surname forename firstname lastname person h
 _add("address", "address addresses addr adr street residence residential domicile home abode dwelling")
 
 _ID_WORDS = frozenset("id ids no nr num nbr number numbers # code identifier record rec key ref reference refno "
-                      "registration reg".split())
+                      "registration reg line".split())
 _AMOUNT_TAIL = frozenset("total amount amt sum value gross net ytd annual monthly base available avail current "
                          "due outstanding".split())
 _QUALIFIERS = frozenset("the of a an to from my your his her their our primary secondary main personal private "
-                        "full legal given bank login user s on at for in".split())
+                        "full legal given bank login user s on at for in me".split())
 # A last word naming something about the value, not the value: a label ending in one names nothing.
 _NEGATIVE = frozenset(
     "date dt time timestamp ts expiry exp expires expiration expired issued issue issuer country countries type "
@@ -118,6 +120,8 @@ _PAIRS: dict[tuple[str, str], str] = {
 }
 for _word in "api secret access signing deploy ssh encryption master client app license licence auth".split():
     _PAIRS[(_word, "key")] = "apikey"
+for _word in ("call", "text", "contact", "ring"):
+    _PAIRS[(_word, "me")] = "reach"
 for _word in "access auth refresh bearer session api".split():
     _PAIRS[(_word, "token")] = "token"
 for _word in _NOT_PERSON:
@@ -141,7 +145,7 @@ _zh("national_id", "身份证 身份 证件 居民身份证 社保 社会保障 
                    "绿卡")
 _zh("medical", "病历 病案 住院 医保 就诊 门诊 医疗 健康")
 _zh("patient", "患者 病人")
-_zh("routing", "路由 银行代码 行号 联行号 银行识别码 分行代码 清算号 转账代码")
+_zh("routing", "路由 路线 汇款路线 银行代码 行号 联行号 银行识别码 分行代码 清算号 转账代码")
 _zh("iban", "国际银行账号 国际银行帐号")
 _zh("card", "卡号 银行卡 信用卡 借记卡 储蓄卡 银联卡")
 _zh("account", "账号 帐号 账户 帐户 户号 保单 会员 案件 案号 合同 贷款 参考 理赔 订阅 保险 索赔 档案")
@@ -166,8 +170,11 @@ _ZH_ALL = sorted(set(_ZH) | _ZH_ID | _ZH_AMOUNT_TAIL | _ZH_QUALIFIERS | _ZH_NEGA
 # must follow the phrase, so ``passport expiry: …`` finds nothing).
 _ZH_PHRASE = sorted(set(_ZH) | _ZH_ID | _ZH_AMOUNT_TAIL | _ZH_QUALIFIERS, key=len, reverse=True)
 _EN_PHRASE = sorted((set(_EN) | _ID_WORDS | _AMOUNT_TAIL
+                     | (_QUALIFIERS - {"the", "of", "a", "an", "to", "from", "s", "on", "at", "for", "in", "me"})
                      | {w for pair, v in _PAIRS.items() if v not in _NEGATIVE_WORDS for w in pair})
-                    - _NEGATIVE_WORDS - {"#", "a", "e", "s", "c", "word", ""}, key=len, reverse=True)
+                    - _NEGATIVE_WORDS - {"#", "a", "e", "s", "c", "word", ""}
+                    | {f"{verb}{sep}me{sep}at" for verb in ("reach", "call", "text", "contact", "ring")
+                       for sep in (" ", "_", "-")}, key=len, reverse=True)
 
 
 class Lexicon:
@@ -181,7 +188,8 @@ class Lexicon:
         # optional ``#``. Chinese words need no boundary.
         word = (r"(?:(?-i:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z]))(?:" + en + r"|a[ _\-]?(?=(?:number|no|num|nr|#)))"
                 r"(?-i:(?![a-z]))|" + trie_pattern(_ZH_PHRASE) + ")")
-        self.phrase = re.compile(word + r"(?:[ \t_\-./]{0,2}(?:" + word + r"|#))*\.?", re.IGNORECASE)
+        self.phrase = re.compile(word + r"(?:[ \t_\-./]{0,2}(?:" + word + r"|#))*(?:\.|[_\-](?:to|from)\b)?",
+                                 re.IGNORECASE)
 
     def words(self, label: str) -> list[str]:
         """The label's words, lower case; Chinese runs split by the longest known word."""

@@ -67,6 +67,18 @@ UNSEEN = [
     ("家庭地址: 广州市天河区体育西路191号3栋", "广州市天河区体育西路191号3栋"),
     ("月收入是28,600.00元", "28,600.00元"),
     ("紧急联系人: 欧阳明辉", "欧阳明辉"),
+    # surface forms: wrapped onto the next line of a log, inside a quoted CSV cell, other separators, encodings
+    ("2026-01-02T03:04:05Z INFO w-1 e-mail: paulo.ferr\neira77%40example.org (took 12 ms)\n2026-01-02T03:04:06Z INFO",
+     "eira77%40example.org"),
+    ("# 2 rows\nrow,policy_ref,status\n1,\"QX-4410\n-887120\",open\n", "-887120"),
+    ("billing_contact_email: marta.nowak@firma/example.pl\nlevel: 2", "marta.nowak@firma/example.pl"),
+    ("CALL_ME_AT=62718830\nMODE=fast", "62718830"),
+    ("work_phone: +33.6/12/48/90/17", "+33.6/12/48/90/17"),
+    ("Authorization=9f2c71d0b3a84e55a1c6e0f3d2b7a914", "9f2c71d0b3a84e55a1c6e0f3d2b7a914"),
+    ("2026 INFO w-2 machine readable line: L898902C36UTO7408122F1204159ZE184226B<<<<<10 (ok)",
+     "L898902C36UTO7408122F1204159ZE184226B<<<<<10"),
+    ("alipay_login: qwhzkmsd", "qwhzkmsd"),
+    ("beneficiary: Ana%20Lucia%20Prieto", "Ana%20Lucia%20Prieto"),
 ]
 
 
@@ -88,6 +100,8 @@ NEEDED_UNDER_LABELS = [
     "home: /home/node/.openclaw/workspace", "record_count: 33601", "case: closed", "license: Apache-2.0",
     "account_type: savings", "passport_expiry: 2031-04-30", "order #56770",
     "ticket SUP-20931", "the balance sheet is in /home/node/reports/q3.csv", "member since 2019",
+    "auth: oauth2", "alipay: enabled", "email: see the README",
+    "ref: 16f144d0cdff", "trace id: 3f2a9c1e-7b4d-4e8a-9c0f-1a2b3c4d5e6f",
 ]
 
 
