@@ -86,6 +86,7 @@ def _shapes() -> dict[str, Shape]:
                               _digits_between(7, 15)),
         "EMAIL_ADDRESS": Shape(re.compile(r"^[\w.+\-]+\s?(?:@|＠|\[at\]|\(at\)| at )\s?[\w\-]+"
                                           r"(?:\s?(?:[./]|\[dot\]|\(dot\)| dot )\s?[\w\-]+)+$", re.IGNORECASE)),
+        "CARD_SECURITY_CODE": Shape(re.compile(r"^\d{3,4}$")),
         "API_TOKEN": Shape(re.compile(r"^(?=\S*\d)(?=\S*[A-Za-z])[A-Za-z0-9_\-+/=.!]{16,300}$")),
         "PASSWORD": Shape(re.compile(r"^[^\s\[]{6,300}$"), _secret_like),
         "PERSON": Shape(person),

@@ -31,6 +31,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "email": ("EMAIL_ADDRESS",),
     "secret": ("PASSWORD",),
     "token": ("API_TOKEN",),
+    "cvv": ("CARD_SECURITY_CODE",),
     "person": ("PERSON",),
     "address": ("LOCATION",),
     # words that may name a person or that person's identifier
@@ -39,7 +40,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "contact": ("PERSON", "PHONE_NUMBER", "EMAIL_ADDRESS"),
 }
 # The identifier a concept word refers to when an id word follows it (``customer_no``, ``contact_no``).
-_ID_OF = {"customer": "account", "patient": "medical", "contact": "phone", "person": "account",
+_ID_OF = {"customer": "account", "patient": "medical", "contact": "phone", "person": "account", "amount": "account",
           "address": "address", "email": "email", "phone": "phone"}
 
 _EN: dict[str, str] = {}
@@ -50,32 +51,36 @@ def _add(concept: str, words: str) -> None:
         _EN[word] = concept
 
 
-_add("passport", "passport passports pp pport psprt mrz travelpass")
+_add("passport", "passport passports pp pport psprt mrz travelpass visa")
 _add("licence", "licence license licenses licences lic dl dln dvla driver drivers driving driverlicense "
-                "driverslicense")
+                "driverslicense permit")
 _add("national_id", "ssn sin nino ni nin citizen resident tin itin taxpayer aadhaar alien uscis immigration "
-                    "identity identification anumber natid nationalid cnid idcard hkid")
-_add("medical", "mrn medical chart health nhs ehr emr hospital")
+                    "identity identification anumber natid nationalid cnid idcard hkid greencard")
+_add("medical", "mrn medical chart health nhs ehr emr hospital admission")
 _add("patient", "patient")
-_add("routing", "routing aba rtn transit bsb swift bic sortcode bankcode")
+_add("routing", "routing aba rtn transit bsb swift bic sortcode bankcode clearing")
 _add("iban", "iban")
 _add("card", "card cc pan cardnumber creditcard debitcard unionpay")
 _add("account", "account acct acc accnt accts accounts policy pol membership mbr case claim contract "
-                "loan mortgage subscriber loyalty insurance")
+                "loan mortgage subscriber loyalty insurance folio dossier docket")
 _add("customer", "customer cust client member")
 _add("amount", "salary salaries sal comp compensation pay payroll wage wages income bonus balance bal funds fund "
-               "earnings remuneration networth savings stipend pension")
+               "earnings remuneration networth savings stipend pension allowance commission payout deposit assets "
+               "holdings wealth ctc")
 _add("alipay", "alipay wechatpay")
 _add("phone", "phone phones tel telephone mobile mob cell cellphone fax whatsapp landline msisdn reach")
 _add("contact", "contact")
 _add("email", "email emails mail mailto")
 _add("token", "auth authorization authtoken")
 _add("secret", "password passwords passwd pwd pw pass passphrase passcode pin secret secrets credential "
-               "credentials cred creds token apikey privatekey")
+               "credentials cred creds token apikey privatekey otp mnemonic")
+_add("cvv", "cvv cvc cvv2 cvc2 csc")
 _add("person", "name names fullname surname forename firstname lastname person holder owner beneficiary "
                "recipient payee payer insured policyholder cardholder applicant guardian spouse employee emp "
-               "staff sender signatory traveller traveler passenger")
-_add("address", "address addresses addr adr street residence residential domicile home abode dwelling")
+               "staff sender signatory traveller traveler passenger claimant debtor borrower guarantor cosigner "
+               "nominee dependent dependant addressee consignee attn")
+_add("address", "address addresses addr adr street residence residential domicile home abode dwelling house apartment "
+                "apt")
 
 _ID_WORDS = frozenset("id ids no nr num nbr number numbers # code identifier record rec key ref reference refno "
                       "registration reg line".split())
@@ -117,6 +122,8 @@ _PAIRS: dict[tuple[str, str], str] = {
     ("medical", "record"): "mrn", ("health", "record"): "mrn", ("patient", "record"): "mrn",
     ("med", "rec"): "mrn", ("chart", "number"): "mrn", ("driver", "license"): "driverlicense",
     ("private", "key"): "privatekey", ("credit", "card"): "creditcard", ("debit", "card"): "debitcard",
+    ("green", "card"): "greencard", ("branch", "code"): "bankcode", ("security", "code"): "cvv",
+    ("recovery", "code"): "otp", ("seed", "phrase"): "mnemonic", ("visa", "card"): "creditcard",
 }
 for _word in "api secret access signing deploy ssh encryption master client app license licence auth".split():
     _PAIRS[(_word, "key")] = "apikey"
@@ -148,22 +155,23 @@ _zh("patient", "患者 病人")
 _zh("routing", "路由 路线 汇款路线 银行代码 行号 联行号 银行识别码 分行代码 清算号 转账代码")
 _zh("iban", "国际银行账号 国际银行帐号")
 _zh("card", "卡号 银行卡 信用卡 借记卡 储蓄卡 银联卡")
-_zh("account", "账号 帐号 账户 帐户 户号 保单 会员 案件 案号 合同 贷款 参考 理赔 订阅 保险 索赔 档案")
+_zh("account", "账号 帐号 账户 帐户 户号 保单 会员 案件 案号 合同 贷款 参考 理赔 订阅 保险 索赔 档案 卷宗 案卷 公积金 社保卡")
 _zh("customer", "客户 用户")
-_zh("amount", "工资 薪资 薪水 薪酬 年薪 月薪 余额 资金 收入 奖金 存款 报酬 资产 酬劳 津贴 待遇 结余")
+_zh("amount", "工资 薪资 薪水 薪酬 年薪 月薪 余额 资金 收入 奖金 存款 报酬 资产 酬劳 津贴 待遇 结余 佣金 提成 年终奖")
 _zh("alipay", "支付宝 微信支付")
 _zh("phone", "电话 手机 座机 传真 联络 电话号 手机号")
 _zh("contact", "联系")
 _zh("email", "邮箱 电邮 邮件 电子邮件 电子邮箱")
-_zh("secret", "密码 口令 密钥 令牌 凭证 凭据 暗号 秘钥 私钥")
+_zh("secret", "密码 口令 密钥 令牌 凭证 凭据 暗号 秘钥 私钥 验证码 助记词")
 _zh("person", "姓名 名字 名称 联系人 收件人 收货人 寄件人 发件人 持卡人 户主 员工 申请人 受益人 投保人 被保险人 "
-              "开户人 户名 持有人 乘客 本人 雇员 职员 收款人 付款人")
-_zh("address", "地址 住址 住所 居所 居住地 住处 户籍 家庭住址 通讯地址 收货地址 寄送地址 邮寄地址 住宅 寓所")
+              "开户人 户名 持有人 乘客 本人 雇员 职员 收款人 付款人 当事人 借款人 担保人 被保人 监护人 配偶 家属 "
+              "就诊人 客户名")
+_zh("address", "地址 住址 住所 居所 居住地 住处 户籍 家庭住址 通讯地址 收货地址 寄送地址 邮寄地址 住宅 寓所 门牌 所在地")
 _ZH_ID = frozenset("号 号码 编号 码 编码 代码 识别码 标识 证号 记录 登记 注册 登记号 注册号".split())
 _ZH_AMOUNT_TAIL = frozenset("总额 金额 总计 合计 总数 数额".split())
 _ZH_QUALIFIERS = frozenset("的 登录 个人 主 家庭 常用 英国 美国 中国 当前 可用 银行".split())
 _ZH_NEGATIVE = frozenset("日期 时间 类型 状态 国家 国籍 有效期 到期 过期 签发 文件 路径 数量 格式 长度 模板 示例 "
-                         "说明 备注 版本 端口 机关".split())
+                         "说明 备注 版本 端口 机关 用户名".split())
 
 _ZH_ALL = sorted(set(_ZH) | _ZH_ID | _ZH_AMOUNT_TAIL | _ZH_QUALIFIERS | _ZH_NEGATIVE, key=len, reverse=True)
 # Words that may start or continue a label phrase in free text (a negative word ends a phrase: the connector

@@ -31,6 +31,8 @@ async def _sent(content: str) -> str:
     ("联系手机", "PHONE_NUMBER"), ("开户账号", "ACCOUNT_NUMBER"), ("保单编号", "ACCOUNT_NUMBER"),
     ("会员卡号", "CREDIT_CARD"), ("家庭地址", "LOCATION"), ("月收入", "AMOUNT"), ("账户余额", "AMOUNT"),
     ("紧急联系人", "PERSON"), ("病历编号", "MEDICAL_RECORD"), ("驾驶证号码", "DRIVERS_LICENSE"),
+    ("card_cvv", "CARD_SECURITY_CODE"), ("greenCardNo", "NATIONAL_ID"), ("claimant", "PERSON"),
+    ("pension_no", "ACCOUNT_NUMBER"), ("借款人", "PERSON"), ("公积金账号", "ACCOUNT_NUMBER"), ("年终奖", "AMOUNT"),
 ])
 def test_a_label_is_read_from_its_words(label, type_):
     types = Lexicon().types(label)
