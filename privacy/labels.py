@@ -22,7 +22,7 @@ from privacy.findings import Finding
 from privacy.keyhints import structured_pairs
 from privacy.lexicon import Lexicon
 from privacy.normalise import canonical
-from privacy.secrets import _PLACEHOLDER_VALUES
+from privacy.secrets import _PLACEHOLDER_VALUES, CODE_VALUE
 from privacy.units import _escaped_forms, _literal_pattern
 
 _CURRENCY = r"(?:[¥$€£₹]|(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD)\s?)"
@@ -43,7 +43,7 @@ def _digits_between(low: int, high: int) -> Callable[[str], bool]:
 
 def _secret_like(value: str) -> bool:
     """Not a placeholder, a variable reference or a plain word: a digit, a symbol, or length."""
-    if value.lower() in _PLACEHOLDER_VALUES or value.startswith(("$", "{", "<", "%")):
+    if value.lower() in _PLACEHOLDER_VALUES or value.startswith(("$", "{", "<", "%")) or CODE_VALUE.match(value):
         return False
     return any(not ch.isalpha() for ch in value) or len(value) >= 12
 
@@ -100,13 +100,13 @@ def _shapes() -> dict[str, Shape]:
 
 
 _WRAP = re.compile(r"(?:\\r)?\\n\s*|\r?\n\s*")
-_SEPARATED = re.compile(r"(?<=[A-Za-z])[._](?=[A-Z])")
+_SEPARATED = re.compile(r"(?<=[A-Za-z])\.(?=[A-Z])")
 _ENCODED = re.compile(r"%[0-9A-Fa-f]{2}|&#?\w+;|\\u[0-9a-fA-F]{4}|[\u200b-\u200d\u2060\ufeff\u00ad]")
 
 
 def _readings(raw: str) -> list[str]:
     """How a raw value may read: whitespace collapsed; a line wrap removed or read as a space; dots or underscores
-    between capitalised words read as spaces; %-escapes, HTML entities and zero-width characters decoded."""
+    between capitalised words read as spaces (``Oliver.Patel``); %-escapes, HTML entities and zero-width characters decoded."""
     out: list[str] = []
     if ("\n" in raw or "\\" in raw) and _WRAP.search(raw):
         out.append(" ".join(_WRAP.sub("", raw).split()))

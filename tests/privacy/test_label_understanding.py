@@ -104,6 +104,8 @@ NEEDED_UNDER_LABELS = [
     "ticket SUP-20931", "the balance sheet is in /home/node/reports/q3.csv", "member since 2019",
     "auth: oauth2", "alipay: enabled", "email: see the README",
     "ref: 16f144d0cdff", "trace id: 3f2a9c1e-7b4d-4e8a-9c0f-1a2b3c4d5e6f",
+    "self._api_key = os.environ.get", "secrets: SecretsSettings", "token = args.refresh_token",
+    '{"type": "function", "function": {"name": "LOCAL_SHELL"}}',
 ]
 
 
