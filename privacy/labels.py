@@ -1,38 +1,40 @@
 """Labelled values: an identifier, an amount, a name or an address is private because of the label next to it.
 
-The label may be a JSON key or CSV column (``label``), an env or YAML name (``PASSPORT_NO=…``, ``passport: …``), a
-log or form field (``Passport no.: …``), or prose (``the routing number is …``, ``护照号码是…``). Labels are English
-and Chinese. Each type has a value shape (identifiers carry digits, amounts are numbers, names are capitalised
-words or 2–4 Chinese characters), so a label followed by ordinary words finds nothing. A value found after a label
-is found wherever else it appears in the same text.
+The label may be a JSON key or CSV column (``label``), an env, ini or YAML name (``PASSPORT_NO=…``, ``passport: …``),
+a log or form field (``Passport no.: …``), or prose (``the routing number is …``, ``护照号码是…``). What a label names
+is read from its words (``privacy.lexicon``), so labels nobody wrote a rule for (``acct_ref``, ``comp_total``,
+``参考号``) are understood too. Each type has a value shape (identifiers carry digits, amounts are numbers, names are
+capitalised words or 2–4 Chinese characters, addresses a number and words or Chinese address characters), so a label
+followed by ordinary words finds nothing. Values may be upper-cased, wrapped across a line (a newline or an escaped
+``\\n`` inside the value) or use other separators. A value found after a label is found wherever else it appears in
+the same text, in any case.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from privacy.findings import Finding
 from privacy.keyhints import structured_pairs
-from privacy.secrets import _PLACEHOLDER_VALUES
+from privacy.lexicon import Lexicon
+from privacy.normalise import canonical
+from privacy.secrets import _PLACEHOLDER_VALUES, CODE_VALUE
 from privacy.units import _escaped_forms, _literal_pattern
 
+_CURRENCY = r"(?:[¥$€£₹]|(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD)\s?)"
+_CURRENCY_AFTER = r"(?:\s?(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD|元|万元|万|k|K))"
+_NUMBER = r"(?:\d{1,3}(?:[,.' ]\d{3})+(?:[.,]\d{1,2})?|\d{4,10}(?:[.,]\d{1,2})?)"
+# A value that is something else the agent needs: a hash, a UUID, a date, a version, an IP, a path.
+_NOT_ID = (r"^(?:(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d{4}-\d{2}-\d{2}(?:T.*)?|"
+           r"v?\d+(?:\.\d+){1,3}|\d{1,3}(?:\.\d{1,3}){3}|\d+(?:\.\d+)?\s?(?:ms|s|KB|MB|GB|bytes|rows|lines))$")
 
-def _words(*phrases: str) -> str:
-    """Label phrases; a space matches spaces, ``_``, ``-`` or nothing (``DRIVERS_LICENSE``, ``SortCode``)."""
-    return "|".join(p.replace("'", "['’]?").replace(" ", r"[\s_\-]*") for p in phrases)
 
-
-_ID_SUFFIX = r"(?:[\s_\-]*(?:no\.?|nr\.?|num(?:ber)?|#|id|code|号码?|编号))?"
-_ID_VALUE = re.compile(r"^(?=[A-Za-z0-9<\-/. ]*\d)[A-Za-z0-9][A-Za-z0-9<\-/.]*"
-                       r"(?: (?:(?=[A-Za-z\-]*\d)[A-Za-z0-9\-]{1,12}|[A-Z]{4})){0,7}$")
-_AMOUNT_VALUE = re.compile(r"^[¥$€£]?\s?\d{1,3}(?:[,.' ]?\d{3})+(?:[.,]\d{1,2})?$|^[¥$€£]?\s?\d{4,9}(?:[.,]\d{1,2})?$")
-_PHONE_VALUE = re.compile(r"^\+?[\d\s\-().]{7,20}$")
-_PERSON_VALUE = re.compile(r"^(?:[A-ZÀ-Þ][\w'’\-]+(?: (?:(?:van|von|de|der|den|da|di|del|la|le|du|al|bin|ter) )*"
-                           r"[A-ZÀ-Þ][\w'’\-]+){1,3}|[\u4e00-\u9fff]{2,4}|[\u4e00-\u9fff]{1,3}·[\u4e00-\u9fff]{1,6})$")
-_ADDRESS_VALUE = re.compile(r"^(?=.*\d)[^\n]{6,90}$")
+_NOT_ACCOUNT = frozenset({"enabled", "disabled", "none", "null", "true", "false", "required", "optional", "unknown",
+                          "pending", "active", "inactive", "verified", "linked", "unlinked", "string"})
 
 
 def _digits_between(low: int, high: int) -> Callable[[str], bool]:
@@ -41,154 +43,254 @@ def _digits_between(low: int, high: int) -> Callable[[str], bool]:
 
 def _secret_like(value: str) -> bool:
     """Not a placeholder, a variable reference or a plain word: a digit, a symbol, or length."""
-    if value.lower() in _PLACEHOLDER_VALUES or value.startswith(("$", "{", "<", "%")):
+    if value.lower() in _PLACEHOLDER_VALUES or value.startswith(("$", "{", "<", "%")) or CODE_VALUE.match(value):
         return False
     return any(not ch.isalpha() for ch in value) or len(value) >= 12
 
 
 @dataclass(frozen=True)
-class LabelRule:
-    type: str
-    label: re.Pattern[str]
-    shape: re.Pattern[str]
+class Shape:
+    """What a value of one type looks like: a pattern on the whole value and an optional check."""
+
+    pattern: re.Pattern[str]
     check: Callable[[str], bool] | None = None
+    reject: re.Pattern[str] | None = None
+
+    def fits(self, value: str) -> bool:
+        return (self.pattern.match(value) is not None and (self.check is None or self.check(value))
+                and (self.reject is None or self.reject.match(value) is None))
 
 
-def _rule(type_: str, phrases: str, shape: re.Pattern[str], check: Callable[[str], bool] | None = None,
-          suffix: str = _ID_SUFFIX) -> LabelRule:
-    return LabelRule(type_, re.compile(r"(?:" + phrases + r")" + suffix, re.IGNORECASE), shape, check)
+def _shapes() -> dict[str, Shape]:
+    ident = re.compile(r"^(?=[A-Za-z0-9<\-/. ]*\d)[A-Za-z0-9][A-Za-z0-9<\-/.]*"
+                       r"(?: (?:(?=[A-Za-z\-]*\d)[A-Za-z0-9\-]{1,12}|[A-Z]{4}|[a-z]{4})){0,7}$")
+    not_id = re.compile(_NOT_ID)
+
+    def id_shape(low: int, high: int) -> Shape:
+        return Shape(ident, _digits_between(low, high), not_id)
+
+    person = re.compile(r"^(?:[A-ZÀ-Þ][\w'’\-]+(?: (?:(?:van|von|de|der|den|da|di|del|la|le|du|al|bin|ter) )*"
+                        r"[A-ZÀ-Þ][\w'’\-.]+){1,3}|[\u4e00-\u9fff]{2,4}|[\u4e00-\u9fff]{1,3}·[\u4e00-\u9fff]{1,6})$")
+    return {
+        "PASSPORT": id_shape(1, 30),
+        "DRIVERS_LICENSE": id_shape(4, 20),
+        "NATIONAL_ID": id_shape(4, 20),
+        "MEDICAL_RECORD": id_shape(4, 20),
+        "ROUTING_NUMBER": id_shape(4, 11),
+        "IBAN_CODE": id_shape(6, 34),
+        "CREDIT_CARD": id_shape(12, 19),
+        "ACCOUNT_NUMBER": id_shape(5, 30),
+        "AMOUNT": Shape(re.compile(r"^" + _CURRENCY + r"?\s?" + _NUMBER + _CURRENCY_AFTER + r"?$")),
+        "ALIPAY_ACCOUNT": Shape(re.compile(r"^[\w.@+\-]{5,60}$"), lambda v: v.lower() not in _NOT_ACCOUNT),
+        "PHONE_NUMBER": Shape(re.compile(r"^\+?[\d\s\-().]{7,20}$|^\+?\(?\d[\d\s\-()./]{6,19}$"),
+                              _digits_between(7, 15)),
+        "EMAIL_ADDRESS": Shape(re.compile(r"^[\w.+\-]+\s?(?:@|＠|\[at\]|\(at\)| at )\s?[\w\-]+"
+                                          r"(?:\s?(?:[./]|\[dot\]|\(dot\)| dot )\s?[\w\-]+)+$", re.IGNORECASE)),
+        "CARD_SECURITY_CODE": Shape(re.compile(r"^\d{3,4}$")),
+        "API_TOKEN": Shape(re.compile(r"^(?=\S*\d)(?=\S*[A-Za-z])[A-Za-z0-9_\-+/=.!]{16,300}$")),
+        "PASSWORD": Shape(re.compile(r"^[^\s\[]{6,300}$"), _secret_like),
+        "PERSON": Shape(person),
+        "LOCATION": Shape(re.compile(r"^(?:(?=.*\d)(?=.*[A-Za-zÀ-ÿ]{3})(?!\w+://)[A-Za-z0-9À-ÿ][^\n=<>{}]{5,118}|"
+                                     r"(?=.*[\u4e00-\u9fff])(?=.*(?:省|市|区|县|路|街|道|巷|弄|村|镇|号|楼|室))"
+                                     r"[\u4e00-\u9fff0-9A-Za-z\-—·（）()#]{4,60})$"),
+                          reject=re.compile(r"^(?:\d[\d\s.:,\-]*|.*\.(?:py|js|ts|json|ya?ml|md|txt|csv|log)|"
+                                            r".*(?:/\w+/|://|\w\(|\b(?:and|then|the|to|write|update)\b).*)$",
+                                            re.IGNORECASE)),
+    }
 
 
-RULES: tuple[LabelRule, ...] = (
-    _rule("PASSPORT", _words("passport", "travel document", "护照", "护照号"), _ID_VALUE, _digits_between(1, 12)),
-    _rule("MRZ", _words("mrz", "machine readable zone", "机读码"), _ID_VALUE),
-    _rule("DRIVERS_LICENSE", _words("driver's licen[cs]e", "drivers licen[cs]e", "driving licen[cs]e", "licen[cs]e",
-                                    "dl", "dvla", "驾驶证", "驾照"), _ID_VALUE, _digits_between(4, 20)),
-    _rule("NATIONAL_ID", _words("national insurance", "ni", "nino", "social security", "ssn", "a number",
-                                "alien registration", "alien", "uscis", "national id", "id card", "identity card",
-                                "tax id", "tin", "身份证", "国民保险号", "英国国民保险号", "外国人登记号", "社保号"),
-          _ID_VALUE, _digits_between(4, 20)),
-    _rule("MEDICAL_RECORD", _words("mrn", "medical record", "patient", "health record", "nhs", "病历号", "病历",
-                                   "住院号", "医保号"), _ID_VALUE, _digits_between(4, 20)),
-    _rule("ROUTING_NUMBER", _words("routing", "aba", "routing transit", "sort code", "bsb", "swift", "bic",
-                                   "路由号", "ABA路由号", "银行代码", "行号"), _ID_VALUE, _digits_between(4, 11)),
-    _rule("IBAN_CODE", _words("iban", "国际银行账号"), _ID_VALUE, _digits_between(6, 34)),
-    _rule("ACCOUNT_NUMBER", _words("account", "acct", "bank account", "card", "policy", "insurance policy",
-                                   "membership", "member", "case", "claim", "customer", "client", "contract",
-                                   "invoice account", "loyalty", "subscriber", "账号", "帐号", "账户", "卡号",
-                                   "银行卡号", "保单号", "保单", "会员号", "会员", "案件编号", "案件号", "客户编号",
-                                   "客户号", "合同号"), _ID_VALUE, _digits_between(5, 30)),
-    _rule("AMOUNT", _words("salary", "annual salary", "monthly salary", "base salary", "wage", "income", "balance",
-                           "account balance", "net worth", "bonus", "compensation", "工资", "年薪", "月薪", "薪资",
-                           "薪水", "余额", "收入", "奖金"), _AMOUNT_VALUE, suffix=""),
-    _rule("ALIPAY_ACCOUNT", _words("alipay", "alipay account", "wechat pay", "支付宝", "支付宝账号", "微信支付"),
-          re.compile(r"^\S{5,60}$"), suffix=""),
-    _rule("PHONE_NUMBER", _words("phone", "telephone", "tel", "mobile", "cell", "phone number", "contact number",
-                                 "fax", "电话", "手机", "手机号", "联系电话", "联系方式"), _PHONE_VALUE,
-          _digits_between(7, 15), suffix=""),
-    _rule("PASSWORD", _words("password", "passwd", "passphrase", "pwd", "pass", "secret", "token", "api key",
-                             "apikey", "access key", "secret key", "access token", "auth token", "api token",
-                             "client secret", "webhook secret", "signing secret", "credential", "credentials",
-                             "密码", "口令", "密钥", "令牌", "访问密钥"), re.compile(r"^[^\s\[]{6,300}$"),
-          _secret_like, suffix=""),
-    _rule("PERSON", _words("name", "full name", "customer name", "patient name", "account holder", "holder",
-                           "cardholder", "姓名", "名字", "联系人", "客户姓名", "持卡人"), _PERSON_VALUE, suffix=""),
-    _rule("LOCATION", _words("address", "home address", "street address", "mailing address", "billing address",
-                             "shipping address", "地址", "住址", "家庭住址", "收货地址", "通讯地址"), _ADDRESS_VALUE,
-          suffix=""),
-)
-
-# A label in a key: what it names is the label itself, not a date, country or file about it.
-_NOT_VALUE_KEY = re.compile(r"(?:expir\w*|date|country|issued?\w*|type|status|file|path|url|count|len(?:gth)?|"
-                            r"format|valid\w*|verified|hash|mask(?:ed)?|last4|prefix|template|pattern|example|"
-                            r"regex|field|column|label|schema)$", re.IGNORECASE)
-_CONNECTOR = r"[\"']?\s*(?:[:=：]|=>|\bis\b|\bwas\b|是|为|：)\s*[\"']?"
-_ID_CONNECTOR = r"(?:" + _CONNECTOR + r"|[ \t]+#?)"  # an identifier may follow its label after a space: "MRN 0042117"
-_CHAR = r"(?:[^\s\"'<>{}\[\],;，；。、|]|,(?=\d{3}(?!\d)))"
-_TEXT_VALUE = r"(" + _CHAR + r"+(?:[ ]" + _CHAR + r"+){0,6})"
+_WRAP = re.compile(r"(?:\\r)?\\n\s*|\r?\n\s*")
+_SEPARATED = re.compile(r"(?<=[A-Za-z])\.(?=[A-Z])")
+_ENCODED = re.compile(r"%[0-9A-Fa-f]{2}|&#?\w+;|\\u[0-9a-fA-F]{4}|[\u200b-\u200d\u2060\ufeff\u00ad]")
 
 
-def _label_types(key: str) -> list[LabelRule]:
-    """Rules whose label names this key entirely (optionally after a qualifier such as ``customer_``)."""
-    key = key.strip()
-    if not key or _NOT_VALUE_KEY.search(key):
-        return []
-    out = []
-    for rule in RULES:
-        matches = list(rule.label.finditer(key))
-        m = matches[-1] if matches else None
-        if m is not None and m.end() == len(key) and (m.start() == 0 or not key[m.start() - 1].isalnum()
-                                                      or key[m.start() - 1].islower() != key[m.start()].islower()
-                                                      or not key[m.start()].isascii()):
-            out.append(rule)
+def _readings(raw: str) -> list[str]:
+    """How a raw value may read: whitespace collapsed; a line wrap removed or read as a space; dots or underscores
+    between capitalised words read as spaces (``Oliver.Patel``); %-escapes, HTML entities and zero-width characters decoded."""
+    out: list[str] = []
+    if ("\n" in raw or "\\" in raw) and _WRAP.search(raw):
+        out.append(" ".join(_WRAP.sub("", raw).split()))
+        out.append(" ".join(_WRAP.sub(" ", raw).split()))
+    else:
+        out.append(" ".join(raw.split()))
+    if ("." in raw or "_" in raw) and _SEPARATED.search(out[0]):
+        out.append(_SEPARATED.sub(" ", out[0]))
+    if (not raw.isascii() or "%" in raw or "&" in raw or "\\" in raw) and _ENCODED.search(raw):
+        decoded = canonical(raw)
+        if decoded != raw:
+            out += [r for r in _readings(decoded) if r not in out]
     return out
 
 
-def _csv_pairs(text: str) -> Iterator[tuple[str, str]]:
-    """(column, cell) of a CSV/TSV whose header names at least one labelled column (quoted cells honoured)."""
-    lines = text.splitlines()
-    while lines and lines[0].lstrip().startswith("#"):
-        lines = lines[1:]
-    if len(lines) < 2:
-        return
-    for sep in (",", "\t", "|", ";"):
-        if sep not in lines[0]:
-            continue
-        try:
-            rows = list(csv.reader(lines, delimiter=sep))
-        except csv.Error:
-            continue
-        header = [h.strip() for h in rows[0]]
-        if len(header) >= 2 and any(_label_types(h) for h in header):
-            for cells in rows[1:]:
-                if len(cells) == len(header):
-                    yield from zip(header, (c.strip() for c in cells), strict=True)
-            return
-
-
-def _accept(rule: LabelRule, value: str) -> str | None:
-    """The longest prefix of ``value`` (by whole words) that has the rule's shape, or None."""
-    value = " ".join(value.split()).rstrip(".。,;:")  # a value wrapped across a line reads as one
-    words = value.split(" ")
-    for n in range(len(words), 0, -1):
-        candidate = " ".join(words[:n]).rstrip(".。,;:")
-        if rule.shape.match(candidate) and (rule.check is None or rule.check(candidate)):
-            return candidate
-    return None
-
-
-def _in_text(text: str) -> Iterator[tuple[str, str]]:
-    """(type, value) for ``label <connector> value`` anywhere in the text."""
-    for rule in RULES:
-        connector = _ID_CONNECTOR if rule.shape is _ID_VALUE else _CONNECTOR
-        for m in re.finditer(r"(?<![A-Za-z0-9])(?:" + rule.label.pattern + r")" + connector + _TEXT_VALUE, text,
-                             re.IGNORECASE):
-            value = _accept(rule, m.group(1))
-            if value:
-                yield rule.type, value
+_TRAILING = ".。,，;；:："
+_CONNECTOR = (r"(?:(?P<conn>[\"']?[ \t]*(?:[:=：]|=>|->|\bis\b|\bwas\b|\bare\b|是|为|為)[ \t]*)(?:(?P<q>[\"'])|\\\"|)"
+              r"|[ \t]+(?:#[ \t]?)?(?=[A-Za-z]{0,4}[\-/]?\d))")
+_CHAR = r"(?:[^\s\"'<>{}\[\],;，；。、|()（）]|,(?=\d{3}(?!\d))|(?<=\w)['’](?=\w)|(?<=[A-Z0-9<])<|\\n ?)"
+_TEXT_VALUE = _CHAR + r"+(?:[ ]" + _CHAR + r"+){0,6}"
+_LINE_VALUE = r"(?:[^\n\"|;()（）<>{}\[\]。；.]|\.(?!\s+[A-Z]|\s*$)){1,160}"  # to the end of the line or sentence
+_LABEL_CACHE = 4096
+# The rest of a value wrapped onto the next line: a line that is no new field (nothing like ``key:`` or ``k=v``).
+_NEXT_LINE = re.compile(r"\r?\n[ \t]*[^\s\"'<>{}\[\],;:=：]+(?=[^\n:=：]*(?:\n|$))")
+_BEFORE = re.compile(r"([A-Za-z]+)(?:[_\-.]|(?<=[a-z])(?=[A-Z])| )?$")
 
 
 class LabelledValueDetector:
+    def __init__(self) -> None:
+        self._lexicon = Lexicon()
+        self._shapes = _shapes()
+        self._connector = re.compile(_CONNECTOR)
+        self._text_value = re.compile(_TEXT_VALUE)
+        self._line_value = re.compile(_LINE_VALUE)
+        self._label_cache: dict[str, tuple[str, ...]] = {}
+        self._quoted = {q: re.compile(r"[^\n" + q + r"]{1,200}(?=" + q + r")") for q in ("\"", "'", "\\\"")}
+
+    def _accept(self, types: tuple[str, ...], raw: str, whole: bool) -> tuple[str, str, int] | None:
+        """(type, canonical value, raw length) of the longest prefix of ``raw`` (whole words) one of ``types``
+        fits; ``whole``: only all of ``raw``."""
+        raw = raw.rstrip()
+        ends = [len(raw)] if whole else [m.start() for m in re.finditer(r"\s+", raw)][::-1]
+        if not whole:
+            ends.insert(0, len(raw))
+        for end in ends:
+            candidate = raw[:end].rstrip(_TRAILING) if not whole else raw[:end]
+            if not candidate:
+                continue
+            for type_ in types:
+                shape = self._shapes[type_]
+                for reading in _readings(candidate):
+                    if shape.fits(reading):
+                        return type_, reading, len(candidate)
+        return None
+
+    def label_types(self, key: str) -> tuple[str, ...]:
+        """What a key or column names (cached: the same keys recur in every tool result)."""
+        types = self._label_cache.get(key)
+        if types is None:
+            types = self._lexicon.types(key.strip()) if key.strip() else ()
+            if len(self._label_cache) >= _LABEL_CACHE:
+                self._label_cache.clear()
+            self._label_cache[key] = types
+        return types
+
+    def _csv_pairs(self, text: str) -> Iterator[tuple[str, str]]:
+        """(column, cell) of a CSV/TSV whose header names at least one labelled column (quoted cells honoured)."""
+        offset = 0
+        while text.startswith("#", offset) or text.startswith("\n", offset):
+            end = text.find("\n", offset)
+            if end < 0:
+                return
+            offset = end + 1
+        first = text[offset:text.find("\n", offset)] if "\n" in text[offset:] else ""
+        if not first:
+            return
+        for sep in (",", "\t", "|", ";"):
+            if sep not in first:
+                continue
+            try:  # a quoted cell may hold a line break (a wrapped value): read the text, not its lines
+                rows = list(csv.reader(io.StringIO(text[offset:]), delimiter=sep))
+            except csv.Error:
+                continue
+            header = [h.strip() for h in rows[0]]
+            if len(header) >= 2 and any(self.label_types(h) for h in header):
+                for cells in rows[1:]:
+                    if len(cells) == len(header):
+                        yield from zip(header, (c.strip() for c in cells), strict=True)
+                return
+
+    def _in_text(self, text: str) -> Iterator[tuple[str, str, int, int]]:
+        """(type, canonical value, start, end) for ``label <connector> value`` anywhere in the text."""
+        for m in self._lexicon.phrase.finditer(text):
+            c = self._connector.match(text, m.end())
+            if c is None:
+                continue
+            before = _BEFORE.search(text, max(0, m.start() - 24), m.start())
+            types = self._lexicon.types(m.group(0), before.group(1) if before else "")
+            if not types:
+                continue
+            spaced = c.group("conn") is None
+            if spaced and not any(t in _SPACED for t in types):
+                continue
+            types = tuple(t for t in types if t in _SPACED) if spaced else types
+            start = c.end()
+            quote = c.group("q") or ("\\\"" if c.group(0).endswith("\\\"") else None)
+            if quote is not None:
+                v = self._quoted[quote].match(text, start)
+                whole = True
+            elif "LOCATION" in types:
+                v = self._line_value.match(text, start)
+                whole = False
+            else:
+                v = self._text_value.match(text, start)
+                whole = False
+            if v is None:
+                continue
+            accepted = self._accept(types, v.group(0), whole)
+            if accepted is None and quote is not None:
+                accepted = self._accept(types, v.group(0), False)
+            if accepted is None and quote is None:  # a value wrapped onto the next line
+                more = _NEXT_LINE.match(text, v.end())
+                if more is not None:
+                    accepted = self._accept(types, text[start:more.end()], False)
+            if accepted is not None:
+                type_, value, length = accepted
+                yield type_, value, start, start + length
+
     def find(self, text: str, label: str | None) -> list[Finding]:
         hinted: dict[str, str] = {}
-        if label is not None:
-            for rule in _label_types(label):
-                value = _accept(rule, text)
-                if value is not None and value == " ".join(text.split()):
-                    hinted.setdefault(value, rule.type)
-        for key, value in structured_pairs(text, _csv_pairs):
-            for rule in _label_types(key):
-                accepted = _accept(rule, value)
-                if accepted is not None and accepted == " ".join(value.split()):
-                    hinted.setdefault(accepted, rule.type)
-        for type_, value in _in_text(text):
-            hinted.setdefault(value, type_)
         out: list[Finding] = []
+        if label is not None:
+            types = self.label_types(label)
+            if types:
+                accepted = self._accept(types, text.strip(), True)
+                if accepted is not None:
+                    hinted.setdefault(text.strip(), accepted[0])
+        for key, value in structured_pairs(text, self._csv_pairs):
+            types = self.label_types(key)
+            if types:
+                accepted = self._accept(types, value.strip(), True)
+                if accepted is not None:
+                    hinted.setdefault(value.strip(), accepted[0])
+        for type_, value, start, end in self._in_text(text):
+            raw = text[start:end]
+            out.append(Finding(type=type_, start=start, end=end, value=raw, layer="patterns",
+                               key=f"{type_}:{value}"))
+            hinted.setdefault(raw, type_)
+            hinted.setdefault(value, type_)
+        lowered = text.lower() if text.isascii() else None
         for value, type_ in hinted.items():
             if len(value) < 2:
                 continue
-            pattern = re.compile("|".join(_literal_pattern(f) for f in _escaped_forms(value)))
-            for m in pattern.finditer(text):
-                out.append(Finding(type=type_, start=m.start(), end=m.end(), value=value, layer="patterns",
-                                   key=f"{type_}:{value}"))
+            key = f"{type_}:{' '.join(_readings(value)[0].split())}"
+            for start, end in _occurrences(text, lowered, value):
+                out.append(Finding(type=type_, start=start, end=end, value=text[start:end], layer="patterns",
+                                   key=key))
         return out
+
+
+def _occurrences(text: str, lowered: str | None, value: str) -> Iterator[tuple[int, int]]:
+    """Spans of ``value`` in ``text`` as written, JSON-escaped, in any case (ASCII text) and with any whitespace
+    where it has some; not inside a longer word or number."""
+    for form in _escaped_forms(value):
+        if any(ch.isspace() for ch in form):
+            for m in re.finditer(_literal_pattern(form), text, re.IGNORECASE):
+                yield m.start(), m.end()
+            continue
+        haystack, needle = (lowered, form.lower()) if lowered is not None and form.isascii() else (text, form)
+        head = form[:1].isascii() and form[:1].isalnum()
+        tail = form[-1:].isascii() and form[-1:].isalnum()
+        start = haystack.find(needle)
+        while start >= 0:
+            end = start + len(needle)
+            if not (head and start > 0 and _word_char(text[start - 1])) \
+                    and not (tail and end < len(text) and _word_char(text[end])):
+                yield start, end
+            start = haystack.find(needle, start + 1)
+
+
+def _word_char(ch: str) -> bool:
+    return ch == "_" or (ch.isascii() and ch.isalnum())
+
+
+# Types whose value may follow its label after a space alone (``MRN 0042117``, ``passport K5707355``).
+_SPACED = frozenset({"PASSPORT", "DRIVERS_LICENSE", "NATIONAL_ID", "MEDICAL_RECORD", "ROUTING_NUMBER", "IBAN_CODE",
+                     "CREDIT_CARD", "ACCOUNT_NUMBER"})

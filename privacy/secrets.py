@@ -62,6 +62,8 @@ RULES: tuple[SecretRule, ...] = (
     _r("BASIC_AUTH", r"(?i)\bbasic\s+([A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])", 1),
 )
 
+# Code, not a secret: a dotted name or call (``os.environ.get``, ``args.api_key``, ``load()``), a class name.
+CODE_VALUE = re.compile(r"^(?:[A-Za-z_]+(?:\.[A-Za-z_]+)+(?:\(.*)?|\w+\(.*|[A-Z][a-z]+(?:[A-Z][a-z]+)+)$")
 _ASSIGNMENT = re.compile(
     r"(?i)(?<![A-Za-z0-9])([A-Za-z0-9_.\-]*(?:" + _KEY_WORDS + r")[A-Za-z0-9_.\-]*)" + _Q +
     r"[ \t]*(?:[:=]|：|=>)[ \t]*" + _Q + r"([^\s\"'\\,;}{\]\[<>`]{4,200})")
@@ -78,7 +80,8 @@ class SecretDetector:
                                    key=f"{rule.type}:{value}"))
         for m in _ASSIGNMENT.finditer(text):
             key, value = m.group(1), m.group(2)
-            if _NOT_SECRET_KEY_END.search(key) or value.lower() in _PLACEHOLDER_VALUES or value.startswith("$"):
+            if _NOT_SECRET_KEY_END.search(key) or value.lower() in _PLACEHOLDER_VALUES or value.startswith("$") \
+                    or CODE_VALUE.match(value):
                 continue
             if value.isdigit() and len(value) < 6:
                 continue
