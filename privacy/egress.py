@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from privacy.detector import TextDetector
 from privacy.findings import Finding
-from privacy.normalise import canonical, fold, variants
+from privacy.normalise import base64_segments, canonical, fold, variants
 from privacy.units import UnitMatcher
 from privacy.vault import Vault
 
@@ -220,6 +220,8 @@ class EgressCheck:
                     continue  # every occurrence of it stands literally in text: found above
                 else:  # visible only decoded (an escape, zero-width characters, base64): cannot be placed
                     hidden.append((replace(finding, value=span), form))
+        if hidden:  # a base64 segment standing in text is replaced whole when what it decodes to holds a hit
+            out += self._encoded_segments(text, label, units)
         if hidden and out:  # what replacing the literal hits removes too (a full-width value read as ASCII)
             rest = text
             for finding, _ in sorted(out, key=lambda h: -len(h[0].value)):
@@ -230,6 +232,20 @@ class EgressCheck:
         scanned = _Scanned(normal, out)
         self._put(key, scanned)
         return scanned
+
+    def _encoded_segments(self, text: str, label: str | None, units: UnitMatcher | None,
+                          ) -> list[tuple[Finding, bool]]:
+        """Each base64 segment of ``text`` whose decoded text holds a finding, as a placeable finding of that type
+        whose value is the segment itself (the agent gets the segment back on restore; the cloud sees neither)."""
+        out: list[tuple[Finding, bool]] = []
+        for start, end, decoded in base64_segments(text):
+            found = self._find(decoded, label, units)
+            if found:
+                first = max(found, key=lambda f: len(f.value))
+                segment = text[start:end]
+                out.append((Finding(type=first.type, start=start, end=end, value=segment, layer=first.layer,
+                                    key=f"{first.type}:base64:{segment}"), True))
+        return out
 
     def _part(self, digest: bytes | None, leaves: Callable[[], Iterator[tuple[str, str, str | None]]], prefix: str,
               units: UnitMatcher | None, scope: str) -> _Part:

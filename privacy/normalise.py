@@ -54,6 +54,15 @@ def _decoded_base64(segment: str) -> str | None:
     return decoded if decoded and printable >= 0.9 * len(decoded) else None
 
 
+def base64_segments(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, decoded canonical text) of each base64 segment of ``text`` that decodes to text: the segment
+    itself stands literally in ``text``, so a value found in it can be replaced by replacing the whole segment."""
+    for m in _BASE64.finditer(text):
+        decoded = _decoded_base64(m.group(0))
+        if decoded is not None:
+            yield m.start(), m.end(), canonical(decoded)
+
+
 def variants(text: str) -> Iterator[str]:
     """``text`` itself, its canonical form if different, and each base64 segment that decodes to text."""
     yield text

@@ -142,9 +142,34 @@ async def test_a_literal_hit_in_a_key_is_pseudonymised_and_restored_not_blocked(
     assert any(a.finding.layer == "egress" for a in protection.findings)
 
 
-@pytest.mark.parametrize("channel", ["base64", "split across two parts", "split across two messages"])
-async def test_a_value_only_an_encoding_or_a_split_reveals_keeps_the_step_off_the_cloud(channel):
+@pytest.mark.parametrize("channel", ["split across two parts", "split across two messages"])
+async def test_a_value_only_a_split_reveals_keeps_the_step_off_the_cloud(channel):
     assert await _outcome(CHANNELS[channel], **ALL_LAYERS_OFF) == "blocked"
+
+
+async def test_a_base64_segment_that_decodes_to_a_listed_value_is_replaced_whole_and_restored():
+    """A Kubernetes secret's data: the segment stands literally, so it is replaced as one value instead of keeping
+    the step home; the agent gets the very segment back."""
+    segment = base64.b64encode(f"contact {EMAIL} today".encode()).decode()
+    body = {"model": "m", "messages": [{"role": "tool", "tool_call_id": "c",
+                                        "content": f"apiVersion: v1\nkind: Secret\ndata:\n  owner: {segment}\n"}]}
+    p = protector(database_url=None, **ALL_LAYERS_OFF)
+    await p.register_units("s", UnitsDocument.model_validate(UNITS))
+    protection = await p.protect(body, session_id="s", request_id="r")
+    sent = protection.body["messages"][0]["content"]
+    assert segment not in sent and _raw_values_in(protection.body) == []
+    placeholder = sent.split("owner: ")[1].strip()
+    assert placeholder.startswith("[EMAIL_ADDRESS_"), sent
+    answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": f"owner is {placeholder}"}}]}
+    assert protection.restore(answer)["choices"][0]["message"]["content"] == f"owner is {segment}"
+
+
+async def test_a_base64_segment_of_ordinary_text_is_left_alone():
+    segment = base64.b64encode(b"replicas: 3, image tag v1.4.2, port 8080").decode()
+    assert await _outcome(_user(f"config {segment}"), **ALL_LAYERS_OFF) == []
+    p = protector(database_url=None, layers={"ner": False})
+    sent = (await p.scrub(_user(f"config {segment}"), session_id="s")).body
+    assert segment in sent["messages"][0]["content"]
 
 
 async def test_a_value_found_once_is_replaced_in_earlier_messages_too():
