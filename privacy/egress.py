@@ -239,12 +239,11 @@ class EgressCheck:
         whose value is the segment itself (the agent gets the segment back on restore; the cloud sees neither)."""
         out: list[tuple[Finding, bool]] = []
         for start, end, decoded in base64_segments(text):
-            found = self._find(decoded, label, units)
-            if found:
-                first = max(found, key=lambda f: len(f.value))
-                segment = text[start:end]
-                out.append((Finding(type=first.type, start=start, end=end, value=segment, layer=first.layer,
-                                    key=f"{first.type}:base64:{segment}"), True))
+            segment = text[start:end]
+            for found in sorted(self._find(decoded, label, units), key=lambda f: -len(f.value)):
+                # each finding keeps its type and unit; all stand for the one segment (placed once, longest first)
+                out.append((replace(found, start=start, end=end, value=segment,
+                                    key=f"{found.type}:base64:{segment}"), True))
         return out
 
     def _part(self, digest: bytes | None, leaves: Callable[[], Iterator[tuple[str, str, str | None]]], prefix: str,
