@@ -77,7 +77,7 @@ RULES: tuple[PatternRule, ...] = (
                 canonical=lambda v: _digits(v)[-10:]),
     PatternRule("PHONE_NUMBER", re.compile(r"(?<![0-9A-Za-z_+])(?:\+44\s?|0)(?:7\d{3}|20|1\d{2,3})\s?\d{3,4}\s?\d{3,4}(?!\d)"),
                 check=_phone_ok, canonical=lambda v: _digits(v)[-10:]),
-    PatternRule("PHONE_NUMBER", re.compile(r"(?<![0-9A-Za-z_+])\+\d{1,3}(?:[\s\-.]?\(?\d{1,5}\)?){2,5}(?![\d])"),
+    PatternRule("PHONE_NUMBER", re.compile(r"(?<![0-9A-Za-z_+])\+\d{1,3}(?:[\s\-.]?(?:\(\d{1,5}\)|\d{1,5})){2,5}(?![\d])"),
                 check=_phone_ok, canonical=_digits),
     PatternRule("PASSPORT", re.compile(r"(?i)(?:passport|护照)(?:\s*(?:no\.?|number|#|号码?))?\s*[:：#]?\s*"
                                        r"([A-Z]{1,2}\d{6,8}|\d{9})(?![A-Za-z0-9])"), group=1, canonical=str.upper),

@@ -102,3 +102,13 @@ def test_checksums():
     assert luhn_ok("4111111111111111") and not luhn_ok("4111111111111112")
     assert iban_ok("GB82WEST12345698765432") and not iban_ok("GB82WEST12345698765433")
     assert cn_resident_id_ok("11010519491231002X") and not cn_resident_id_ok("110105194912310021")
+
+
+@pytest.mark.parametrize(("text", "phone"), [
+    ("Call Dana (phone +1 415-555-0137) today.", "+1 415-555-0137"),
+    ("(+49 30 901820)", "+49 30 901820"),
+    ("+44 (0)20 7946 0958", "+44 (0)20 7946 0958"),
+    ("+1 (415) 555-0137", "+1 (415) 555-0137"),
+])
+def test_an_international_phone_keeps_only_its_own_parentheses(text: str, phone: str) -> None:
+    assert {f.value for f in PatternDetector().find(text) if f.type == "PHONE_NUMBER"} == {phone}

@@ -242,3 +242,14 @@ async def test_an_audited_value_lets_through_only_itself_not_a_value_that_contai
     sent = json.dumps((await p.scrub(body, session_id="s")).body, ensure_ascii=False)
     assert "Maria asked" in sent
     assert "Maria.Gonzalez@acme-mail.com" not in sent and "[EMAIL_ADDRESS_" in sent
+
+
+async def test_an_audited_phone_in_parentheses_leaves_as_it_is():
+    """The operator audits contact details (sent raw): a phone written inside parentheses is that phone, not a
+    longer value with the closing parenthesis that the last check would pseudonymise."""
+    units = {"items": [{"entity_id": "d", "sensitive_fields": [
+        {"field": "phone", "value": "+1 415-555-0137", "dimension": "contact", "weight": 1}]}]}
+    p = protector(database_url=None, actions={"contact": "audit"}, layers={"ner": False})
+    await p.register_units("s", UnitsDocument.model_validate(units))
+    sent = (await p.scrub(_user("Call Dana (phone +1 415-555-0137) today."), session_id="s")).body
+    assert sent["messages"][0]["content"] == "Call Dana (phone +1 415-555-0137) today."
