@@ -47,12 +47,19 @@ class ThreadedHandler(QueueHandler):
         self._running = True
         atexit.register(self.close)
 
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._running:
+            super().emit(record)
+        else:  # closed under us (``logging.config.dictConfig`` closes every handler, as uvicorn's start does):
+            self.target.handle(record)  # still written, in the caller's thread, instead of queued for nobody
+
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
         return record  # formatted on the writer thread, not here (the record never leaves the process)
 
     def flush(self) -> None:
         assert isinstance(self.queue, queue.Queue)
-        self.queue.join()
+        if self._running:  # closed: nothing is queued any more, and nobody would take it
+            self.queue.join()
         self.target.flush()
 
     def close(self) -> None:

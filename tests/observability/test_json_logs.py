@@ -70,3 +70,25 @@ def test_lines_are_formatted_and_written_off_the_logging_thread() -> None:
         handler.close()
     [line] = seen
     assert line.endswith(": disk full") and not line.startswith(threading.current_thread().name + ":")
+
+
+def test_lines_are_still_written_after_uvicorn_configures_logging(capsys: pytest.CaptureFixture[str]) -> None:
+    """``ecgw serve`` configures logging, then uvicorn's start runs ``dictConfig``, which closes every handler: the
+    supervisor's lines in that process (the edge died, restarted) must still reach stderr."""
+    import logging.config
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        configure_logging("text")
+        logging.config.dictConfig(LOGGING_CONFIG)
+        logging.getLogger("ecgw.launch").warning("vLLM restarted (pid %s)", 4242)
+        root.handlers[0].flush()
+        assert "vLLM restarted (pid 4242)" in capsys.readouterr().err
+    finally:
+        for handler in root.handlers:
+            handler.close()
+        root.handlers[:], _ = saved
+        root.setLevel(saved[1])
