@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from privacy.audit import PrivacyCall
+from privacy.audit import call_row
 from privacy.audited import AuditedUnits
 from privacy.protection import PassThroughProtector, Protection
 from privacy.units import Unit, UnitsDocument
@@ -29,9 +29,9 @@ class RecordingPassThroughProtector(PassThroughProtector):
         protection = await super().protect(body, session_id=session_id, request_id=request_id,
                                            experiment=experiment)
         call_id, created = uuid.uuid4().hex, time.time()
-        call = PrivacyCall(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
-                           created_at=created, body="{}", findings=0)  # the raw body is never written to disk
-        self._audited.audit.submit(lambda: {"kind": "call", "call": call.model_dump(), "findings": []})
+        call = call_row(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
+                        created_at=created, body="{}", findings=0)  # the raw body is never written to disk
+        self._audited.audit.submit(lambda: {"kind": "call", "call": call, "findings": []})
         await self._audited.record_exposure(call_id, session_id, body)
         return protection
 

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from privacy.audit import Hasher, PrivacyCall, PrivacyFinding, seal_body
+from privacy.audit import Hasher, call_row, finding_row, seal_body
 from privacy.audit_writer import AuditWriter, Record
 from privacy.audited import AuditedUnits
 from privacy.detector import DetectionError
@@ -201,14 +201,14 @@ class PrivacyProtector:
 
         def build() -> Record:
             applied = scrubbed.applied
-            findings = [PrivacyFinding(call_id=call_id, session_id=session_id, type=a.finding.type,
-                                       layer=a.finding.layer, action=a.action,
-                                       location=safe_location(a.finding.location, hasher),
-                                       value_hash=hasher(a.finding.value), unit_id=a.finding.unit_id,
-                                       field=a.finding.field, dimension=a.finding.dimension) for a in applied]
-            call = PrivacyCall(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
-                               created_at=created, body=seal_body(sealer, call_id, body), findings=len(findings))
-            return {"kind": "call", "call": call.model_dump(), "findings": [f.model_dump() for f in findings]}
+            findings = [finding_row(call_id=call_id, session_id=session_id, type=a.finding.type,
+                                    layer=a.finding.layer, action=a.action,
+                                    location=safe_location(a.finding.location, hasher),
+                                    value_hash=hasher(a.finding.value), unit_id=a.finding.unit_id,
+                                    field=a.finding.field, dimension=a.finding.dimension) for a in applied]
+            call = call_row(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
+                            created_at=created, body=seal_body(sealer, call_id, body), findings=len(findings))
+            return {"kind": "call", "call": call, "findings": findings}
 
         self._audit.submit(build)
         return call_id
