@@ -131,6 +131,8 @@ _LINE_VALUE = r"(?:[^\n\"|;()（）<>{}\[\]。；.]|\.(?!\s+[A-Z]|\s*$)){1,160}"
 _LABEL_CACHE = 4096
 # The rest of a value wrapped onto the next line: a line that is no new field (nothing like ``key:`` or ``k=v``).
 _NEXT_LINE = re.compile(r"\r?\n[ \t]*[^\s\"'<>{}\[\],;:=：]+(?=[^\n:=：]*(?:\n|$))")
+_BLOCKS = re.compile(r"\n[ \t]*\n")
+_MD_RULE = re.compile(r"^\s*\|?[\s:\-|]+\|?\s*$")
 _BEFORE = re.compile(r"([A-Za-z]+)(?:[_\-.]|(?<=[a-z])(?=[A-Z])| )?$")
 
 
@@ -173,29 +175,43 @@ class LabelledValueDetector:
         return types
 
     def _csv_pairs(self, text: str) -> Iterator[tuple[str, str]]:
-        """(column, cell) of a CSV/TSV whose header names at least one labelled column (quoted cells honoured)."""
-        offset = 0
-        while text.startswith("#", offset) or text.startswith("\n", offset):
-            end = text.find("\n", offset)
-            if end < 0:
-                return
-            offset = end + 1
-        first = text[offset:text.find("\n", offset)] if "\n" in text[offset:] else ""
-        if not first:
+        """(label, value) pairs of every table in the text: each block between blank lines is read as CSV, TSV or a
+        markdown table; a table whose header names a column gives (column, cell), and a two-column table is read as
+        key and value per row too (``UTR,4039545479``, ``| 年薪 | CNY 227,500 |``)."""
+        for block in _BLOCKS.split(text):
+            if "\n" in block or block.count("|") >= 3:
+                yield from self._table_pairs(block)
+
+    def _table_pairs(self, text: str) -> Iterator[tuple[str, str]]:
+        lines = [line for line in text.split("\n") if line.strip() and not line.lstrip().startswith("#")]
+        if lines and all(line.lstrip().startswith("|") for line in lines[1:]) and not lines[0].lstrip().startswith("|"):
+            lines = lines[1:]  # a sentence introducing a markdown table
+        if lines and all(line.lstrip().startswith("|") for line in lines):
+            lines = [line.strip().strip("|") for line in lines if not _MD_RULE.match(line)]
+            seps: tuple[str, ...] = ("|",)
+        else:
+            seps = (",", "\t", "|", ";")
+        if not lines:
             return
-        for sep in (",", "\t", "|", ";"):
+        body = "\n".join(lines)
+        first = lines[0]
+        for sep in seps:
             if sep not in first:
                 continue
             try:  # a quoted cell may hold a line break (a wrapped value): read the text, not its lines
-                rows = list(csv.reader(io.StringIO(text[offset:]), delimiter=sep))
+                rows = [[c.strip() for c in row] for row in csv.reader(io.StringIO(body), delimiter=sep) if row]
             except csv.Error:
                 continue
-            header = [h.strip() for h in rows[0]]
+            header = rows[0]
             if len(header) >= 2 and any(self.label_types(h) for h in header):
                 for cells in rows[1:]:
                     if len(cells) == len(header):
-                        yield from zip(header, (c.strip() for c in cells), strict=True)
-                return
+                        yield from zip(header, cells, strict=True)
+            if sum(len(row) == 2 for row in rows) * 2 > len(rows):
+                for cells in rows:
+                    if len(cells) == 2 and cells[0] and cells[1]:
+                        yield cells[0], cells[1]
+            return
 
     def _in_text(self, text: str) -> Iterator[tuple[str, str, int, int]]:
         """(type, canonical value, start, end) for ``label <connector> value`` anywhere in the text."""

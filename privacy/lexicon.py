@@ -55,7 +55,8 @@ _add("passport", "passport passports pp pport psprt mrz travelpass visa")
 _add("licence", "licence license licenses licences lic dl dln dvla driver drivers driving driverlicense "
                 "driverslicense permit")
 _add("national_id", "ssn sin nino ni nin citizen resident tin itin taxpayer aadhaar alien uscis immigration "
-                    "identity identification anumber natid nationalid cnid idcard hkid greencard")
+                    "identity identification anumber natid nationalid cnid idcard hkid greencard utr tfn nric aadhar uidai "
+                    "taxref")
 _add("medical", "mrn medical chart health nhs ehr emr hospital admission")
 _add("patient", "patient")
 _add("routing", "routing aba rtn transit bsb swift bic sortcode bankcode clearing")
@@ -73,7 +74,7 @@ _add("contact", "contact")
 _add("email", "email emails mail mailto")
 _add("token", "auth authorization authtoken")
 _add("secret", "password passwords passwd pwd pw pass passphrase passcode pin secret secrets credential "
-               "credentials cred creds token apikey privatekey otp mnemonic")
+               "credentials cred creds token apikey privatekey otp mnemonic webhook sk connstr")
 _add("cvv", "cvv cvc cvv2 cvc2 csc")
 _add("person", "name names fullname surname forename firstname lastname person holder owner beneficiary "
                "recipient payee payer insured policyholder cardholder applicant guardian spouse employee emp "
@@ -111,7 +112,8 @@ _PAIRS: dict[tuple[str, str], str] = {
     ("machine", "readable"): "mrz", ("national", "insurance"): "nino", ("nat", "ins"): "nino",
     ("social", "security"): "ssn", ("id", "card"): "idcard", ("identity", "card"): "idcard",
     ("identity", "document"): "idcard", ("national", "id"): "natid", ("tax", "id"): "tin", ("tax", "no"): "tin",
-    ("tax", "number"): "tin", ("sort", "code"): "sortcode", ("bank", "code"): "bankcode",
+    ("tax", "number"): "tin", ("tax", "reference"): "tin", ("tax", "ref"): "tin",
+    ("tax", "file"): "tin", ("connection", "string"): "connstr", ("sort", "code"): "sortcode", ("bank", "code"): "bankcode",
     ("net", "worth"): "networth", ("wechat", "pay"): "wechatpay", ("weixin", "pay"): "wechatpay",
     ("a", "c"): "acct", ("e", "mail"): "email", ("pass", "phrase"): "passphrase", ("pass", "word"): "password",
     ("pass", "code"): "passcode", ("pin", "code"): "pin", ("zip", "code"): "zip", ("post", "code"): "zip",
@@ -148,7 +150,7 @@ def _zh(concept: str, words: str) -> None:
 
 _zh("passport", "护照 机读 机读区 机读码 旅行证件 通行证")
 _zh("licence", "驾照 驾驶证 驾驶执照 驾驶 驾证 行驶证")
-_zh("national_id", "身份证 身份 证件 居民身份证 社保 社会保障 社会保险 国民保险 移民 外国人 纳税人 税号 公民 居民 "
+_zh("national_id", "阿达哈尔 身份证 身份 证件 居民身份证 社保 社会保障 社会保险 国民保险 移民 外国人 纳税人 税号 公民 居民 "
                    "绿卡")
 _zh("medical", "病历 病案 住院 医保 就诊 门诊 医疗 健康")
 _zh("patient", "患者 病人")
@@ -308,4 +310,6 @@ def read(words: Sequence[str]) -> tuple[str, ...]:
             return CONCEPTS[_ID_OF.get(owner, owner)]
         if not tail_amount and words[0] in ("ref", "reference"):
             return CONCEPTS["account"]
+        if tail_amount and words[0] in ("gross", "net") and len(words) > 1:
+            return CONCEPTS["amount"]  # ``gross_annual``, ``net_monthly``: pay words made of amount tails alone
     return ()

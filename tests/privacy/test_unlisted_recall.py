@@ -1,0 +1,86 @@
+"""Recall without a unit list: key/value tables, labels for tax references and pay, chat webhooks and Azure keys,
+and national identifiers found by their check digits alone (each with a look-alike that must stay)."""
+
+from __future__ import annotations
+
+import pytest
+
+from privacy.identifiers import IdentifierDetector
+from privacy.labels import LabelledValueDetector
+from privacy.secrets import SecretDetector
+
+
+def _labelled(text: str) -> set[tuple[str, str]]:
+    return {(f.type, f.value) for f in LabelledValueDetector().find(text, None)}
+
+
+def test_markdown_key_value_table_after_a_sentence() -> None:
+    text = ("Found in `utils.py`:\n\n| 字段 | 内容 |\n|---|---|\n| 年薪 | CNY 227,500 |\n| 账户余额 | 8070564.25 |\n"
+            "| 员工姓名 | 蒋曦诺 |\n| 项目 | 45873 |")
+    found = _labelled(text)
+    assert {("AMOUNT", "CNY 227,500"), ("AMOUNT", "8070564.25"), ("PERSON", "蒋曦诺")} <= found
+    assert not any(value == "45873" for _, value in found)
+
+
+def test_two_column_csv_is_read_as_key_and_value() -> None:
+    text = ("UTR,4039545479\nClosing Balance,\"€6,056,212.27\"\nsortCode,920518\nproject,Project Nimbus\n\n"
+            "Date,Description,Amount\n2026-01-01,coffee,3.50")
+    found = _labelled(text)
+    assert {("NATIONAL_ID", "4039545479"), ("AMOUNT", "€6,056,212.27"), ("ROUTING_NUMBER", "920518")} <= found
+    assert not any(value in ("Project Nimbus", "coffee", "2026-01-01") for _, value in found)
+
+
+@pytest.mark.parametrize(("label", "kind"), [
+    ("UTR", "NATIONAL_ID"), ("TFN", "NATIONAL_ID"), ("tax_reference", "NATIONAL_ID"), ("NRIC", "NATIONAL_ID"),
+    ("阿达哈尔号", "NATIONAL_ID"), ("gross_annual", "AMOUNT"), ("Gross Annual", "AMOUNT"),
+    ("WECOM_WEBHOOK", "PASSWORD"), ("AZURE_STORAGE_CONNECTION_STRING", "PASSWORD"), ("阿里云SK", "PASSWORD"),
+])
+def test_labels_that_name_a_value(label: str, kind: str) -> None:
+    assert kind in LabelledValueDetector().label_types(label)
+
+
+@pytest.mark.parametrize("label", ["webhook_url", "gross", "annual", "tax_rate", "connection_timeout"])
+def test_labels_that_name_nothing(label: str) -> None:
+    assert LabelledValueDetector().label_types(label) == ()
+
+
+def _secrets(text: str) -> set[tuple[str, str]]:
+    return {(f.type, f.value) for f in SecretDetector().find(text)}
+
+
+def test_azure_account_key_and_chat_webhook_keys() -> None:
+    key = "J66xC3eoUnE4bAS5+gXi3STrybXx6Rl1VnDUr5VSh78qKRuF+dXPaTZUl86izyA6pwCErFhaLJDoRoSSPC4duw=="
+    assert ("AZURE_KEY", key) in _secrets(f"DefaultEndpointsProtocol=https;AccountName=st;AccountKey={key};"
+                                          "EndpointSuffix=core.windows.net")
+    assert ("WEBHOOK_KEY", "373f0e9d-5833-4bcd-8ce4-e78c3a32e008") in _secrets(
+        "hook：https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=373f0e9d-5833-4bcd-8ce4-e78c3a32e008，next")
+    assert ("MAILGUN_KEY", "key-ea9eeea5f1c2d3b4a5968778695a4b3c") in _secrets(
+        "MAILGUN_API_KEY,key-ea9eeea5f1c2d3b4a5968778695a4b3c")
+
+
+def test_webhook_urls_without_a_key_stay() -> None:
+    assert _secrets("see https://github.com/org/repo/settings/hooks/12345 and /api/webhooks?key=short") == set()
+
+
+def _ids(text: str) -> list[str]:
+    return [f.value for f in IdentifierDetector().find(text) if f.type == "NATIONAL_ID"]
+
+
+@pytest.mark.parametrize(("valid", "invalid"), [
+    ("4972 7418 4530", "4972 7418 4531"),  # Aadhaar (Verhoeff)
+    ("814947097360", "814947097361"),
+    ("S1234567D", "S1234567E"),  # Singapore NRIC check letter
+    ("Y564666(7)", "Y564666(8)"),  # HKID check digit
+    ("H025444(6)", "H025444(5)"),
+    ("268-335-031", "268-335-032"),  # Canadian SIN (Luhn)
+    ("663 586 599", "663 586 598"),  # Australian TFN (weighted mod 11)
+    ("943 476 5919", "943 476 5918"),  # NHS number (mod 11)
+])
+def test_national_identifiers_by_check_digit(valid: str, invalid: str) -> None:
+    assert _ids(f"ref {valid} end") == [valid]
+    assert _ids(f"ref {invalid} end") == []
+
+
+def test_indian_pan_shape_and_lookalikes() -> None:
+    assert _ids("PAN RPPPS7088U on file") == ["RPPPS7088U"]
+    assert _ids("build ABCDX1234Y and version 1234-5678-9012 and 2026-01-01") == []
