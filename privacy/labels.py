@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
+import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from privacy.findings import Finding
 from privacy.keyhints import structured_pairs
@@ -27,7 +30,7 @@ from privacy.units import _escaped_forms, _literal_pattern
 
 _CURRENCY = r"(?:[¥$€£₹]|(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD)\s?)"
 _CURRENCY_AFTER = r"(?:\s?(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD|元|万元|万|k|K))"
-_NUMBER = r"(?:\d{1,3}(?:[,.' ]\d{3})+(?:[.,]\d{1,2})?|\d{4,10}(?:[.,]\d{1,2})?)"
+_NUMBER = r"(?:\d{1,4}(?:\.\d{1,2})?\s?[kKmM](?![A-Za-z])|\d{1,3}(?:[,.' ]\d{3})+(?:[.,]\d{1,2})?|\d{4,10}(?:[.,]\d{1,2})?)"
 # A value that is something else the agent needs: a hash, a UUID, a date, a version, an IP, a path.
 _NOT_ID = (r"^(?:(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d{4}-\d{2}-\d{2}(?:T.*)?|"
            r"v?\d+(?:\.\d+){1,3}|\d{1,3}(?:\.\d{1,3}){3}|\d+(?:\.\d+)?\s?(?:ms|s|KB|MB|GB|bytes|rows|lines))$")
@@ -193,11 +196,13 @@ class LabelledValueDetector:
             seps = (",", "\t", "|", ";")
         if not lines:
             return
-        body = "\n".join(lines)
-        first = lines[0]
         for sep in seps:
-            if sep not in first:
+            # the header: the first line with the separator that a line with it follows (a title line may precede)
+            start = next((i for i in range(min(3, len(lines))) if sep in lines[i]
+                          and (i + 1 == len(lines) or sep in lines[i + 1])), None)
+            if start is None:
                 continue
+            body = "\n".join(lines[start:])
             try:  # a quoted cell may hold a line break (a wrapped value): read the text, not its lines
                 rows = [[c.strip() for c in row] for row in csv.reader(io.StringIO(body), delimiter=sep) if row]
             except csv.Error:
@@ -260,7 +265,7 @@ class LabelledValueDetector:
                 accepted = self._accept(types, text.strip(), True)
                 if accepted is not None:
                     hinted.setdefault(text.strip(), accepted[0])
-        for key, value in structured_pairs(text, self._csv_pairs):
+        for key, value in itertools.chain(structured_pairs(text, self._csv_pairs), _json_label_pairs(text)):
             types = self.label_types(key)
             if types:
                 accepted = self._accept(types, value.strip(), True)
@@ -281,6 +286,47 @@ class LabelledValueDetector:
                 out.append(Finding(type=type_, start=start, end=end, value=text[start:end], layer="patterns",
                                    key=key))
         return out
+
+
+_LABEL_KEYS = ("text", "name", "label", "key", "field", "display", "title")
+
+
+def _label_of(item: dict[str, Any]) -> str | None:
+    """The label a ``{"type": {"text": "Passport"}, "value": …}`` or ``{"name": "TFN", "value": …}`` entry carries."""
+    for holder in (item, item.get("type"), item.get("code")):
+        if isinstance(holder, dict):
+            for key in _LABEL_KEYS:
+                label = holder.get(key)
+                if isinstance(label, str) and label:
+                    return label
+    return None
+
+
+def _json_label_pairs(text: str) -> Iterator[tuple[str, str]]:
+    """(label, value) pairs JSON states outside its keys: an entry naming its value (FHIR identifiers, settings
+    lists: ``{"type": {"text": "护照号"}, "value": "141421939"}``) and an index keyed by value (``{"by_SIN":
+    {"182586206": {…}}}``)."""
+    if text.lstrip()[:1] not in ("{", "[") or ('"value"' not in text and '"by_' not in text):
+        return
+    try:
+        stack: list[Any] = [json.loads(text)]
+    except ValueError:
+        return
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            value = node.get("value")
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                label = _label_of(node)
+                if label is not None:
+                    yield label, str(value)
+            for key, child in node.items():
+                if isinstance(key, str) and key.startswith("by_") and isinstance(child, dict):
+                    for indexed in child:
+                        yield key[3:], indexed
+                stack.append(child)
 
 
 def _occurrences(text: str, lowered: str | None, value: str) -> Iterator[tuple[int, int]]:

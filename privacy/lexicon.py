@@ -23,7 +23,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "medical": ("MEDICAL_RECORD",),
     "routing": ("ROUTING_NUMBER",),
     "iban": ("IBAN_CODE",),
-    "card": ("CREDIT_CARD",),
+    "card": ("CREDIT_CARD", "ACCOUNT_NUMBER"),  # a membership or loyalty card number too
     "account": ("ACCOUNT_NUMBER",),
     "amount": ("AMOUNT",),
     "alipay": ("ALIPAY_ACCOUNT",),
@@ -51,7 +51,7 @@ def _add(concept: str, words: str) -> None:
         _EN[word] = concept
 
 
-_add("passport", "passport passports pp pport psprt mrz travelpass visa")
+_add("passport", "passport passports pp ppt pport psprt mrz travelpass visa")
 _add("licence", "licence license licenses licences lic dl dln dvla driver drivers driving driverlicense "
                 "driverslicense permit")
 _add("national_id", "ssn sin nino ni nin citizen resident tin itin taxpayer aadhaar alien uscis immigration "
@@ -84,7 +84,7 @@ _add("address", "address addresses addr adr street residence residential domicil
                 "apt")
 
 _ID_WORDS = frozenset("id ids no nr num nbr number numbers # code identifier record rec key ref reference refno "
-                      "registration reg line".split())
+                      "registration reg line ident".split())
 _AMOUNT_TAIL = frozenset("total amount amt sum value gross net ytd annual monthly base available avail current "
                          "due outstanding".split())
 _QUALIFIERS = frozenset("the of a an to from my your his her their our primary secondary main personal private "
@@ -167,7 +167,7 @@ _zh("email", "邮箱 电邮 邮件 电子邮件 电子邮箱")
 _zh("secret", "密码 口令 密钥 令牌 凭证 凭据 暗号 秘钥 私钥 验证码 助记词")
 _zh("person", "姓名 名字 名称 联系人 收件人 收货人 寄件人 发件人 持卡人 户主 员工 申请人 受益人 投保人 被保险人 "
               "开户人 户名 持有人 乘客 本人 雇员 职员 收款人 付款人 当事人 借款人 担保人 被保人 监护人 配偶 家属 "
-              "就诊人 客户名")
+              "就诊人 客户名 客户名称 员工姓名 用户姓名")
 _zh("address", "地址 住址 住所 居所 居住地 住处 户籍 家庭住址 通讯地址 收货地址 寄送地址 邮寄地址 住宅 寓所 门牌 所在地")
 _ZH_ID = frozenset("号 号码 编号 码 编码 代码 识别码 标识 证号 记录 登记 注册 登记号 注册号".split())
 _ZH_AMOUNT_TAIL = frozenset("总额 金额 总计 合计 总数 数额".split())
@@ -296,6 +296,8 @@ def read(words: Sequence[str]) -> tuple[str, ...]:
     if concept is not None:
         return CONCEPTS[concept]
     tail_amount = head in _AMOUNT_TAIL or head in _ZH_AMOUNT_TAIL
+    if tail_amount and any(w in ("gross", "net") for w in words[:-1]):
+        return CONCEPTS["amount"]  # ``gross_annual``, ``net_amount``: pay words made of amount tails alone
     if _is_id(head) or tail_amount:
         for word in reversed(words[:-1]):
             if _is_id(word) or word in _AMOUNT_TAIL or word in _ZH_AMOUNT_TAIL:
@@ -310,6 +312,4 @@ def read(words: Sequence[str]) -> tuple[str, ...]:
             return CONCEPTS[_ID_OF.get(owner, owner)]
         if not tail_amount and words[0] in ("ref", "reference"):
             return CONCEPTS["account"]
-        if tail_amount and words[0] in ("gross", "net") and len(words) > 1:
-            return CONCEPTS["amount"]  # ``gross_annual``, ``net_monthly``: pay words made of amount tails alone
     return ()

@@ -84,3 +84,33 @@ def test_national_identifiers_by_check_digit(valid: str, invalid: str) -> None:
 def test_indian_pan_shape_and_lookalikes() -> None:
     assert _ids("PAN RPPPS7088U on file") == ["RPPPS7088U"]
     assert _ids("build ABCDX1234Y and version 1234-5678-9012 and 2026-01-01") == []
+
+
+def test_json_entries_that_name_their_value_and_indexes_by_value() -> None:
+    import json
+    text = json.dumps({
+        "entry": [{"identifier": [{"type": {"text": "护照号"}, "value": "141421939"},
+                                  {"type": {"text": "客户名称"}, "value": "褚琪"},
+                                  {"name": "project", "value": "45873"}]}],
+        "by_加拿大社会保险号": {"182586206": {"updated": "2026-01-01"}},
+        "by_status": {"active": {"n": 3}}}, ensure_ascii=False)
+    found = _labelled(text)
+    assert {("PASSPORT", "141421939"), ("PERSON", "褚琪"), ("NATIONAL_ID", "182586206")} <= found
+    assert not any(value in ("45873", "active") for _, value in found)
+
+
+def test_table_after_a_title_line_and_short_amounts() -> None:
+    text = ("Exported to /x/main.py\n记录ID\t实发工资\tpatient.name\t创建时间\n"
+            "0015g00000IRjCoVal\t19223.77 EUR\t韩曦\t2026-09-25T14:14:07Z\n")
+    assert {("AMOUNT", "19223.77 EUR"), ("PERSON", "韩曦")} <= _labelled(text)
+    assert ("AMOUNT", "250.75k") in _labelled("年薪：250.75k，其他")
+    assert ("AMOUNT", "¥5,809.04") in _labelled("and net_amount: ¥5,809.04. Write it down")
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("PPT,C1781HTGM\nproject,Nimbus", ("PASSPORT", "C1781HTGM")),
+    ("会员卡号,MZN605484082\nproject,Nimbus", ("ACCOUNT_NUMBER", "MZN605484082")),
+    ("member_ident: 876-549311-06", ("ACCOUNT_NUMBER", "876-549311-06")),
+])
+def test_membership_and_passport_abbreviations(text: str, found: tuple[str, str]) -> None:
+    assert found in _labelled(text)
