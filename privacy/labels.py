@@ -17,6 +17,7 @@ import io
 import itertools
 import json
 import re
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +34,7 @@ _CURRENCY_AFTER = r"(?:\s?(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD|元
 _NUMBER = r"(?:\d{1,4}(?:\.\d{1,2})?\s?[kKmM](?![A-Za-z])|\d{1,3}(?:[,.' ]\d{3})+(?:[.,]\d{1,2})?|\d{4,10}(?:[.,]\d{1,2})?)"
 # A value that is something else the agent needs: a hash, a UUID, a date, a version, an IP, a path.
 _NOT_ID = (r"^(?:(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d{4}-\d{2}-\d{2}(?:T.*)?|"
-           r"v?\d+(?:\.\d+){1,3}|\d{1,3}(?:\.\d{1,3}){3}|\d+(?:\.\d+)?\s?(?:ms|s|KB|MB|GB|bytes|rows|lines))$")
+           r"(?!(?:\D*\d){9})v?\d+(?:\.\d+){1,3}|\d{1,3}(?:\.\d{1,3}){3}|\d+(?:\.\d+)?\s?(?:ms|s|KB|MB|GB|bytes|rows|lines))$")
 
 
 _NOT_ACCOUNT = frozenset({"enabled", "disabled", "none", "null", "true", "false", "required", "optional", "unknown",
@@ -208,15 +209,18 @@ class LabelledValueDetector:
             except csv.Error:
                 continue
             header = rows[0]
+            read = False
             if len(header) >= 2 and any(self.label_types(h) for h in header):
+                read = True
                 for cells in rows[1:]:
                     if len(cells) == len(header):
                         yield from zip(header, cells, strict=True)
-            if sum(len(row) == 2 for row in rows) * 2 > len(rows):
-                for cells in rows:
-                    if len(cells) == 2 and cells[0] and cells[1]:
-                        yield cells[0], cells[1]
-            return
+            pairs = [(row[0], row[1]) for row in rows if len(row) == 2 and row[0] and row[1]]
+            if len(pairs) * 2 > len(rows) and any(self.label_types(key) for key, _ in pairs):
+                read = True
+                yield from pairs
+            if read:  # else the separator was inside the values (``$166,500`` in a TSV): try the next one
+                return
 
     def _in_text(self, text: str) -> Iterator[tuple[str, str, int, int]]:
         """(type, canonical value, start, end) for ``label <connector> value`` anywhere in the text."""
@@ -265,7 +269,8 @@ class LabelledValueDetector:
                 accepted = self._accept(types, text.strip(), True)
                 if accepted is not None:
                     hinted.setdefault(text.strip(), accepted[0])
-        for key, value in itertools.chain(structured_pairs(text, self._csv_pairs), _json_label_pairs(text)):
+        for key, value in itertools.chain(structured_pairs(text, self._csv_pairs), _json_label_pairs(text),
+                                          _query_pairs(text)):
             types = self.label_types(key)
             if types:
                 accepted = self._accept(types, value.strip(), True)
@@ -327,6 +332,18 @@ def _json_label_pairs(text: str) -> Iterator[tuple[str, str]]:
                     for indexed in child:
                         yield key[3:], indexed
                 stack.append(child)
+
+
+_QUERY = re.compile(r"[?&]((?:%[0-9A-Fa-f]{2})+)=([^&\s\"'\\#]{2,200})")
+
+
+def _query_pairs(text: str) -> Iterator[tuple[str, str]]:
+    """(parameter, value) of URL query parameters whose name is percent-encoded (a label in Chinese: the free-text
+    reading sees only ``%E6%8A%A4…``)."""
+    if "%" not in text:
+        return
+    for m in _QUERY.finditer(text):
+        yield urllib.parse.unquote(m.group(1)), urllib.parse.unquote(m.group(2))
 
 
 def _occurrences(text: str, lowered: str | None, value: str) -> Iterator[tuple[int, int]]:

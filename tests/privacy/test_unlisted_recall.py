@@ -114,3 +114,23 @@ def test_table_after_a_title_line_and_short_amounts() -> None:
 ])
 def test_membership_and_passport_abbreviations(text: str, found: tuple[str, str]) -> None:
     assert found in _labelled(text)
+
+
+def test_tsv_whose_values_hold_commas() -> None:
+    text = ("Exported /x/utils.py\n记录ID\t合同编号\t年薪\t创建时间\n"
+            "0015g00000gyPV7AXg\tHT84607932\t$166,500\t2026-05-01\n")
+    assert {("ACCOUNT_NUMBER", "HT84607932"), ("AMOUNT", "$166,500")} <= _labelled(text)
+
+
+def test_percent_encoded_query_labels() -> None:
+    found = _labelled("GET /api/items?%E8%B4%A6%E6%88%B7%E5%8F%B7%E7%A0%81=56187419&%E9%A1%B5=2 HTTP/1.1")
+    assert found == {("ACCOUNT_NUMBER", "56187419")}
+
+
+def test_dotted_ssn_under_its_label_but_versions_stay() -> None:
+    assert ("NATIONAL_ID", "722.72.1334") in _labelled("Social Security # = 722.72.1334")
+    assert _labelled("version: 1.2.3 and ver = 10.4.1 and build id: 2026.01.01") == set()
+
+
+def test_chinese_taxpayer_label_in_prose() -> None:
+    assert ("NATIONAL_ID", "3482718268") in _labelled("帮我查一下这个客户，纳税人识别号：3482718268，谢谢。")
