@@ -70,17 +70,25 @@ def _shapes() -> dict[str, Shape]:
                        r"(?: (?:(?=[A-Za-z\-]*\d)[A-Za-z0-9\-]{1,12}|[A-Z]{4}|[a-z]{4})){0,7}$")
     not_id = re.compile(_NOT_ID)
 
-    def id_shape(low: int, high: int) -> Shape:
-        return Shape(ident, _digits_between(low, high), not_id)
+    not_id_but_grouped = re.compile(r"(?!\d{2}\.\d{2}\.\d{2}$)" + _NOT_ID[1:])  # a sort code ``08.97.52``
+
+    def id_shape(low: int, high: int, reject: re.Pattern[str] = not_id) -> Shape:
+        return Shape(ident, _digits_between(low, high), reject)
+
+    caps = re.compile(r"[A-Z0-9]{10,20}")
+
+    def licence(value: str) -> bool:
+        """Four digits or more, or a run of capitals and digits (Washington's ``WDL3RTAMPQT1``), not ``MIT-0``."""
+        return _digits_between(4, 20)(value) or caps.fullmatch(value) is not None
 
     person = re.compile(r"^(?:[A-ZÀ-Þ][\w'’\-]+(?: (?:(?:van|von|de|der|den|da|di|del|la|le|du|al|bin|ter) )*"
                         r"[A-ZÀ-Þ][\w'’\-.]+){1,3}|[\u4e00-\u9fff]{2,4}|[\u4e00-\u9fff]{1,3}·[\u4e00-\u9fff]{1,6})$")
     return {
         "PASSPORT": id_shape(1, 30),
-        "DRIVERS_LICENSE": id_shape(4, 20),
+        "DRIVERS_LICENSE": Shape(ident, licence, not_id),
         "NATIONAL_ID": id_shape(4, 20),
         "MEDICAL_RECORD": id_shape(4, 20),
-        "ROUTING_NUMBER": id_shape(4, 11),
+        "ROUTING_NUMBER": id_shape(4, 11, not_id_but_grouped),
         "IBAN_CODE": id_shape(6, 34),
         "CREDIT_CARD": id_shape(12, 19),
         "ACCOUNT_NUMBER": id_shape(5, 30),

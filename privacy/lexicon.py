@@ -150,7 +150,7 @@ def _zh(concept: str, words: str) -> None:
 
 _zh("passport", "护照 机读 机读区 机读码 旅行证件 通行证")
 _zh("licence", "驾照 驾驶证 驾驶执照 驾驶 驾证 行驶证")
-_zh("national_id", "阿达哈尔 身份证 身份 证件 居民身份证 社保 社会保障 社会保险 国民保险 移民 外国人 纳税人 税号 公民 居民 "
+_zh("national_id", "社会安全 阿达哈尔 身份证 身份 证件 居民身份证 社保 社会保障 社会保险 国民保险 移民 外国人 纳税人 税号 公民 居民 "
                    "绿卡")
 _zh("medical", "病历 病案 住院 医保 就诊 门诊 医疗 健康")
 _zh("patient", "患者 病人")
@@ -183,6 +183,7 @@ _EN_PHRASE = sorted((set(_EN) | _ID_WORDS | _AMOUNT_TAIL
                      | (_QUALIFIERS - {"the", "of", "a", "an", "to", "from", "s", "on", "at", "for", "in", "me"})
                      | {w for pair, v in _PAIRS.items() if v not in _NEGATIVE_WORDS for w in pair})
                     - _NEGATIVE_WORDS - {"#", "a", "e", "s", "c", "word", ""}
+                    | {f"tax{sep}file" for sep in (" ", "_", "-", "")}
                     | {f"{verb}{sep}me{sep}at" for verb in ("reach", "call", "text", "contact", "ring")
                        for sep in (" ", "_", "-")}, key=len, reverse=True)
 

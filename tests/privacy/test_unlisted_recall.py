@@ -134,3 +134,17 @@ def test_dotted_ssn_under_its_label_but_versions_stay() -> None:
 
 def test_chinese_taxpayer_label_in_prose() -> None:
     assert ("NATIONAL_ID", "3482718268") in _labelled("帮我查一下这个客户，纳税人识别号：3482718268，谢谢。")
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("tax_file_no: 275029869\nnext: x", ("NATIONAL_ID", "275029869")),
+    ("sortCode: 08.97.52 and more", ("ROUTING_NUMBER", "08.97.52")),
+    ("社会安全号: 319037579\n", ("NATIONAL_ID", "319037579")),
+    ("driverLicenseNumber = WDL3RTAMPQT1\n", ("DRIVERS_LICENSE", "WDL3RTAMPQT1")),
+])
+def test_tax_file_sort_code_ssn_and_licence_forms(text: str, found: tuple[str, str]) -> None:
+    assert found in _labelled(text)
+
+
+def test_software_licences_and_versions_stay() -> None:
+    assert _labelled("license: Apache-2.0\nlicense = MIT\nlicense: GPLV3ONLY\nversion: 10.12.13") == set()
