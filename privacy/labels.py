@@ -29,7 +29,7 @@ from privacy.normalise import canonical
 from privacy.secrets import _PLACEHOLDER_VALUES, CODE_VALUE
 from privacy.units import _escaped_forms, _literal_pattern
 
-_CURRENCY = r"(?:[¥$€£₹]|(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD)\s?)"
+_CURRENCY = r"(?:[¥$€£₹]|(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD)[\s.]?)"
 _CURRENCY_AFTER = r"(?:\s?(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD|元|万元|万|k|K))"
 _NUMBER = r"(?:\d{1,4}(?:\.\d{1,2})?\s?[kKmM](?![A-Za-z])|\d{1,3}(?:[,.' ]\d{3})+(?:[.,]\d{1,2})?|\d{4,10}(?:[.,]\d{1,2})?)"
 # A value that is something else the agent needs: a hash, a UUID, a date, a version, an IP, a path.

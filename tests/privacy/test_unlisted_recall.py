@@ -148,3 +148,7 @@ def test_tax_file_sort_code_ssn_and_licence_forms(text: str, found: tuple[str, s
 
 def test_software_licences_and_versions_stay() -> None:
     assert _labelled("license: Apache-2.0\nlicense = MIT\nlicense: GPLV3ONLY\nversion: 10.12.13") == set()
+
+
+def test_currency_code_joined_by_a_dot() -> None:
+    assert ("AMOUNT", "USD.8,312.96") in _labelled("net_amount: USD.8,312.96\nnext: x")
