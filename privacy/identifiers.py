@@ -61,6 +61,80 @@ def _email_key(value: str) -> str:
     return re.sub(r"%40|&#0*64;|&commat;|\\u0040|＠|\s?[\[(]at[\])]\s?", "@", value, flags=re.IGNORECASE).lower()
 
 
+_VERHOEFF_D = (
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 4, 0, 6, 7, 8, 9, 5), (2, 3, 4, 0, 1, 7, 8, 9, 5, 6),
+    (3, 4, 0, 1, 2, 8, 9, 5, 6, 7), (4, 0, 1, 2, 3, 9, 5, 6, 7, 8), (5, 9, 8, 7, 6, 0, 4, 3, 2, 1),
+    (6, 5, 9, 8, 7, 1, 0, 4, 3, 2), (7, 6, 5, 9, 8, 2, 1, 0, 4, 3), (8, 7, 6, 5, 9, 3, 2, 1, 0, 4),
+    (9, 8, 7, 6, 5, 4, 3, 2, 1, 0))
+_VERHOEFF_P = (
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 5, 7, 6, 2, 8, 3, 0, 9, 4), (5, 8, 0, 3, 7, 9, 6, 1, 4, 2),
+    (8, 9, 1, 6, 0, 4, 3, 5, 2, 7), (9, 4, 5, 3, 1, 2, 6, 8, 7, 0), (4, 2, 8, 6, 5, 7, 3, 9, 0, 1),
+    (2, 7, 9, 3, 8, 0, 6, 4, 1, 5), (7, 0, 4, 6, 9, 1, 3, 2, 5, 8))
+
+
+def _digits(value: str) -> str:
+    return re.sub(r"\D", "", value)
+
+
+def verhoeff_ok(digits: str) -> bool:
+    c = 0
+    for i, ch in enumerate(reversed(digits)):
+        c = _VERHOEFF_D[c][_VERHOEFF_P[i % 8][int(ch)]]
+    return c == 0
+
+
+def _aadhaar_ok(value: str) -> bool:
+    """India's Aadhaar: 12 digits, the first 2–9, Verhoeff check digit, not one digit repeated."""
+    digits = _digits(value)
+    return len(digits) == 12 and digits[0] not in "01" and len(set(digits)) > 3 and verhoeff_ok(digits)
+
+
+def _nric_ok(value: str) -> bool:
+    """Singapore NRIC/FIN: prefix, 7 digits, check letter from the weighted digit sum."""
+    prefix, digits, letter = value[0], value[1:8], value[8]
+    total = sum(int(d) * w for d, w in zip(digits, (2, 7, 6, 5, 4, 3, 2), strict=True))
+    if prefix in "TG":
+        total += 4
+    elif prefix == "M":
+        total += 3
+    if prefix in "ST":
+        return "JZIHGFEDCBA"[total % 11] == letter
+    if prefix in "FG":
+        return "XWUTRQPNMLK"[total % 11] == letter
+    return "KLJNPQRTUWX"[10 - total % 11] == letter  # M (FIN from 2022)
+
+
+def _hkid_ok(value: str) -> bool:
+    """Hong Kong identity card: one or two letters, six digits, a check digit (0–9 or A) mod 11."""
+    compact = re.sub(r"[\s()]", "", value).upper()
+    letters, digits, check = compact[:-7], compact[-7:-1], compact[-1]
+    if len(letters) == 1:
+        letters = " " + letters
+    values = [36 if ch == " " else ord(ch) - 55 for ch in letters] + [int(d) for d in digits]
+    total = sum(v * w for v, w in zip(values, range(9, 1, -1), strict=True))
+    expected = (11 - total % 11) % 11
+    return check == ("A" if expected == 10 else str(expected))
+
+
+def _sin_or_tfn_ok(value: str) -> bool:
+    """Canadian SIN (Luhn, not starting 0 or 8) or Australian TFN (weighted mod 11), written in groups of three."""
+    digits = _digits(value)
+    if len(digits) != 9 or len(set(digits)) < 3:
+        return False
+    if digits[0] not in "08" and luhn_ok(digits):
+        return True
+    return sum(int(d) * w for d, w in zip(digits, (1, 4, 3, 7, 5, 8, 6, 9, 10), strict=True)) % 11 == 0
+
+
+def _nhs_ok(value: str) -> bool:
+    """NHS number: ten digits, the last a mod-11 check on the first nine."""
+    digits = _digits(value)
+    if len(digits) != 10 or len(set(digits)) < 3:
+        return False
+    check = 11 - sum(int(d) * w for d, w in zip(digits, range(10, 1, -1), strict=False)) % 11
+    return check != 10 and (0 if check == 11 else check) == int(digits[9])
+
+
 @dataclass(frozen=True)
 class _Rule:
     type: str
@@ -81,6 +155,15 @@ _RULES = (
     _Rule("NATIONAL_ID", re.compile(r"(?<![A-Za-z0-9])(?![DFIQUV])[A-Z](?![DFIOQUV])[A-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]"
                                     r"(?![A-Za-z0-9])"), lambda v: v[:2] not in {"BG", "GB", "NK", "KN", "TN", "NT",
                                                                                   "ZZ"}, lambda v: v.replace(" ", "")),
+    _Rule("NATIONAL_ID", re.compile(r"(?<![\w\-.])[2-9]\d{3}([ \-]?)\d{4}\1\d{4}(?![\w\-]|\.\d)"), _aadhaar_ok,
+          _digits),
+    _Rule("NATIONAL_ID", re.compile(r"(?<![A-Za-z0-9])[STFGM]\d{7}[A-Z](?![A-Za-z0-9])"), _nric_ok, str),
+    _Rule("NATIONAL_ID", re.compile(r"(?<![A-Za-z0-9])[A-Z]{1,2}\d{6}(?:\([0-9A]\)|[0-9A])(?![A-Za-z0-9])"), _hkid_ok,
+          lambda v: re.sub(r"[()]", "", v)),
+    _Rule("NATIONAL_ID", re.compile(r"(?<![\w\-.])\d{3}([ \-.])\d{3}\1\d{3}(?![\w\-]|\.\d)"), _sin_or_tfn_ok, _digits),
+    _Rule("NATIONAL_ID", re.compile(r"(?<![\w\-.])\d{3}([ \-])\d{3}\1\d{4}(?![\w\-]|\.\d)"), _nhs_ok, _digits),
+    # India's PAN: five letters (the fourth the holder's kind), four digits, a letter.
+    _Rule("NATIONAL_ID", re.compile(r"(?<![A-Za-z0-9])[A-Z]{3}[PCHFATBLJG][A-Z]\d{4}[A-Z](?![A-Za-z0-9])"), None, str),
     _Rule("DRIVERS_LICENSE", re.compile(r"(?<![A-Za-z0-9])[A-Z9]{5}\d[0156]\d[0-3]\d{2}[A-Z9]{2}\d[A-Z]{2}"
                                         r"(?![A-Za-z0-9])"), None, str),
     _Rule("EMAIL_ADDRESS", re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._+\-]+(?:%40|&#0*64;|&commat;|\\u0040|＠|"

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
+import json
 import re
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from privacy.findings import Finding
 from privacy.keyhints import structured_pairs
@@ -25,12 +29,12 @@ from privacy.normalise import canonical
 from privacy.secrets import _PLACEHOLDER_VALUES, CODE_VALUE
 from privacy.units import _escaped_forms, _literal_pattern
 
-_CURRENCY = r"(?:[¥$€£₹]|(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD)\s?)"
+_CURRENCY = r"(?:[¥$€£₹]|(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD)[\s.]?)"
 _CURRENCY_AFTER = r"(?:\s?(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD|元|万元|万|k|K))"
-_NUMBER = r"(?:\d{1,3}(?:[,.' ]\d{3})+(?:[.,]\d{1,2})?|\d{4,10}(?:[.,]\d{1,2})?)"
+_NUMBER = r"(?:\d{1,4}(?:\.\d{1,2})?\s?[kKmM](?![A-Za-z])|\d{1,3}(?:[,.' ]\d{3})+(?:[.,]\d{1,2})?|\d{4,10}(?:[.,]\d{1,2})?)"
 # A value that is something else the agent needs: a hash, a UUID, a date, a version, an IP, a path.
 _NOT_ID = (r"^(?:(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d{4}-\d{2}-\d{2}(?:T.*)?|"
-           r"v?\d+(?:\.\d+){1,3}|\d{1,3}(?:\.\d{1,3}){3}|\d+(?:\.\d+)?\s?(?:ms|s|KB|MB|GB|bytes|rows|lines))$")
+           r"(?!(?:\D*\d){9})v?\d+(?:\.\d+){1,3}|\d{1,3}(?:\.\d{1,3}){3}|\d+(?:\.\d+)?\s?(?:ms|s|KB|MB|GB|bytes|rows|lines))$")
 
 
 _NOT_ACCOUNT = frozenset({"enabled", "disabled", "none", "null", "true", "false", "required", "optional", "unknown",
@@ -66,17 +70,25 @@ def _shapes() -> dict[str, Shape]:
                        r"(?: (?:(?=[A-Za-z\-]*\d)[A-Za-z0-9\-]{1,12}|[A-Z]{4}|[a-z]{4})){0,7}$")
     not_id = re.compile(_NOT_ID)
 
-    def id_shape(low: int, high: int) -> Shape:
-        return Shape(ident, _digits_between(low, high), not_id)
+    not_id_but_grouped = re.compile(r"(?!\d{2}\.\d{2}\.\d{2}$)" + _NOT_ID[1:])  # a sort code ``08.97.52``
+
+    def id_shape(low: int, high: int, reject: re.Pattern[str] = not_id) -> Shape:
+        return Shape(ident, _digits_between(low, high), reject)
+
+    caps = re.compile(r"[A-Z0-9]{10,20}")
+
+    def licence(value: str) -> bool:
+        """Four digits or more, or a run of capitals and digits (Washington's ``WDL3RTAMPQT1``), not ``MIT-0``."""
+        return _digits_between(4, 20)(value) or caps.fullmatch(value) is not None
 
     person = re.compile(r"^(?:[A-ZÀ-Þ][\w'’\-]+(?: (?:(?:van|von|de|der|den|da|di|del|la|le|du|al|bin|ter) )*"
                         r"[A-ZÀ-Þ][\w'’\-.]+){1,3}|[\u4e00-\u9fff]{2,4}|[\u4e00-\u9fff]{1,3}·[\u4e00-\u9fff]{1,6})$")
     return {
         "PASSPORT": id_shape(1, 30),
-        "DRIVERS_LICENSE": id_shape(4, 20),
+        "DRIVERS_LICENSE": Shape(ident, licence, not_id),
         "NATIONAL_ID": id_shape(4, 20),
         "MEDICAL_RECORD": id_shape(4, 20),
-        "ROUTING_NUMBER": id_shape(4, 11),
+        "ROUTING_NUMBER": id_shape(4, 11, not_id_but_grouped),
         "IBAN_CODE": id_shape(6, 34),
         "CREDIT_CARD": id_shape(12, 19),
         "ACCOUNT_NUMBER": id_shape(5, 30),
@@ -131,6 +143,8 @@ _LINE_VALUE = r"(?:[^\n\"|;()（）<>{}\[\]。；.]|\.(?!\s+[A-Z]|\s*$)){1,160}"
 _LABEL_CACHE = 4096
 # The rest of a value wrapped onto the next line: a line that is no new field (nothing like ``key:`` or ``k=v``).
 _NEXT_LINE = re.compile(r"\r?\n[ \t]*[^\s\"'<>{}\[\],;:=：]+(?=[^\n:=：]*(?:\n|$))")
+_BLOCKS = re.compile(r"\n[ \t]*\n")
+_MD_RULE = re.compile(r"^\s*\|?[\s:\-|]+\|?\s*$")
 _BEFORE = re.compile(r"([A-Za-z]+)(?:[_\-.]|(?<=[a-z])(?=[A-Z])| )?$")
 
 
@@ -173,28 +187,47 @@ class LabelledValueDetector:
         return types
 
     def _csv_pairs(self, text: str) -> Iterator[tuple[str, str]]:
-        """(column, cell) of a CSV/TSV whose header names at least one labelled column (quoted cells honoured)."""
-        offset = 0
-        while text.startswith("#", offset) or text.startswith("\n", offset):
-            end = text.find("\n", offset)
-            if end < 0:
-                return
-            offset = end + 1
-        first = text[offset:text.find("\n", offset)] if "\n" in text[offset:] else ""
-        if not first:
+        """(label, value) pairs of every table in the text: each block between blank lines is read as CSV, TSV or a
+        markdown table; a table whose header names a column gives (column, cell), and a two-column table is read as
+        key and value per row too (``UTR,4039545479``, ``| 年薪 | CNY 227,500 |``)."""
+        for block in _BLOCKS.split(text):
+            if "\n" in block or block.count("|") >= 3:
+                yield from self._table_pairs(block)
+
+    def _table_pairs(self, text: str) -> Iterator[tuple[str, str]]:
+        lines = [line for line in text.split("\n") if line.strip() and not line.lstrip().startswith("#")]
+        if lines and all(line.lstrip().startswith("|") for line in lines[1:]) and not lines[0].lstrip().startswith("|"):
+            lines = lines[1:]  # a sentence introducing a markdown table
+        if lines and all(line.lstrip().startswith("|") for line in lines):
+            lines = [line.strip().strip("|") for line in lines if not _MD_RULE.match(line)]
+            seps: tuple[str, ...] = ("|",)
+        else:
+            seps = (",", "\t", "|", ";")
+        if not lines:
             return
-        for sep in (",", "\t", "|", ";"):
-            if sep not in first:
+        for sep in seps:
+            # the header: the first line with the separator that a line with it follows (a title line may precede)
+            start = next((i for i in range(min(3, len(lines))) if sep in lines[i]
+                          and (i + 1 == len(lines) or sep in lines[i + 1])), None)
+            if start is None:
                 continue
+            body = "\n".join(lines[start:])
             try:  # a quoted cell may hold a line break (a wrapped value): read the text, not its lines
-                rows = list(csv.reader(io.StringIO(text[offset:]), delimiter=sep))
+                rows = [[c.strip() for c in row] for row in csv.reader(io.StringIO(body), delimiter=sep) if row]
             except csv.Error:
                 continue
-            header = [h.strip() for h in rows[0]]
+            header = rows[0]
+            read = False
             if len(header) >= 2 and any(self.label_types(h) for h in header):
+                read = True
                 for cells in rows[1:]:
                     if len(cells) == len(header):
-                        yield from zip(header, (c.strip() for c in cells), strict=True)
+                        yield from zip(header, cells, strict=True)
+            pairs = [(row[0], row[1]) for row in rows if len(row) == 2 and row[0] and row[1]]
+            if len(pairs) * 2 > len(rows) and any(self.label_types(key) for key, _ in pairs):
+                read = True
+                yield from pairs
+            if read:  # else the separator was inside the values (``$166,500`` in a TSV): try the next one
                 return
 
     def _in_text(self, text: str) -> Iterator[tuple[str, str, int, int]]:
@@ -244,7 +277,8 @@ class LabelledValueDetector:
                 accepted = self._accept(types, text.strip(), True)
                 if accepted is not None:
                     hinted.setdefault(text.strip(), accepted[0])
-        for key, value in structured_pairs(text, self._csv_pairs):
+        for key, value in itertools.chain(structured_pairs(text, self._csv_pairs), _json_label_pairs(text),
+                                          _query_pairs(text)):
             types = self.label_types(key)
             if types:
                 accepted = self._accept(types, value.strip(), True)
@@ -265,6 +299,59 @@ class LabelledValueDetector:
                 out.append(Finding(type=type_, start=start, end=end, value=text[start:end], layer="patterns",
                                    key=key))
         return out
+
+
+_LABEL_KEYS = ("text", "name", "label", "key", "field", "display", "title")
+
+
+def _label_of(item: dict[str, Any]) -> str | None:
+    """The label a ``{"type": {"text": "Passport"}, "value": …}`` or ``{"name": "TFN", "value": …}`` entry carries."""
+    for holder in (item, item.get("type"), item.get("code")):
+        if isinstance(holder, dict):
+            for key in _LABEL_KEYS:
+                label = holder.get(key)
+                if isinstance(label, str) and label:
+                    return label
+    return None
+
+
+def _json_label_pairs(text: str) -> Iterator[tuple[str, str]]:
+    """(label, value) pairs JSON states outside its keys: an entry naming its value (FHIR identifiers, settings
+    lists: ``{"type": {"text": "护照号"}, "value": "141421939"}``) and an index keyed by value (``{"by_SIN":
+    {"182586206": {…}}}``)."""
+    if text.lstrip()[:1] not in ("{", "[") or ('"value"' not in text and '"by_' not in text):
+        return
+    try:
+        stack: list[Any] = [json.loads(text)]
+    except ValueError:
+        return
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            value = node.get("value")
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                label = _label_of(node)
+                if label is not None:
+                    yield label, str(value)
+            for key, child in node.items():
+                if isinstance(key, str) and key.startswith("by_") and isinstance(child, dict):
+                    for indexed in child:
+                        yield key[3:], indexed
+                stack.append(child)
+
+
+_QUERY = re.compile(r"[?&]((?:%[0-9A-Fa-f]{2})+)=([^&\s\"'\\#]{2,200})")
+
+
+def _query_pairs(text: str) -> Iterator[tuple[str, str]]:
+    """(parameter, value) of URL query parameters whose name is percent-encoded (a label in Chinese: the free-text
+    reading sees only ``%E6%8A%A4…``)."""
+    if "%" not in text:
+        return
+    for m in _QUERY.finditer(text):
+        yield urllib.parse.unquote(m.group(1)), urllib.parse.unquote(m.group(2))
 
 
 def _occurrences(text: str, lowered: str | None, value: str) -> Iterator[tuple[int, int]]:

@@ -23,7 +23,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "medical": ("MEDICAL_RECORD",),
     "routing": ("ROUTING_NUMBER",),
     "iban": ("IBAN_CODE",),
-    "card": ("CREDIT_CARD",),
+    "card": ("CREDIT_CARD", "ACCOUNT_NUMBER"),  # a membership or loyalty card number too
     "account": ("ACCOUNT_NUMBER",),
     "amount": ("AMOUNT",),
     "alipay": ("ALIPAY_ACCOUNT",),
@@ -51,11 +51,12 @@ def _add(concept: str, words: str) -> None:
         _EN[word] = concept
 
 
-_add("passport", "passport passports pp pport psprt mrz travelpass visa")
+_add("passport", "passport passports pp ppt pport psprt mrz travelpass visa")
 _add("licence", "licence license licenses licences lic dl dln dvla driver drivers driving driverlicense "
                 "driverslicense permit")
 _add("national_id", "ssn sin nino ni nin citizen resident tin itin taxpayer aadhaar alien uscis immigration "
-                    "identity identification anumber natid nationalid cnid idcard hkid greencard")
+                    "identity identification anumber natid nationalid cnid idcard hkid greencard utr tfn nric aadhar uidai "
+                    "taxref")
 _add("medical", "mrn medical chart health nhs ehr emr hospital admission")
 _add("patient", "patient")
 _add("routing", "routing aba rtn transit bsb swift bic sortcode bankcode clearing")
@@ -73,7 +74,7 @@ _add("contact", "contact")
 _add("email", "email emails mail mailto")
 _add("token", "auth authorization authtoken")
 _add("secret", "password passwords passwd pwd pw pass passphrase passcode pin secret secrets credential "
-               "credentials cred creds token apikey privatekey otp mnemonic")
+               "credentials cred creds token apikey privatekey otp mnemonic webhook sk connstr")
 _add("cvv", "cvv cvc cvv2 cvc2 csc")
 _add("person", "name names fullname surname forename firstname lastname person holder owner beneficiary "
                "recipient payee payer insured policyholder cardholder applicant guardian spouse employee emp "
@@ -83,7 +84,7 @@ _add("address", "address addresses addr adr street residence residential domicil
                 "apt")
 
 _ID_WORDS = frozenset("id ids no nr num nbr number numbers # code identifier record rec key ref reference refno "
-                      "registration reg line".split())
+                      "registration reg line ident".split())
 _AMOUNT_TAIL = frozenset("total amount amt sum value gross net ytd annual monthly base available avail current "
                          "due outstanding".split())
 _QUALIFIERS = frozenset("the of a an to from my your his her their our primary secondary main personal private "
@@ -111,7 +112,8 @@ _PAIRS: dict[tuple[str, str], str] = {
     ("machine", "readable"): "mrz", ("national", "insurance"): "nino", ("nat", "ins"): "nino",
     ("social", "security"): "ssn", ("id", "card"): "idcard", ("identity", "card"): "idcard",
     ("identity", "document"): "idcard", ("national", "id"): "natid", ("tax", "id"): "tin", ("tax", "no"): "tin",
-    ("tax", "number"): "tin", ("sort", "code"): "sortcode", ("bank", "code"): "bankcode",
+    ("tax", "number"): "tin", ("tax", "reference"): "tin", ("tax", "ref"): "tin",
+    ("tax", "file"): "tin", ("connection", "string"): "connstr", ("sort", "code"): "sortcode", ("bank", "code"): "bankcode",
     ("net", "worth"): "networth", ("wechat", "pay"): "wechatpay", ("weixin", "pay"): "wechatpay",
     ("a", "c"): "acct", ("e", "mail"): "email", ("pass", "phrase"): "passphrase", ("pass", "word"): "password",
     ("pass", "code"): "passcode", ("pin", "code"): "pin", ("zip", "code"): "zip", ("post", "code"): "zip",
@@ -148,7 +150,7 @@ def _zh(concept: str, words: str) -> None:
 
 _zh("passport", "护照 机读 机读区 机读码 旅行证件 通行证")
 _zh("licence", "驾照 驾驶证 驾驶执照 驾驶 驾证 行驶证")
-_zh("national_id", "身份证 身份 证件 居民身份证 社保 社会保障 社会保险 国民保险 移民 外国人 纳税人 税号 公民 居民 "
+_zh("national_id", "社会安全 阿达哈尔 身份证 身份 证件 居民身份证 社保 社会保障 社会保险 国民保险 移民 外国人 纳税人 税号 公民 居民 "
                    "绿卡")
 _zh("medical", "病历 病案 住院 医保 就诊 门诊 医疗 健康")
 _zh("patient", "患者 病人")
@@ -165,9 +167,9 @@ _zh("email", "邮箱 电邮 邮件 电子邮件 电子邮箱")
 _zh("secret", "密码 口令 密钥 令牌 凭证 凭据 暗号 秘钥 私钥 验证码 助记词")
 _zh("person", "姓名 名字 名称 联系人 收件人 收货人 寄件人 发件人 持卡人 户主 员工 申请人 受益人 投保人 被保险人 "
               "开户人 户名 持有人 乘客 本人 雇员 职员 收款人 付款人 当事人 借款人 担保人 被保人 监护人 配偶 家属 "
-              "就诊人 客户名")
+              "就诊人 客户名 客户名称 员工姓名 用户姓名")
 _zh("address", "地址 住址 住所 居所 居住地 住处 户籍 家庭住址 通讯地址 收货地址 寄送地址 邮寄地址 住宅 寓所 门牌 所在地")
-_ZH_ID = frozenset("号 号码 编号 码 编码 代码 识别码 标识 证号 记录 登记 注册 登记号 注册号".split())
+_ZH_ID = frozenset("号 号码 编号 码 编码 代码 识别码 识别号 标识 证号 记录 登记 注册 登记号 注册号".split())
 _ZH_AMOUNT_TAIL = frozenset("总额 金额 总计 合计 总数 数额".split())
 _ZH_QUALIFIERS = frozenset("的 登录 个人 主 家庭 常用 英国 美国 中国 当前 可用 银行".split())
 _ZH_NEGATIVE = frozenset("日期 时间 类型 状态 国家 国籍 有效期 到期 过期 签发 文件 路径 数量 格式 长度 模板 示例 "
@@ -181,6 +183,7 @@ _EN_PHRASE = sorted((set(_EN) | _ID_WORDS | _AMOUNT_TAIL
                      | (_QUALIFIERS - {"the", "of", "a", "an", "to", "from", "s", "on", "at", "for", "in", "me"})
                      | {w for pair, v in _PAIRS.items() if v not in _NEGATIVE_WORDS for w in pair})
                     - _NEGATIVE_WORDS - {"#", "a", "e", "s", "c", "word", ""}
+                    | {f"tax{sep}file" for sep in (" ", "_", "-", "")}
                     | {f"{verb}{sep}me{sep}at" for verb in ("reach", "call", "text", "contact", "ring")
                        for sep in (" ", "_", "-")}, key=len, reverse=True)
 
@@ -294,6 +297,8 @@ def read(words: Sequence[str]) -> tuple[str, ...]:
     if concept is not None:
         return CONCEPTS[concept]
     tail_amount = head in _AMOUNT_TAIL or head in _ZH_AMOUNT_TAIL
+    if tail_amount and any(w in ("gross", "net") for w in words[:-1]):
+        return CONCEPTS["amount"]  # ``gross_annual``, ``net_amount``: pay words made of amount tails alone
     if _is_id(head) or tail_amount:
         for word in reversed(words[:-1]):
             if _is_id(word) or word in _AMOUNT_TAIL or word in _ZH_AMOUNT_TAIL:

@@ -58,6 +58,14 @@ RULES: tuple[SecretRule, ...] = (
     _r("PYPI_TOKEN", r"(?<![A-Za-z0-9])pypi-[A-Za-z0-9_\-]{50,}"),
     _r("HUGGINGFACE_TOKEN", r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9])"),
     _r("DISCORD_WEBHOOK", r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{20,}"),
+    # Azure storage / service-bus / event-hub connection strings and SAS URLs: the key inside.
+    _r("AZURE_KEY", r"(?i)(?:AccountKey|SharedAccessKey|SharedAccessSignature)=([A-Za-z0-9+/=%]{20,})", 1),
+    _r("AZURE_KEY", r"(?i)[?&]sig=([A-Za-z0-9+/=%]{20,})", 1),
+    # Chat-bot webhooks whose key is in the URL (WeCom, DingTalk, Feishu/Lark, Slack workflow, Teams).
+    _r("WEBHOOK_KEY", r"(?i)/(?:webhook|hook|robot)s?/[A-Za-z0-9/_\-]*?(?:send|v2/hook/)?\??"
+                      r"(?:[A-Za-z0-9_]+=[^&\s\"']*&)*(?:key|access_token|token|secret)=([A-Za-z0-9\-_]{16,})", 1),
+    _r("WEBHOOK_KEY", r"(?i)open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/([A-Za-z0-9\-]{16,})", 1),
+    _r("MAILGUN_KEY", r"(?<![A-Za-z0-9])key-[0-9a-f]{32}(?![A-Za-z0-9])"),
     _r("BEARER_TOKEN", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", 1),
     _r("BASIC_AUTH", r"(?i)\bbasic\s+([A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])", 1),
 )
