@@ -35,8 +35,10 @@ def _ip_ok(value: str) -> bool:
         address = ipaddress.ip_address(value)
     except ValueError:
         return False
-    return not (address.is_loopback or address.is_unspecified or address.is_multicast
-                or str(address).startswith("255."))
+    # A private or link-local address (10.x, 192.168.x, fd00::…) names a machine inside somebody's network, not a
+    # person, and agents need them (a service's bind address, an access log); a public address can be a person's.
+    return not (address.is_loopback or address.is_unspecified or address.is_multicast or address.is_private
+                or address.is_link_local or str(address).startswith("255."))
 
 
 def _email_ok(value: str) -> bool:

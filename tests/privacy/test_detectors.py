@@ -79,7 +79,7 @@ def test_secret_lookalikes_are_left_alone():
     ("身份证号 11010519491231002X", "CN_RESIDENT_ID", "11010519491231002X"),
     ("护照号码: E12345678", "PASSPORT", "E12345678"),
     ("银行卡号：6222 0212 3456 7890 123", "BANK_ACCOUNT", "6222 0212 3456 7890 123"),
-    ("host 10.20.30.40 is up", "IP_ADDRESS", "10.20.30.40"),
+    ("client 81.2.69.160 logged in", "IP_ADDRESS", "81.2.69.160"),
     ("姓名：李娜，年龄 32", "PERSON", "李娜"),
     ("地址：上海市浦东新区世纪大道100号", "LOCATION", "上海市浦东新区世纪大道100号"),
 ])
@@ -112,3 +112,9 @@ def test_checksums():
 ])
 def test_an_international_phone_keeps_only_its_own_parentheses(text: str, phone: str) -> None:
     assert {f.value for f in PatternDetector().find(text) if f.type == "PHONE_NUMBER"} == {phone}
+
+
+@pytest.mark.parametrize("text", ["bind = 10.20.30.40:8080", "upstream 192.168.1.17 is up", "172.16.4.2 - - [GET /]",
+                                  "fd12:3456:789a:0001:0000:0000:0000:0001 is the pod"])
+def test_a_private_address_is_not_sensitive(text: str) -> None:
+    assert [f for f in PatternDetector().find(text) if f.type == "IP_ADDRESS"] == []

@@ -68,10 +68,10 @@ async def test_same_phone_three_ways_gets_one_placeholder():
 
 
 async def test_actions_mask_audit_block():
-    body = {"messages": [{"role": "user", "content": "mail ann@x.org from 10.1.2.3, SSN 123-45-6789"}]}
+    body = {"messages": [{"role": "user", "content": "mail ann@x.org from 81.2.69.160, SSN 123-45-6789"}]}
     p = protector(layers={"ner": False}, actions={"EMAIL_ADDRESS": "mask", "IP_ADDRESS": "audit"})
     result = await p.scrub(body, session_id="s")
-    assert result.body["messages"][0]["content"] == "mail [EMAIL_ADDRESS] from 10.1.2.3, SSN [US_SSN_001]"
+    assert result.body["messages"][0]["content"] == "mail [EMAIL_ADDRESS] from 81.2.69.160, SSN [US_SSN_001]"
     assert {(a.finding.type, a.action) for a in result.applied} == {
         ("EMAIL_ADDRESS", "mask"), ("IP_ADDRESS", "audit"), ("US_SSN", "pseudonymise")}
     with pytest.raises(PrivacyBlocked):
