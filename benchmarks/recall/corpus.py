@@ -39,6 +39,15 @@ def _call_id(rng: random.Random) -> str:
     return "call_" + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(24))
 
 
+def tool_call(rng: random.Random, path: str) -> tuple[str, dict[str, Any]]:
+    """The agent's next tool call (``read`` or ``exec`` on ``path``) as an assistant message, with its id."""
+    call_id = _call_id(rng)
+    tool = rng.choice(["read", "exec"])
+    arguments = {"path": path} if tool == "read" else {"command": f"python {path} --limit 50"}
+    return call_id, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments)}}]}
+
+
 def _needed(rng: random.Random) -> list[str]:
     module = rng.choice(["billing", "ingest", "report", "sync", "auth_client"])
     return [
@@ -162,12 +171,9 @@ def make_case(seed: int, index: int, hard: bool = False) -> Case:
     messages.append({"role": "user", "content": _prose(prose_values, zh, needed)})
     case.values += prose_values
     for turn in range(rng.randint(2, 4)):
-        call_id = _call_id(rng)
+        call_id, call = tool_call(rng, needed[0])
         case.needed.append(call_id)
-        tool = rng.choice(["read", "exec"])
-        arguments = {"path": needed[0]} if tool == "read" else {"command": f"python {needed[0]} --limit 50"}
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments)}}]})
+        messages.append(call)
         values = [rng.choice(GENERATORS)(rng) for _ in range(rng.randint(3, 6))]
         if hard:
             values = [_harder(rng, v) for v in values]

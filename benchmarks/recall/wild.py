@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.recall import wild_values as wv
-from benchmarks.recall.corpus import _SYSTEM, TOOLS, Case, _call_id, _needed
+from benchmarks.recall.corpus import _SYSTEM, TOOLS, Case, _needed, tool_call
 from benchmarks.recall.values import Value, listed_only_value
 
 POOL_NAMES = ("a", "b")
@@ -441,12 +441,9 @@ def make_case(seed: int, index: int, pool: str) -> Case:
                                       {"role": "user", "content": _prose(said, c)}]
     case.values += [i.value for i in said]
     for _ in range(rng.randint(2, 4)):
-        call_id = _call_id(rng)
+        call_id, call = tool_call(rng, needed[0])
         case.needed.append(call_id)
-        tool = rng.choice(["read", "exec"])
-        arguments = {"path": needed[0]} if tool == "read" else {"command": f"python {needed[0]} --limit 50"}
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments)}}]})
+        messages.append(call)
         container = CONTAINERS[rng.randrange(len(CONTAINERS))]
         items: list[Item] = []
         wanted = rng.randint(3, 6)
