@@ -182,13 +182,19 @@ def make_case(seed: int, index: int, hard: bool = False) -> Case:
         render = _RENDERERS[(index + turn) % len(_RENDERERS)]
         messages.append({"role": "tool", "tool_call_id": call_id, "content": render(values, zh, needed)})
         case.values += values
+    return finish(case, messages, needed)
+
+
+def finish(case: Case, messages: list[dict[str, Any]], needed: list[str]) -> Case:
+    """The case's body: the trajectory so far, the agent's closing turn and its tools; ``needed`` keeps only the
+    strings this case's renderers wrote."""
     messages.append({"role": "assistant", "content": f"I ran `{needed[1]}` ({needed[4]}, commit {needed[5]})."})
     case.body = {"model": "ecgw/cloud-only", "messages": messages,
                  "tools": [{"type": "function", "function": {"name": t, "description": f"{t} tool",
                                                              "parameters": {"type": "object", "properties": {}}}}
                            for t in TOOLS]}
     sent = json.dumps(case.body, ensure_ascii=False)
-    case.needed = [n for n in case.needed if n in sent]  # only what this case's renderers wrote
+    case.needed = [n for n in case.needed if n in sent]
     return case
 
 

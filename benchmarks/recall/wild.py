@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.recall import wild_values as wv
-from benchmarks.recall.corpus import _SYSTEM, TOOLS, Case, _needed, tool_call
+from benchmarks.recall.corpus import _SYSTEM, TOOLS, Case, _needed, finish, tool_call
 from benchmarks.recall.values import Value, listed_only_value
 
 POOL_NAMES = ("a", "b")
@@ -457,14 +457,7 @@ def make_case(seed: int, index: int, pool: str) -> Case:
             items = [_base64(i) for i in items]
         messages.append({"role": "tool", "tool_call_id": call_id, "content": container.render(items, c)})
         case.values += [i.value for i in items]
-    messages.append({"role": "assistant", "content": f"I ran `{needed[1]}` ({needed[4]}, commit {needed[5]})."})
-    case.body = {"model": "ecgw/cloud-only", "messages": messages,
-                 "tools": [{"type": "function", "function": {"name": t, "description": f"{t} tool",
-                                                             "parameters": {"type": "object", "properties": {}}}}
-                           for t in TOOLS]}
-    sent = json.dumps(case.body, ensure_ascii=False)
-    case.needed = [n for n in case.needed if n in sent]
-    return case
+    return finish(case, messages, needed)
 
 
 def corpus(seed: int, cases: int, pool: str) -> list[Case]:
