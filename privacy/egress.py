@@ -46,17 +46,17 @@ class EgressHit:
     how: str  # "literal" | "decoded" | "split" | "vault"
 
 
-def _leaves(value: Any, path: str, label: str | None) -> Iterator[tuple[str, str, str | None]]:
+def body_leaves(value: Any, path: str, label: str | None) -> Iterator[tuple[str, str, str | None]]:
     """(path, text, key it sits under) of every key, string and number of a JSON value; a JSON document inside a
     string is scanned as that string's text."""
     if isinstance(value, dict):
         for key, item in value.items():
             where = f"{path}.{key}" if path else str(key)
             yield f"{where}{{key}}", str(key), None
-            yield from _leaves(item, where, str(key))
+            yield from body_leaves(item, where, str(key))
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
-            yield from _leaves(item, f"{path}[{i}]", label)
+            yield from body_leaves(item, f"{path}[{i}]", label)
     elif isinstance(value, str):
         yield path, value, label
     elif isinstance(value, int | float) and not isinstance(value, bool):
@@ -78,7 +78,7 @@ def _message_text(message: Any) -> list[str]:
     return texts
 
 
-def _seams(body: dict[str, Any]) -> Iterator[tuple[str, str, int, bool]]:
+def body_seams(body: dict[str, Any]) -> Iterator[tuple[str, str, int, bool]]:
     """(path, glued text, boundary offset, same speaker) across adjacent content parts and adjacent messages. A
     seam between two speakers (a user request and the tool result after it), or two tool results (two tools'
     outputs), is only checked for listed units:
@@ -142,14 +142,14 @@ def _parts(body: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[], Iterat
             yield name, ["key", name], functools.partial(iter, [(f"{name}{{key}}", name, None)])
             for i, message in enumerate(item):
                 prefix = f"{name}[{i}]"
-                yield prefix, ["message", message], functools.partial(_leaves, message, prefix, name)
+                yield prefix, ["message", message], functools.partial(body_leaves, message, prefix, name)
         else:
             yield name, ["top", name, item], functools.partial(_top_leaves, name, item)
 
 
 def _top_leaves(name: str, item: Any) -> Iterator[tuple[str, str, str | None]]:
     yield f"{name}{{key}}", name, None
-    yield from _leaves(item, name, name)
+    yield from body_leaves(item, name, name)
 
 
 def _digest(value: Any) -> bytes | None:
@@ -288,7 +288,7 @@ class EgressCheck:
                     finding = Finding(type=_type_of(vault, vault_key), start=0, end=0, value=value, layer="vault",
                                       key=vault_key)
                     hits.append(EgressHit(prefix + suffix, finding, literal, "vault"))
-        for path, glued, boundary, same_speaker in _seams(body):
+        for path, glued, boundary, same_speaker in body_seams(body):
             for finding in self._split(glued, boundary, units, scope):
                 if same_speaker or finding.layer == "units":
                     hits.append(EgressHit(path, finding, False, "split"))

@@ -16,7 +16,7 @@ from typing import Any
 from sqlmodel import Field, Session, SQLModel, select
 
 from privacy.audit_writer import AuditWriter, Record
-from privacy.egress import _leaves, _seams  # the last check's walk: one idea of where a body holds text
+from privacy.egress import body_leaves, body_seams  # the last check's walk: one idea of where a body holds text
 from privacy.normalise import fold, variants
 from privacy.units import UnitMatcher
 
@@ -46,10 +46,10 @@ def units_left_raw(body: dict[str, Any], units: UnitMatcher | None) -> list[str]
     if units is None or not len(units):
         return []
     found: set[str] = set()
-    for _, text, _ in _leaves(body, "", None):
+    for _, text, _ in body_leaves(body, "", None):
         for n, form in enumerate(variants(text)):
             found.update(f.unit_id for f in units.find(fold(text) if n == 0 else form) if f.unit_id)
-    for _, glued, boundary, _ in _seams(body):
+    for _, glued, boundary, _ in body_seams(body):
         found.update(f.unit_id for f in units.find(fold(glued)) if f.unit_id and f.start < boundary < f.end)
     return sorted(found)
 
