@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from gateway.settings import CloudSettings, missing_cloud_key
+from gateway.upstreams.stream_end import StreamEnd
 from router.errors import UpstreamError
 
 # Fields litellm takes as its own arguments or that must not reach the provider as they are.
@@ -46,6 +47,11 @@ class LiteLLMUpstream:
 
         litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners in the gateway's output
         self._litellm = litellm
+        from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+
+        # litellm's OpenAI path cannot tell ``data: [DONE]`` from a body that ended (the SDK stops at either) and
+        # calls a stream without a finish_reason broken: this is the message it raises then, taken from litellm.
+        self._ended_unfinished = str(CustomStreamWrapper._stream_eof_error())
         self.model = settings.model
         self.provider = settings.model.split("/", 1)[0] if "/" in settings.model else "openai"
         self._settings = settings
@@ -105,9 +111,23 @@ class LiteLLMUpstream:
 
     async def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         self._check_key()
+        end = StreamEnd()
         try:
             stream = await self._litellm.acompletion(**self._kwargs(body, stream=True))
-            async for chunk in stream:
-                yield _openai_shape(chunk)
+            try:
+                async for chunk in stream:
+                    seen = end.see(_openai_shape(chunk))
+                    if seen is not None:
+                        yield seen
+            except self._litellm.exceptions.MidStreamFallbackError as exc:
+                if self._ended_unfinished not in str(exc):
+                    raise
+                # The body ended without an error, only without a finish_reason (a sloppy dialect): the answer is
+                # complete. litellm held the usage back for its closing chunk; it is in the chunks it kept.
+                usage = next((c.usage for c in reversed(stream.chunks) if getattr(c, "usage", None)), None)
+                if usage is not None:
+                    end.see({"choices": [], "usage": _clean(usage.model_dump())})
         except Exception as exc:
             raise self._fault(exc) from None
+        for chunk in end.close():
+            yield chunk
