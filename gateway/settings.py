@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from accounting.settings import AccountingSettings
-from privacy.edge_detector import EdgeEndpoint
+from privacy.detect import EdgeEndpoint
 from privacy.settings import PrivacySettings
 from router.experiments import ExperimentsSettings
 
