@@ -20,15 +20,17 @@ _NAME_CHARS: Final = 64
 
 class DroppedFields:
     """Counts the request fields the boundary keeps home, by name, and logs each name once. Names come from
-    clients, so the label set is bounded: the withheld OpenAI parameters and the first ``max_labels`` other names
-    have a label of their own, later ones share ``_other``."""
+    clients, so both are bounded: the withheld OpenAI parameters and the first ``max_labels`` other names have a
+    label of their own, later ones share ``_other``; the first ``max_logged`` names are logged."""
 
-    def __init__(self, registry: CollectorRegistry | None = None, *, max_labels: int = 64) -> None:
+    def __init__(self, registry: CollectorRegistry | None = None, *, max_labels: int = 64,
+                 max_logged: int = 1024) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         self.counter = Counter("ecgw_cloud_dropped_fields", "Request fields kept off the cloud call (not an OpenAI "
                                "chat parameter the cloud takes, nor named by cloud.extra_body_fields), by field "
                                "name; past a bounded set of names, under _other", ["field"], registry=self.registry)
         self._max_labels = max_labels
+        self._max_logged = max_logged
         self._labels: set[str] = set()
         self._logged: set[str] = set()
 
@@ -40,11 +42,11 @@ class DroppedFields:
             else:
                 self._labels.add(label)
         self.counter.labels(label).inc()
-        if label not in self._logged:
-            self._logged.add(label)
-            log.warning("the cloud call leaves out the request field %r (and will each time, logged once): only "
-                        "OpenAI's chat parameters and the fields cloud.extra_body_fields names reach the provider",
-                        label if label != OTHER else f"{OTHER} (any further name)")
+        named = name[:_NAME_CHARS]
+        if named not in self._logged and len(self._logged) < self._max_logged:
+            self._logged.add(named)
+            log.warning("the cloud call leaves out the request field %r (each time; logged once): only OpenAI's "
+                        "chat parameters and the fields cloud.extra_body_fields names reach the provider", named)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
