@@ -28,6 +28,7 @@ from gateway.gatekeeper import Gatekeeper
 from gateway.jsonio import dumps
 from gateway.keys import Keys, load_keys
 from gateway.metrics import RequestMetrics, multiprocess_exposition
+from gateway.owner_migration import migrate_owners
 from gateway.pipeline import StepPipeline
 from gateway.policy_choice import PolicyChooser
 from gateway.privacy_routes import session_privacy_endpoint, units_endpoint
@@ -147,7 +148,7 @@ def preflight(settings: Settings) -> None:
     """What ``ecgw serve`` checks once, before it binds a port or starts workers: policies and experiments
     (``ConfigError``), and the metering database, migrated here once rather than raced by every worker."""
     build_router(settings)
-    check_secrets(settings)
+    keys = check_secrets(settings)
     if settings.accounting.enabled:
         store = UsageStore.from_url(settings.database_url)
         try:
@@ -156,6 +157,7 @@ def preflight(settings: Settings) -> None:
             raise StartupError(str(exc)) from None
         finally:
             store.dispose()
+    migrate_owners(settings, keys, store_kind=session_store_kind(settings))
 
 
 def build_services(
@@ -256,7 +258,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
               session_privacy_endpoint(services.protector, session_of=tenancy.readable), methods=["GET"]),
         Route("/v1/usage", usage_endpoint(services.meter, scope=tenancy.usage_scope), methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        Route("/v1/usage/requests", usage_requests_endpoint(services.meter), methods=["POST"]),
+        Route("/v1/usage/requests", usage_requests_endpoint(services.meter, scope=tenancy.usage_scope), methods=["POST"]),
         *dashboard_routes(services),
         # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
         Route("/v1/messages", messages, methods=["POST"]),

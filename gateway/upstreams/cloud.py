@@ -11,6 +11,7 @@ from typing import Any, Final
 from gateway.errors import StartupError
 from gateway.settings import CloudSettings, missing_cloud_key
 from gateway.upstreams.provider_request import ProviderRequest
+from gateway.upstreams.stream_end import StreamEnd
 from router.errors import UpstreamError
 
 # Names litellm reads out of ``extra_body`` itself instead of sending them (a credential), beside its arguments.
@@ -49,6 +50,11 @@ class LiteLLMUpstream:
 
         litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners in the gateway's output
         self._litellm = litellm
+        from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+
+        # litellm's OpenAI path cannot tell ``data: [DONE]`` from a body that ended (the SDK stops at either) and
+        # calls a stream without a finish_reason broken: this is the message it raises then, taken from litellm.
+        self._ended_unfinished = str(CustomStreamWrapper._stream_eof_error())
         self.model = settings.model
         self.provider = settings.model.split("/", 1)[0] if "/" in settings.model else "openai"
         self._settings = settings
@@ -117,12 +123,26 @@ class LiteLLMUpstream:
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[dict[str, Any]]:
         self._check_key()
+        end = StreamEnd()
         try:
             stream = await self._litellm.acompletion(**self._kwargs(request, stream=True))
-            async for chunk in stream:
-                yield _openai_shape(chunk)
+            try:
+                async for chunk in stream:
+                    seen = end.see(_openai_shape(chunk))
+                    if seen is not None:
+                        yield seen
+            except self._litellm.exceptions.MidStreamFallbackError as exc:
+                if self._ended_unfinished not in str(exc):
+                    raise
+                # The body ended without an error, only without a finish_reason (a sloppy dialect): the answer is
+                # complete. litellm held the usage back for its closing chunk; it is in the chunks it kept.
+                usage = next((c.usage for c in reversed(stream.chunks) if getattr(c, "usage", None)), None)
+                if usage is not None:
+                    end.see({"choices": [], "usage": _clean(usage.model_dump())})
         except Exception as exc:
             raise self._fault(exc) from None
+        for chunk in end.close():
+            yield chunk
 
 
 def litellm_arguments(litellm: Any) -> frozenset[str]:
