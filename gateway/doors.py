@@ -11,6 +11,7 @@ from accounting.calls import Meter
 from gateway.settings import Settings
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
 from privacy.protection import Protector
+from router.budgets.limits import NO_SPEND, Spend
 from router.channels import CloudChannel, EdgeChannel, Upstream
 from router.step import CallContext, RouteTracker
 
@@ -41,11 +42,11 @@ class Doors:
             cloud = LiteLLMUpstream(settings.cloud)
         return cls(edge=edge or OpenAIHTTPUpstream(settings.edge), cloud=cloud, meter=meter, protector=protector)
 
-    def edge(self, context: CallContext, route: RouteTracker) -> EdgeChannel:
-        return EdgeChannel(self._edge, self._meter, context, route)
+    def edge(self, context: CallContext, route: RouteTracker, spend: Spend = NO_SPEND) -> EdgeChannel:
+        return EdgeChannel(self._edge, self._meter, context, route, spend)
 
-    def cloud(self, context: CallContext, route: RouteTracker) -> CloudChannel:
-        return CloudChannel(self._cloud, self._meter, context, route, self._protector)
+    def cloud(self, context: CallContext, route: RouteTracker, spend: Spend = NO_SPEND) -> CloudChannel:
+        return CloudChannel(self._cloud, self._meter, context, route, self._protector, spend)
 
     async def ready(self) -> dict[str, tuple[bool, str]]:
         return {"edge": await self._edge.ready(), "cloud": await self._cloud.ready()}
