@@ -29,6 +29,7 @@ from gateway.gatekeeper import Gatekeeper
 from gateway.jsonio import dumps
 from gateway.keys import Keys, load_keys
 from gateway.metrics import RequestMetrics, multiprocess_exposition
+from gateway.owner_migration import migrate_owners
 from gateway.pipeline import StepPipeline
 from gateway.policy_choice import PolicyChooser
 from gateway.privacy_routes import session_privacy_endpoint, units_endpoint
@@ -43,6 +44,7 @@ from gateway.surfaces.messages import error_body as messages_error_body
 from gateway.surfaces.responses import responses_endpoint
 from gateway.tenancy import RequestTenancy, Tenancy
 from gateway.tracing import SessionHasher, Tracing, build_tracing
+from gateway.upstreams.provider_request import ProviderTransport
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
 from privacy.factory import build_protector
 from privacy.protection import Protector
@@ -148,7 +150,7 @@ def preflight(settings: Settings) -> None:
     (``ConfigError``), and the metering database, migrated here once rather than raced by every worker."""
     build_router(settings)
     check_limits(settings)
-    check_secrets(settings)
+    keys = check_secrets(settings)
     if settings.accounting.enabled:
         store = UsageStore.from_url(settings.database_url)
         try:
@@ -157,13 +159,14 @@ def preflight(settings: Settings) -> None:
             raise StartupError(str(exc)) from None
         finally:
             store.dispose()
+    migrate_owners(settings, keys, store_kind=session_store_kind(settings))
 
 
 def build_services(
     settings: Settings,
     *,
     edge: ManagedUpstream | None = None,
-    cloud: ManagedUpstream | None = None,
+    cloud: ProviderTransport | None = None,
     protector: Protector | None = None,
     meter: Meter | None = None,
     sessions: SessionStore | None = None,
@@ -245,6 +248,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         metering = await metering_metrics(request)
         privacy_metrics = getattr(services.protector, "metrics", None)  # the last check's hits (privacy.metrics)
         extra = privacy_metrics.exposition() if privacy_metrics is not None else b""
+        extra += services.doors.dropped.exposition()
         return Response(request_metrics.exposition() + bytes(metering.body) + extra, media_type=metering.media_type)
 
     routes = [
@@ -261,7 +265,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         Route("/v1/usage", usage_endpoint(services.meter, scope=tenancy.usage_scope), methods=["GET"]),
         Route("/v1/budget", budget_endpoint(services.budgets, session_of=tenancy.own), methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        Route("/v1/usage/requests", usage_requests_endpoint(services.meter), methods=["POST"]),
+        Route("/v1/usage/requests", usage_requests_endpoint(services.meter, scope=tenancy.usage_scope), methods=["POST"]),
         *dashboard_routes(services),
         # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
         Route("/v1/messages", messages, methods=["POST"]),
