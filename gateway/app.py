@@ -248,7 +248,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         metering = await metering_metrics(request)
         privacy_metrics = getattr(services.protector, "metrics", None)  # the last check's hits (privacy.metrics)
         extra = privacy_metrics.exposition() if privacy_metrics is not None else b""
-        extra += services.doors.dropped.exposition()
+        extra += services.doors.exposition()
         return Response(request_metrics.exposition() + bytes(metering.body) + extra, media_type=metering.media_type)
 
     routes = [

@@ -28,12 +28,13 @@ class ManagedUpstream(Upstream, Protocol):
 
 class Doors:
     def __init__(self, *, edge: ManagedUpstream, cloud: ProviderTransport, shape: RequestShape, meter: Meter,
-                 protector: Protector, dropped: DroppedFields) -> None:
+                 protector: Protector, dropped: DroppedFields, edge_dropped: DroppedFields | None = None) -> None:
         self._edge = edge
         self._cloud = ProviderBoundary(cloud, shape)
         self._meter = meter
         self._protector = protector
         self.dropped = dropped  # the fields the boundary kept off the cloud (``/metrics``)
+        self.edge_dropped = edge_dropped or DroppedFields(side="edge")  # and those the edge transport kept off
         self.edge_model = edge.model
         self.cloud_model = cloud.model
 
@@ -46,10 +47,14 @@ class Doors:
             from gateway.upstreams.cloud import LiteLLMUpstream
 
             cloud = LiteLLMUpstream(settings.cloud)
-        dropped = DroppedFields()
+        dropped, edge_dropped = DroppedFields(), DroppedFields(side="edge")
         shape = RequestShape(settings.cloud.extra_body_fields, on_drop=dropped)
-        return cls(edge=edge or OpenAIHTTPUpstream(settings.edge), cloud=cloud, shape=shape, meter=meter,
-                   protector=protector, dropped=dropped)
+        return cls(edge=edge or OpenAIHTTPUpstream(settings.edge, on_drop=edge_dropped), cloud=cloud, shape=shape,
+                   meter=meter, protector=protector, dropped=dropped, edge_dropped=edge_dropped)
+
+    def exposition(self) -> bytes:
+        """The boundary's metrics: fields kept off each side's calls."""
+        return self.dropped.exposition() + self.edge_dropped.exposition()
 
     def edge(self, context: CallContext, route: RouteTracker, spend: Spend = NO_SPEND) -> EdgeChannel:
         return EdgeChannel(self._edge, self._meter, context, route, spend)
