@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -20,6 +20,7 @@ from accounting.database import StoreUnavailable
 from accounting.factory import build_meter
 from accounting.store import UsageStore
 from gateway.api import healthz, list_models, readyz
+from gateway.budgets import budget_endpoint, build_budgets, check_limits
 from gateway.dashboard.routes import dashboard_routes
 from gateway.doors import Doors, ManagedUpstream
 from gateway.errors import ClientError, StartupError, error_response
@@ -148,6 +149,7 @@ def preflight(settings: Settings) -> None:
     """What ``ecgw serve`` checks once, before it binds a port or starts workers: policies and experiments
     (``ConfigError``), and the metering database, migrated here once rather than raced by every worker."""
     build_router(settings)
+    check_limits(settings)
     keys = check_secrets(settings)
     if settings.accounting.enabled:
         store = UsageStore.from_url(settings.database_url)
@@ -169,7 +171,9 @@ def build_services(
     meter: Meter | None = None,
     sessions: SessionStore | None = None,
     tracing: Tracing | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> Services:
+    """Every part, built once; ``clock`` (unix seconds) is what budgets and rate limits read the time from."""
     meter = meter or build_meter(settings.accounting, database_url=settings.database_url)
     registry, chooser = build_router(settings, cloud_rates=measured_rates(meter))
     keys = load_keys(settings, persistent_sessions=sessions is None and session_store_kind(settings) != "memory")
@@ -191,6 +195,8 @@ def build_services(
         session_hash=SessionHasher(keys.derive("session-trace")),
         tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
                                          service_name=settings.observability.service_name),
+        budgets=build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"),
+                              clock=clock),
     )
 
 
@@ -257,6 +263,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         Route("/v1/sessions/{session_id:path}/privacy",
               session_privacy_endpoint(services.protector, session_of=tenancy.readable), methods=["GET"]),
         Route("/v1/usage", usage_endpoint(services.meter, scope=tenancy.usage_scope), methods=["GET"]),
+        Route("/v1/budget", budget_endpoint(services.budgets, session_of=tenancy.own), methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/usage/requests", usage_requests_endpoint(services.meter, scope=tenancy.usage_scope), methods=["POST"]),
         *dashboard_routes(services),

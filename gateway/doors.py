@@ -15,6 +15,7 @@ from gateway.upstreams.boundary import DroppedFields, ProviderBoundary
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
 from gateway.upstreams.provider_request import ProviderTransport, RequestShape
 from privacy.protection import Protector
+from router.budgets.limits import NO_SPEND, Spend
 from router.channels import CloudChannel, EdgeChannel, Upstream
 from router.step import CallContext, RouteTracker
 
@@ -55,11 +56,11 @@ class Doors:
         """The boundary's metrics: fields kept off each side's calls."""
         return self.dropped.exposition() + self.edge_dropped.exposition()
 
-    def edge(self, context: CallContext, route: RouteTracker) -> EdgeChannel:
-        return EdgeChannel(self._edge, self._meter, context, route)
+    def edge(self, context: CallContext, route: RouteTracker, spend: Spend = NO_SPEND) -> EdgeChannel:
+        return EdgeChannel(self._edge, self._meter, context, route, spend)
 
-    def cloud(self, context: CallContext, route: RouteTracker) -> CloudChannel:
-        return CloudChannel(self._cloud, self._meter, context, route, self._protector)
+    def cloud(self, context: CallContext, route: RouteTracker, spend: Spend = NO_SPEND) -> CloudChannel:
+        return CloudChannel(self._cloud, self._meter, context, route, self._protector, spend)
 
     async def ready(self) -> dict[str, tuple[bool, str]]:
         return {"edge": await self._edge.ready(), "cloud": await self._cloud.ready()}
