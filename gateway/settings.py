@@ -27,7 +27,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSetti
 
 from accounting.settings import AccountingSettings
 from gateway.upstreams.provider_request import check_extra_body_fields
-from privacy.edge_detector import EdgeEndpoint
+from privacy.detect import EdgeEndpoint
 from privacy.settings import PrivacySettings
 from router.budgets.settings import LimitsSettings
 from router.experiments import ExperimentsSettings
