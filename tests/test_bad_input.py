@@ -87,3 +87,30 @@ def test_a_bad_response_format_or_content_part_is_a_400_before_any_upstream(gw, 
         assert r.status_code == 400, (fields, r.status_code, r.text[:300])
         assert _envelope(r, "openai")["param"] == param and r.headers["x-ecgw-request-id"]
     assert cloud.requests == []
+
+
+ADMIN = "sk-admin"
+
+
+@pytest.fixture()
+def admin_gw(tmp_path, edge: ModelServer, cloud: ModelServer) -> Iterator[str]:
+    with running_gateway(edge, cloud, server={"api_keys": [KEY], "admin_keys": [ADMIN]},
+                         database_url=f"sqlite:///{tmp_path / 'gw.db'}", privacy={"layers": {"ner": False}},
+                         accounting={"spill_path": None}) as (url, _):
+        yield url
+
+
+def test_dashboard_windows_are_checked_and_bounded(admin_gw):
+    auth = {"Authorization": f"Bearer {ADMIN}"}
+    step = httpx.post(admin_gw + "/v1/chat/completions", headers={"Authorization": f"Bearer {KEY}"},
+                      json={"messages": [{"role": "user", "content": "hi"}]})
+    assert step.status_code == 200
+    pages = ["/ui/api/overview", "/ui/api/sessions", "/ui/charts/rate.svg", "/ui/charts/cost.svg"]
+    for since in ("xyz", "-1h", "0", "0h", "99999999999d", "1e9d"):
+        for page in pages:
+            r = httpx.get(admin_gw + page, params={"since": since}, headers=auth)
+            assert r.status_code == 400, (page, since, r.status_code, r.text[:200])
+            assert r.json()["error"]["param"] == "since" and r.headers["x-ecgw-request-id"]
+    for since in ("90d", "400d", "all"):  # wide windows draw a bounded number of bars
+        r = httpx.get(admin_gw + "/ui/charts/rate.svg", params={"since": since}, headers=auth)
+        assert r.status_code == 200 and r.text.count("<rect") <= 500
