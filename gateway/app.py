@@ -49,6 +49,7 @@ from gateway.surfaces.messages import error_body as messages_error_body
 from gateway.surfaces.responses import responses_endpoint
 from gateway.tenancy import RequestTenancy, Tenancy
 from gateway.tracing import SessionHasher, Tracing, build_tracing
+from gateway.upstreams.provider_request import ProviderTransport
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
 from privacy.factory import build_protector
 from privacy.protection import Protector
@@ -175,7 +176,7 @@ def build_services(
     settings: Settings,
     *,
     edge: ManagedUpstream | None = None,
-    cloud: ManagedUpstream | None = None,
+    cloud: ProviderTransport | None = None,
     protector: Protector | None = None,
     meter: Meter | None = None,
     sessions: SessionStore | None = None,
@@ -274,6 +275,7 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
         metering = await metering_metrics(request)
         privacy_metrics = getattr(services.protector, "metrics", None)  # the last check's hits (privacy.metrics)
         extra = privacy_metrics.exposition() if privacy_metrics is not None else b""
+        extra += services.doors.dropped.exposition()
         return Response(request_metrics.exposition() + bytes(metering.body) + extra, media_type=metering.media_type)
 
     routes = [

@@ -1,6 +1,8 @@
 """The two ways out of the gateway. ``Doors`` alone holds the upstreams and hands out channels over them, so the
-cloud upstream is never reachable except through a ``CloudChannel`` (protect → upstream → restore → meter).
-This is the only module that imports the cloud transport (``make lint`` checks it)."""
+cloud upstream is never reachable except through a ``CloudChannel`` (protect → upstream → restore → meter), and
+the cloud transport only behind the provider boundary (``ProviderBoundary``: it gets ``ProviderRequest`` objects
+built by the one allowlist, never a client's body). This is the only module that imports the cloud transport
+(``make lint`` checks it)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from typing import Protocol
 
 from accounting.calls import Meter
 from gateway.settings import Settings
+from gateway.upstreams.boundary import DroppedFields, ProviderBoundary
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
+from gateway.upstreams.provider_request import ProviderTransport, RequestShape
 from privacy.protection import Protector
 from router.channels import CloudChannel, EdgeChannel, Upstream
 from router.step import CallContext, RouteTracker
@@ -22,24 +26,29 @@ class ManagedUpstream(Upstream, Protocol):
 
 
 class Doors:
-    def __init__(self, *, edge: ManagedUpstream, cloud: ManagedUpstream, meter: Meter, protector: Protector) -> None:
+    def __init__(self, *, edge: ManagedUpstream, cloud: ProviderTransport, shape: RequestShape, meter: Meter,
+                 protector: Protector, dropped: DroppedFields) -> None:
         self._edge = edge
-        self._cloud = cloud
+        self._cloud = ProviderBoundary(cloud, shape)
         self._meter = meter
         self._protector = protector
+        self.dropped = dropped  # the fields the boundary kept off the cloud (``/metrics``)
         self.edge_model = edge.model
         self.cloud_model = cloud.model
 
     @classmethod
     def build(cls, settings: Settings, *, meter: Meter, protector: Protector, edge: ManagedUpstream | None = None,
-              cloud: ManagedUpstream | None = None) -> Doors:
+              cloud: ProviderTransport | None = None) -> Doors:
         """The configured upstreams (litellm for the cloud, imported here: once, and nowhere else), or the
-        ones given (tests, benchmarks)."""
+        ones given (tests, benchmarks); the cloud one behind the allowlist ``cloud.extra_body_fields`` widens."""
         if cloud is None:
             from gateway.upstreams.cloud import LiteLLMUpstream
 
             cloud = LiteLLMUpstream(settings.cloud)
-        return cls(edge=edge or OpenAIHTTPUpstream(settings.edge), cloud=cloud, meter=meter, protector=protector)
+        dropped = DroppedFields()
+        shape = RequestShape(settings.cloud.extra_body_fields, on_drop=dropped)
+        return cls(edge=edge or OpenAIHTTPUpstream(settings.edge), cloud=cloud, shape=shape, meter=meter,
+                   protector=protector, dropped=dropped)
 
     def edge(self, context: CallContext, route: RouteTracker) -> EdgeChannel:
         return EdgeChannel(self._edge, self._meter, context, route)

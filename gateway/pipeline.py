@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,12 +72,18 @@ class Started:
     rest: AsyncIterator[dict[str, Any]] | None = None
 
     async def chunks(self) -> AsyncIterator[dict[str, Any]]:
-        """Every chunk, the first included. The caller closes ``rest`` (``aclose``) when it stops early."""
-        if self.first is not None:
-            yield self.first
+        """Every chunk, the first included, all with one ``id`` (the first chunk's, or one minted here: an
+        upstream that sends none, or litellm minting one per chunk, must not give one answer many ids). The caller
+        closes ``rest`` (``aclose``) when it stops early."""
+        first = self.first
+        one_id = first.get("id") if first is not None else None
+        if not isinstance(one_id, str) or not one_id:
+            one_id = "chatcmpl-" + uuid.uuid4().hex[:24]
+        if first is not None:
+            yield first if first.get("id") == one_id else {**first, "id": one_id}
         if self.rest is not None:
             async for chunk in self.rest:
-                yield chunk
+                yield chunk if chunk.get("id") == one_id else {**chunk, "id": one_id}
 
 
 class StepPipeline:

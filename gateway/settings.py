@@ -26,6 +26,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from accounting.settings import AccountingSettings
+from gateway.upstreams.provider_request import check_extra_body_fields
 from privacy.edge_detector import EdgeEndpoint
 from privacy.settings import PrivacySettings
 from router.experiments import ExperimentsSettings
@@ -186,6 +187,15 @@ class CloudSettings(_Section):
     api_key_env: str | None = "DEEPSEEK_API_KEY"
     timeout_s: float = Field(600.0, gt=0)
     max_retries: int = Field(0, ge=0)
+    # Provider-specific body fields a request may send (DeepSeek's ``thinking``, a vendor's extras): they go as
+    # JSON fields of the provider's body (litellm's ``extra_body``), through the privacy walk and the last check,
+    # never as litellm arguments. A request's other non-OpenAI fields are dropped (ecgw_cloud_dropped_fields).
+    extra_body_fields: list[str] = Field(default_factory=list)
+
+    @field_validator("extra_body_fields")
+    @classmethod
+    def _extra_fields(cls, names: list[str]) -> list[str]:
+        return check_extra_body_fields(names)
 
 
 def missing_cloud_key(settings: CloudSettings) -> str | None:

@@ -1,7 +1,7 @@
 """The two channels a policy may use. ``CloudChannel`` is the single door to the cloud.
 
 edge:  upstream → meter
-cloud: protect (privacy) → upstream → restore → meter
+cloud: what may leave (the provider boundary) → protect (privacy) → upstream → restore → meter
 """
 
 from __future__ import annotations
@@ -28,6 +28,13 @@ class Upstream(Protocol):
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
     def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
+
+
+class CloudUpstream(Upstream, Protocol):
+    """The cloud as ``CloudChannel`` sees it (``gateway.upstreams.boundary``): it also says which part of a body
+    may leave at all, so the privacy walk, the last check and the meter see exactly what the provider gets."""
+
+    def outgoing(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
 
 class Channel(Protocol):
@@ -200,15 +207,17 @@ class CloudChannel(_MeteredChannel):
     """The only way to the cloud: protect → upstream → restore → meter. Protection failure = no call."""
 
     def __init__(
-        self, upstream: Upstream, meter: Meter, context: CallContext, route: RouteTracker, protector: Protector
+        self, upstream: CloudUpstream, meter: Meter, context: CallContext, route: RouteTracker, protector: Protector
     ) -> None:
         super().__init__(upstream, meter, context, route)
+        self._cloud = upstream
         self._protector = protector
 
     async def _protect(self, body: dict[str, Any]) -> Protection:
+        """Protection of what may leave: the fields the boundary drops are not sent, so they are not scanned."""
         ctx = self._context
-        return await self._protector.protect(body, session_id=ctx.session_id, request_id=ctx.request_id,
-                                             experiment=ctx.experiment)
+        return await self._protector.protect(self._cloud.outgoing(body), session_id=ctx.session_id,
+                                             request_id=ctx.request_id, experiment=ctx.experiment)
 
     async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
         with ending(self._open(purpose)) as span:

@@ -17,6 +17,7 @@ from gateway import sse
 from gateway.jsonio import JSONDecodeError, dumps, loads
 from gateway.settings import EdgeSettings
 from gateway.upstreams.compat import ToolNameDeduper, normalise_request
+from gateway.upstreams.stream_end import StreamEnd
 from router.errors import UpstreamError
 from router.wire import completion_to_chunks
 
@@ -125,6 +126,7 @@ class OpenAIHTTPUpstream:
             return
         payload = dumps(self._prepare(body, stream=True))
         dedupe = ToolNameDeduper() if self._compat.dedupe_tool_call_names else None
+        end = StreamEnd()
         try:
             async with self._client().post(self._url, data=payload) as response:
                 if response.status != 200:
@@ -136,7 +138,14 @@ class OpenAIHTTPUpstream:
                             message = err.get("message") if isinstance(err, dict) else str(err)
                             raise UpstreamError(502, f"The edge upstream failed mid-stream: {message}",
                                                 upstream="edge")
-                        yield dedupe(chunk) if dedupe else chunk
+                        seen = end.see(dedupe(chunk) if dedupe else chunk)
+                        if seen is not None:
+                            yield seen
+                except sse.Unfinished:
+                    if not end.finished:
+                        raise UpstreamError(502, f"The edge upstream at {self._url} ended its stream before "
+                                                 "finishing the answer (no finish_reason, no [DONE]).",
+                                            upstream="edge", type_="upstream_unreachable") from None
                 finally:
                     # Stopped early (client gone, policy cancelled): drop the connection so the server stops.
                     if not response.content.at_eof():
@@ -146,3 +155,5 @@ class OpenAIHTTPUpstream:
         except JSONDecodeError:
             raise UpstreamError(502, f"The edge upstream at {self._url} sent a stream event that is not JSON.",
                                 upstream="edge") from None
+        for chunk in end.close():
+            yield chunk
