@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -24,6 +24,7 @@ from gateway.admin.database import AdminDatabase
 from gateway.admin.routes import admin_routes
 from gateway.admin.virtual_keys import VirtualKeys
 from gateway.api import healthz, list_models, readyz
+from gateway.budgets import budget_endpoint, build_budgets, check_limits
 from gateway.dashboard.routes import dashboard_routes
 from gateway.doors import Doors, ManagedUpstream
 from gateway.errors import ClientError, StartupError, error_response
@@ -160,6 +161,7 @@ def preflight(settings: Settings) -> None:
     """What ``ecgw serve`` checks once, before it binds a port or starts workers: policies and experiments
     (``ConfigError``), and the metering database, migrated here once rather than raced by every worker."""
     build_router(settings)
+    check_limits(settings)
     keys = check_secrets(settings)
     if settings.accounting.enabled:
         store = UsageStore.from_url(settings.database_url)
@@ -181,12 +183,14 @@ def build_services(
     meter: Meter | None = None,
     sessions: SessionStore | None = None,
     tracing: Tracing | None = None,
+    clock: Callable[[], float] | None = None,
     config_path: str | None = None,
     overrides: Mapping[str, Any] | None = None,
     parts: Sequence[SnapshotPart] = (),
     reload_poll_s: float = POLL_S,
 ) -> Services:
-    """``config_path`` and ``overrides``: where a reload reads the configuration again (the file ``settings`` came
+    """Every part, built once; ``clock`` (unix seconds) is what budgets and rate limits read the time from.
+    ``config_path`` and ``overrides``: where a reload reads the configuration again (the file ``settings`` came
     from, and the command line's values over it); ``parts``: what else a snapshot builds (``gateway.snapshot``)."""
     meter = meter or build_meter(settings.accounting, database_url=settings.database_url)
     rates = measured_rates(meter)
@@ -220,6 +224,8 @@ def build_services(
         virtual_keys=virtual_keys,
         tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
                                          service_name=settings.observability.service_name),
+        budgets=build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"),
+                              clock=clock),
     )
 
 
@@ -275,7 +281,7 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
         metering = await metering_metrics(request)
         privacy_metrics = getattr(services.protector, "metrics", None)  # the last check's hits (privacy.metrics)
         extra = privacy_metrics.exposition() if privacy_metrics is not None else b""
-        extra += services.doors.dropped.exposition()
+        extra += services.doors.exposition()
         return Response(request_metrics.exposition() + bytes(metering.body) + extra, media_type=metering.media_type)
 
     routes = [
@@ -290,6 +296,7 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
         Route("/v1/sessions/{session_id:path}/privacy",
               session_privacy_endpoint(services.protector, session_of=tenancy.readable), methods=["GET"]),
         Route("/v1/usage", usage_endpoint(services.meter, scope=tenancy.usage_scope), methods=["GET"]),
+        Route("/v1/budget", budget_endpoint(services.budgets, session_of=tenancy.own), methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/usage/requests", usage_requests_endpoint(services.meter, scope=tenancy.usage_scope), methods=["POST"]),
         *dashboard_routes(services),

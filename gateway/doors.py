@@ -15,6 +15,7 @@ from gateway.upstreams.boundary import DroppedFields, ProviderBoundary
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
 from gateway.upstreams.provider_request import ProviderTransport, RequestShape
 from privacy.protection import Protector
+from router.budgets.limits import NO_SPEND, Spend
 from router.channels import CloudChannel, EdgeChannel, Upstream
 from router.step import CallContext, RouteTracker
 
@@ -27,12 +28,13 @@ class ManagedUpstream(Upstream, Protocol):
 
 class Doors:
     def __init__(self, *, edge: ManagedUpstream, cloud: ProviderTransport, shape: RequestShape, meter: Meter,
-                 protector: Protector, dropped: DroppedFields) -> None:
+                 protector: Protector, dropped: DroppedFields, edge_dropped: DroppedFields | None = None) -> None:
         self._edge = edge
         self._cloud = ProviderBoundary(cloud, shape)
         self._meter = meter
         self._protector = protector
         self.dropped = dropped  # the fields the boundary kept off the cloud (``/metrics``)
+        self.edge_dropped = edge_dropped or DroppedFields(side="edge")  # and those the edge transport kept off
         self.edge_model = edge.model
         self.cloud_model = cloud.model
 
@@ -45,16 +47,20 @@ class Doors:
             from gateway.upstreams.cloud import LiteLLMUpstream
 
             cloud = LiteLLMUpstream(settings.cloud)
-        dropped = DroppedFields()
+        dropped, edge_dropped = DroppedFields(), DroppedFields(side="edge")
         shape = RequestShape(settings.cloud.extra_body_fields, on_drop=dropped)
-        return cls(edge=edge or OpenAIHTTPUpstream(settings.edge), cloud=cloud, shape=shape, meter=meter,
-                   protector=protector, dropped=dropped)
+        return cls(edge=edge or OpenAIHTTPUpstream(settings.edge, on_drop=edge_dropped), cloud=cloud, shape=shape,
+                   meter=meter, protector=protector, dropped=dropped, edge_dropped=edge_dropped)
 
-    def edge(self, context: CallContext, route: RouteTracker) -> EdgeChannel:
-        return EdgeChannel(self._edge, self._meter, context, route)
+    def exposition(self) -> bytes:
+        """The boundary's metrics: fields kept off each side's calls."""
+        return self.dropped.exposition() + self.edge_dropped.exposition()
 
-    def cloud(self, context: CallContext, route: RouteTracker) -> CloudChannel:
-        return CloudChannel(self._cloud, self._meter, context, route, self._protector)
+    def edge(self, context: CallContext, route: RouteTracker, spend: Spend = NO_SPEND) -> EdgeChannel:
+        return EdgeChannel(self._edge, self._meter, context, route, spend)
+
+    def cloud(self, context: CallContext, route: RouteTracker, spend: Spend = NO_SPEND) -> CloudChannel:
+        return CloudChannel(self._cloud, self._meter, context, route, self._protector, spend)
 
     async def ready(self) -> dict[str, tuple[bool, str]]:
         return {"edge": await self._edge.ready(), "cloud": await self._cloud.ready()}

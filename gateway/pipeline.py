@@ -13,12 +13,15 @@ from typing import Any
 from urllib.parse import quote
 
 from accounting.calls import StepRecord
+from gateway.budgets import key_name
 from gateway.errors import ClientError
 from gateway.logs import log_request
 from gateway.metrics import RequestMetrics
 from gateway.service import Services
 from gateway.tenancy import Identity
 from privacy.errors import PrivacyBlocked
+from router.budgets.errors import KEPT_ON_EDGE, OverBudget, fallback_of
+from router.budgets.limits import NO_SPEND, Spend
 from router.policies.edge_only import EdgeOnly
 from router.policy import Policy
 from router.spans import NO_SPAN, Span, make_current
@@ -115,17 +118,24 @@ class StepPipeline:
         for key, value in (("ecgw.policy", policy_name), ("ecgw.experiment", decision.experiment),
                            ("ecgw.arm", decision.arm)):
             outcome.span.set(key, value)
+        spend: Spend = NO_SPEND
+        limited: dict[str, str] = {}
+        if s.budgets is not None and (budget := s.budgets.for_step(
+                key_name=key_name(identity), owner_prefix=identity.prefix, session_id=session_id,
+                experiment=decision.experiment, arm=decision.arm)) is not None:
+            limited = await budget.admit(body)  # rpm/tpm: RateLimited (429) before anything runs
+            spend = budget
         step = Step(
             request=body,
             context=context,
             session=session,
-            edge=s.doors.edge(context, route),
-            cloud=s.doors.cloud(context, route),
+            edge=s.doors.edge(context, route, spend),
+            cloud=s.doors.cloud(context, route, spend),
             route=route,
             knobs=decision.knobs,
         )
         out_headers = {"x-ecgw-request-id": request_id, "x-ecgw-session": header_safe(shown),
-                       "x-ecgw-policy": policy_name}
+                       "x-ecgw-policy": policy_name, **limited}
         if decision.arm is not None:
             out_headers["x-ecgw-arm"] = f"{decision.experiment}:{decision.arm}"
         if outcome.span.trace_id is not None:
@@ -135,11 +145,14 @@ class StepPipeline:
         outcome.finish.append(_StepEnd(self.services, step, policy_span, out_headers, outcome, time.time()))
         try:
             started = await _run(s.policies.get(policy_name), step, out_headers)
-        except PrivacyBlocked as exc:
-            # A finding whose action is `block` (or images: block, or on_privacy_error: edge): whatever the
-            # policy wanted, this step stays on the edge.
-            log.info("request %s: %s; answering on the edge", request_id, exc.reason)
-            out_headers["x-ecgw-fallback"] = "privacy-blocked"
+        except (PrivacyBlocked, *KEPT_ON_EDGE) as exc:
+            # A finding whose action is `block` (or images: block, or on_privacy_error: edge), a spent cloud budget,
+            # or one that cannot be read: whatever the policy wanted, this step stays on the edge.
+            fallback = "privacy-blocked" if isinstance(exc, PrivacyBlocked) else fallback_of(exc)
+            log.info("request %s: %s; answering on the edge", request_id, exc)
+            out_headers["x-ecgw-fallback"] = fallback
+            if isinstance(exc, OverBudget):
+                step.note.signal["budget"] = f"{exc.name}/{exc.kind}/{exc.window}"
             wanted = step.note.decision, step.note.reason  # the record keeps what the policy decided
             started = await _run(self._edge_only, step, out_headers)
             step.note.decision, step.note.reason = wanted

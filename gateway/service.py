@@ -18,6 +18,7 @@ from gateway.tenancy import Tenancy
 from gateway.tracing import NoTracing, SessionHasher, Tracing
 from privacy.protection import Protector
 from privacy.vault import SessionStore
+from router.budgets.limits import Budgets
 from router.policy import PolicyRegistry
 
 log = logging.getLogger("ecgw")
@@ -40,6 +41,7 @@ class Services:
     admin_db: AdminDatabase
     virtual_keys: VirtualKeys
     tracing: Tracing = field(default_factory=NoTracing)
+    budgets: Budgets | None = None  # None: no limits configured
 
     @property
     def settings(self) -> Settings:

@@ -27,8 +27,9 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSetti
 
 from accounting.settings import AccountingSettings
 from gateway.upstreams.provider_request import check_extra_body_fields
-from privacy.edge_detector import EdgeEndpoint
+from privacy.detect import EdgeEndpoint
 from privacy.settings import PrivacySettings
+from router.budgets.settings import LimitsSettings
 from router.experiments import ExperimentsSettings
 
 
@@ -256,6 +257,7 @@ class Settings(BaseSettings):
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     accounting: AccountingSettings = Field(default_factory=AccountingSettings)
     experiments: ExperimentsSettings = Field(default_factory=ExperimentsSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     database_url: str = "sqlite:///ecgw.sqlite3"
     secrets: SecretsSettings = Field(default_factory=SecretsSettings)

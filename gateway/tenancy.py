@@ -121,7 +121,7 @@ class Tenancy:
                                                     tenant=key.tenant, label=label)
         for secret, bound in server.session_keys.items():  # every key bound to one session shares it
             owner = "k." + _hash(owner_key, "bound\0" + bound, _OWNER_HEX)
-            self._identities[secret] = Identity(secret, owner, bound_session=bound, label=owner)
+            self._identities[secret] = Identity(secret, owner, bound_session=bound, name=secret, label=owner)
 
     @property
     def multi_tenant(self) -> bool:

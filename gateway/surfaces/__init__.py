@@ -78,10 +78,11 @@ class SurfaceEndpoint:
         except ClientDisconnect:
             response = Response(status_code=499)
         except Exception as exc:
-            headers = {"x-ecgw-request-id": request_id}
+            failure = classify(exc, request_id)
+            headers = {**failure.headers, "x-ecgw-request-id": request_id}
             if span.trace_id is not None:
                 headers[services.settings.observability.trace_header] = span.trace_id
-            response = self._surface.error(classify(exc, request_id), headers)
+            response = self._surface.error(failure, headers)
         if not isinstance(response, StreamingResponse):  # a stream is observed (and settled) when it ends
             outcome.observe(self._metrics, response.status_code)
             self._settle(request_id, outcome, request.state.identity)

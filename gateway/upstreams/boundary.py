@@ -23,12 +23,16 @@ class DroppedFields:
     clients, so both are bounded: the withheld OpenAI parameters and the first ``max_labels`` other names have a
     label of their own, later ones share ``_other``; the first ``max_logged`` names are logged."""
 
-    def __init__(self, registry: CollectorRegistry | None = None, *, max_labels: int = 64,
+    def __init__(self, registry: CollectorRegistry | None = None, *, side: str = "cloud", max_labels: int = 64,
                  max_logged: int = 1024) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
-        self.counter = Counter("ecgw_cloud_dropped_fields", "Request fields kept off the cloud call (not an OpenAI "
-                               "chat parameter the cloud takes, nor named by cloud.extra_body_fields), by field "
-                               "name; past a bounded set of names, under _other", ["field"], registry=self.registry)
+        why = ("not an OpenAI chat parameter the cloud takes, nor named by cloud.extra_body_fields" if side == "cloud"
+               else "a field that chooses the edge server's infrastructure")
+        self.counter = Counter(f"ecgw_{side}_dropped_fields", f"Request fields kept off the {side} call ({why}), "
+                               "by field name; past a bounded set of names, under _other", ["field"],
+                               registry=self.registry)
+        self._side = side
+        self._known = WITHHELD if side == "cloud" else {}
         self._max_labels = max_labels
         self._max_logged = max_logged
         self._labels: set[str] = set()
@@ -36,7 +40,7 @@ class DroppedFields:
 
     def __call__(self, name: str) -> None:
         label = name[:_NAME_CHARS]
-        if label not in WITHHELD and label not in self._labels:
+        if label not in self._known and label not in self._labels:
             if len(self._labels) >= self._max_labels:
                 label = OTHER
             else:
@@ -45,8 +49,9 @@ class DroppedFields:
         named = name[:_NAME_CHARS]
         if named not in self._logged and len(self._logged) < self._max_logged:
             self._logged.add(named)
-            log.warning("the cloud call leaves out the request field %r (each time; logged once): only OpenAI's "
-                        "chat parameters and the fields cloud.extra_body_fields names reach the provider", named)
+            log.warning("the %s call leaves out the request field %r (each time; logged once): %s", self._side, named,
+                        "only OpenAI's chat parameters and the fields cloud.extra_body_fields names reach the provider"
+                        if self._side == "cloud" else "it would choose the edge server's infrastructure")
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

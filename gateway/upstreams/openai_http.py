@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Final
 
 import aiohttp
 
@@ -21,13 +21,25 @@ from gateway.upstreams.stream_end import StreamEnd
 from router.errors import UpstreamError
 from router.wire import completion_to_chunks
 
+# The edge is tolerant: a request's fields reach it as JSON body fields (vLLM's sampling extras, chat template
+# switches), never as the URL, headers or credentials (fixed here at construction, from edge.*). These few vLLM
+# fields choose the edge server's infrastructure rather than the generation, so a request may not set them.
+EDGE_WITHHELD: Final[Mapping[str, str]] = {
+    "kv_transfer_params": "disaggregated serving's KV transfer names the remote host and port vLLM pulls from",
+    "priority": "the scheduling priority among tenants is the operator's",
+    "request_id": "vLLM's own request id (another tenant's would collide)",
+    "chat_template": "which template the server runs is the operator's",
+    "logits_processors": "which code the server loads is the operator's",
+}
+
 
 class OpenAIHTTPUpstream:
     side = "edge"
     provider = "openai-compatible"
 
-    def __init__(self, settings: EdgeSettings) -> None:
+    def __init__(self, settings: EdgeSettings, *, on_drop: Callable[[str], None] | None = None) -> None:
         self.model = settings.model
+        self._on_drop = on_drop
         self._settings = settings
         self._compat = settings.compat
         self._base = settings.base_url.rstrip("/")
@@ -65,6 +77,9 @@ class OpenAIHTTPUpstream:
 
     def _prepare(self, body: dict[str, Any], *, stream: bool) -> dict[str, Any]:
         out = normalise_request(body, self._compat)
+        for name in EDGE_WITHHELD:
+            if out.pop(name, None) is not None and self._on_drop is not None:
+                self._on_drop(name)
         out["model"] = self.model
         out["stream"] = stream
         if stream and self._compat.stream_usage:
