@@ -17,7 +17,7 @@ from gateway.upstreams.provider_request import ProviderTransport, RequestShape
 from privacy.protection import Protector
 from router.budgets.limits import NO_SPEND, Spend
 from router.channels import CloudChannel, EdgeChannel, Upstream
-from router.step import CallContext, RouteTracker
+from router.context import CallContext, RouteTracker
 
 log = logging.getLogger("ecgw")
 

@@ -15,9 +15,9 @@ from accounting.usage import MalformedUsage, normalise
 from privacy.protection import Protection, Protector
 from router.budgets.ledger import Hold
 from router.budgets.limits import NO_SPEND, Spend
+from router.context import CallContext, RouteTracker
 from router.errors import UpstreamError
 from router.spans import Span, current, ending
-from router.step import CallContext, RouteTracker
 
 
 class Upstream(Protocol):
