@@ -21,8 +21,9 @@ class UsageReports(Protocol):
         """The rows of ``ecgw usage`` grouped ``by`` (``accounting.reports``), after what is buffered is written."""
         ...
 
-    async def settlement(self, request_ids: list[str]) -> dict[str, Any]:
-        """``accounting.settlement.settlement_report`` of these requests, after this worker's buffer is written."""
+    async def settlement(self, request_ids: list[str], *, session_prefix: str | None = None) -> dict[str, Any]:
+        """``accounting.settlement.settlement_report`` of these requests (those of sessions whose id starts with
+        ``session_prefix``, when given), after this worker's buffer is written."""
         ...
 
     async def query(self, read: Callable[..., T], *args: Any, **kwargs: Any) -> T:

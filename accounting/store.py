@@ -173,10 +173,13 @@ class UsageStore:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
-    def totals(self, request_ids: Sequence[str]) -> dict[str, Any]:
-        """The same raw sums as ``aggregate``, over the records of these requests, as one row (group None)."""
+    def totals(self, request_ids: Sequence[str], *, session_prefix: str | None = None) -> dict[str, Any]:
+        """The same raw sums as ``aggregate``, over the records of these requests, as one row (group None);
+        ``session_prefix``: only records of sessions whose id starts with it."""
         t = _table()
         query = select(null().label("group"), *_sums(t)).where(t.c.request_id.in_(list(request_ids)))
+        if session_prefix is not None:
+            query = query.where(t.c.session_id.startswith(session_prefix, autoescape=True))
         with self.engine.connect() as conn:
             return dict(conn.execute(query).one()._mapping)
 
@@ -184,17 +187,21 @@ class UsageStore:
         """Append request marks (``accounting.records.RequestMark``); one already stored is skipped."""
         insert_new(conn or self.engine, _marks_table(), marks, key="request_id")
 
-    def settlement(self, request_ids: Sequence[str]) -> dict[str, tuple[int | None, int]]:
-        """Per request id: (upstream calls its mark says it caused — None while unmarked, records stored)."""
+    def settlement(self, request_ids: Sequence[str], *, session_prefix: str | None = None
+                   ) -> dict[str, tuple[int | None, int]]:
+        """Per request id: (upstream calls its mark says it caused — None while unmarked, records stored).
+        ``session_prefix``: only marks and records of sessions whose id starts with it; another owner's request
+        reads like an id never seen (unmarked, nothing recorded)."""
         ids = list(dict.fromkeys(request_ids))
         t, m = _table(), _marks_table()
+        marks = select(m.c.request_id, m.c.upstream_calls).where(m.c.request_id.in_(ids))
+        records = select(t.c.request_id, func.count()).where(t.c.request_id.in_(ids))
+        if session_prefix is not None:
+            marks = marks.where(m.c.session_id.startswith(session_prefix, autoescape=True))
+            records = records.where(t.c.session_id.startswith(session_prefix, autoescape=True))
         with self.engine.connect() as conn:
-            expected: dict[str, int] = {
-                str(rid): int(n) for rid, n in conn.execute(
-                    select(m.c.request_id, m.c.upstream_calls).where(m.c.request_id.in_(ids)))}
-            stored: dict[str, int] = {
-                str(rid): int(n) for rid, n in conn.execute(
-                    select(t.c.request_id, func.count()).where(t.c.request_id.in_(ids)).group_by(t.c.request_id))}
+            expected: dict[str, int] = {str(rid): int(n) for rid, n in conn.execute(marks)}
+            stored: dict[str, int] = {str(rid): int(n) for rid, n in conn.execute(records.group_by(t.c.request_id))}
         return {i: (expected.get(i), int(stored.get(i, 0))) for i in ids}
 
     def dispose(self) -> None:

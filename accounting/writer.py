@@ -151,9 +151,9 @@ class StoreMeter:
         await self.flush()
         return await asyncio.to_thread(read, self.store, *args, **kwargs)
 
-    async def settlement(self, request_ids: list[str]) -> dict[str, Any]:
+    async def settlement(self, request_ids: list[str], *, session_prefix: str | None = None) -> dict[str, Any]:
         await self.flush()  # this worker's own buffer; the others' show up as pending until they write
-        return await asyncio.to_thread(settlement_report, self.store, request_ids)
+        return await asyncio.to_thread(settlement_report, self.store, request_ids, session_prefix=session_prefix)
 
     def exposition(self) -> bytes:
         return self.metrics.exposition()

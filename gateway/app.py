@@ -20,6 +20,7 @@ from accounting.database import StoreUnavailable
 from accounting.factory import build_meter
 from accounting.store import UsageStore
 from gateway.api import healthz, list_models, readyz
+from gateway.budgets import budget_endpoint, build_budgets, check_limits
 from gateway.dashboard.routes import dashboard_routes
 from gateway.doors import Doors, ManagedUpstream
 from gateway.errors import ClientError, StartupError, error_response
@@ -28,6 +29,7 @@ from gateway.gatekeeper import Gatekeeper
 from gateway.jsonio import dumps
 from gateway.keys import Keys, load_keys
 from gateway.metrics import RequestMetrics, multiprocess_exposition
+from gateway.owner_migration import migrate_owners
 from gateway.pipeline import StepPipeline
 from gateway.policy_choice import PolicyChooser
 from gateway.privacy_routes import session_privacy_endpoint, units_endpoint
@@ -42,6 +44,7 @@ from gateway.surfaces.messages import error_body as messages_error_body
 from gateway.surfaces.responses import responses_endpoint
 from gateway.tenancy import RequestTenancy, Tenancy
 from gateway.tracing import SessionHasher, Tracing, build_tracing
+from gateway.upstreams.provider_request import ProviderTransport
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
 from privacy.factory import build_protector
 from privacy.protection import Protector
@@ -148,7 +151,8 @@ def preflight(settings: Settings) -> None:
     """What ``ecgw serve`` checks once, before it binds a port or starts workers: policies and experiments
     (``ConfigError``), and the metering database, migrated here once rather than raced by every worker."""
     build_router(settings)
-    check_secrets(settings)
+    check_limits(settings)
+    keys = check_secrets(settings)
     if settings.accounting.enabled:
         store = UsageStore.from_url(settings.database_url)
         try:
@@ -157,19 +161,22 @@ def preflight(settings: Settings) -> None:
             raise StartupError(str(exc)) from None
         finally:
             store.dispose()
+    migrate_owners(settings, keys, store_kind=session_store_kind(settings))
 
 
 def build_services(
     settings: Settings,
     *,
     edge: ManagedUpstream | None = None,
-    cloud: ManagedUpstream | None = None,
-    cloud_transport: Callable[[CloudSettings], ManagedUpstream] | None = None,
+    cloud: ProviderTransport | None = None,
+    cloud_transport: Callable[[CloudSettings], ProviderTransport] | None = None,
     protector: Protector | None = None,
     meter: Meter | None = None,
     sessions: SessionStore | None = None,
     tracing: Tracing | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> Services:
+    """Every part, built once; ``clock`` (unix seconds) is what budgets and rate limits read the time from."""
     meter = meter or build_meter(settings.accounting, database_url=settings.database_url)
     registry, chooser = build_router(settings, cloud_rates=measured_rates(meter))
     keys = load_keys(settings, persistent_sessions=sessions is None and session_store_kind(settings) != "memory")
@@ -192,6 +199,8 @@ def build_services(
         session_hash=SessionHasher(keys.derive("session-trace")),
         tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
                                          service_name=settings.observability.service_name),
+        budgets=build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"),
+                              clock=clock),
     )
 
 
@@ -243,8 +252,8 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         metering = await metering_metrics(request)
         privacy_metrics = getattr(services.protector, "metrics", None)  # the last check's hits (privacy.metrics)
         extra = privacy_metrics.exposition() if privacy_metrics is not None else b""
-        return Response(request_metrics.exposition() + bytes(metering.body) + extra + services.doors.exposition(),
-                        media_type=metering.media_type)
+        extra += services.doors.exposition()
+        return Response(request_metrics.exposition() + bytes(metering.body) + extra, media_type=metering.media_type)
 
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),
@@ -258,8 +267,9 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         Route("/v1/sessions/{session_id:path}/privacy",
               session_privacy_endpoint(services.protector, session_of=tenancy.readable), methods=["GET"]),
         Route("/v1/usage", usage_endpoint(services.meter, scope=tenancy.usage_scope), methods=["GET"]),
+        Route("/v1/budget", budget_endpoint(services.budgets, session_of=tenancy.own), methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        Route("/v1/usage/requests", usage_requests_endpoint(services.meter), methods=["POST"]),
+        Route("/v1/usage/requests", usage_requests_endpoint(services.meter, scope=tenancy.usage_scope), methods=["POST"]),
         *dashboard_routes(services),
         # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
         Route("/v1/messages", messages, methods=["POST"]),

@@ -4,10 +4,11 @@ surface (each surface only chooses its own envelope)."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gateway.errors import ClientError
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
+from router.budgets.errors import BudgetUnavailable, OverBudget, RateLimited
 from router.errors import UpstreamError
 
 log = logging.getLogger("ecgw")
@@ -20,6 +21,7 @@ class Failure:
     type: str
     code: str | None = None
     param: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)  # e.g. Retry-After and x-ratelimit-* on a 429
 
 
 def client_failure(exc: ClientError) -> Failure:
@@ -40,6 +42,14 @@ def classify(exc: BaseException, request_id: str, *, mid_stream: bool = False) -
     if isinstance(exc, PrivacyUnavailable):
         return Failure(503, f"Privacy protection is unavailable, so nothing was sent to the cloud: {exc.reason}",
                        "privacy_unavailable", code="privacy_unavailable")
+    if isinstance(exc, RateLimited):
+        return Failure(429, exc.message, "rate_limit_exceeded", code="rate_limit_exceeded", headers=exc.headers)
+    if isinstance(exc, OverBudget):
+        return Failure(429, f"Budget exceeded: {exc.reason}.", "budget_exceeded", code="budget_exceeded",
+                       headers={"retry-after": str(exc.retry_after_s)} if exc.resets_at is not None else {})
+    if isinstance(exc, BudgetUnavailable):
+        return Failure(503, f"A budget that applies to this step cannot be read, so the step was not served: "
+                            f"{exc.reason}. Retry shortly.", "budget_unavailable", code="budget_unavailable")
     if isinstance(exc, PrivacyBlocked):
         return Failure(403, f"This step may not go to the cloud: {exc.reason}", "privacy_blocked",
                        code="privacy_blocked")

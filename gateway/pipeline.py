@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 from accounting.calls import StepRecord
+from gateway.budgets import key_name
 from gateway.logs import log_request
 from gateway.metrics import RequestMetrics
 from gateway.policy_choice import PolicyDecision
 from gateway.service import Services
 from gateway.tenancy import Identity
 from privacy.errors import PrivacyBlocked
+from router.budgets.errors import KEPT_ON_EDGE, OverBudget, fallback_of
+from router.budgets.limits import NO_SPEND, Spend
 from router.fleet import TARGET_KNOB, without_target
 from router.policies.edge_only import EdgeOnly
 from router.policy import Policy
@@ -72,12 +76,18 @@ class Started:
     rest: AsyncIterator[dict[str, Any]] | None = None
 
     async def chunks(self) -> AsyncIterator[dict[str, Any]]:
-        """Every chunk, the first included. The caller closes ``rest`` (``aclose``) when it stops early."""
-        if self.first is not None:
-            yield self.first
+        """Every chunk, the first included, all with one ``id`` (the first chunk's, or one minted here: an
+        upstream that sends none, or litellm minting one per chunk, must not give one answer many ids). The caller
+        closes ``rest`` (``aclose``) when it stops early."""
+        first = self.first
+        one_id = first.get("id") if first is not None else None
+        if not isinstance(one_id, str) or not one_id:
+            one_id = "chatcmpl-" + uuid.uuid4().hex[:24]
+        if first is not None:
+            yield first if first.get("id") == one_id else {**first, "id": one_id}
         if self.rest is not None:
             async for chunk in self.rest:
-                yield chunk
+                yield chunk if chunk.get("id") == one_id else {**chunk, "id": one_id}
 
 
 class StepPipeline:
@@ -115,17 +125,24 @@ class StepPipeline:
         for key, value in (("ecgw.policy", policy_name), ("ecgw.experiment", decision.experiment),
                            ("ecgw.arm", decision.arm)):
             outcome.span.set(key, value)
+        spend: Spend = NO_SPEND
+        limited: dict[str, str] = {}
+        if s.budgets is not None and (budget := s.budgets.for_step(
+                key_name=key_name(identity), owner_prefix=identity.prefix, session_id=session_id,
+                experiment=decision.experiment, arm=decision.arm)) is not None:
+            limited = await budget.admit(body)  # rpm/tpm: RateLimited (429) before anything runs
+            spend = budget
         step = Step(
             request=body,
             context=context,
             session=session,
-            edge=s.doors.edge(context, route),
-            cloud=s.doors.cloud(context, route, target=self._target(body, decision)),
+            edge=s.doors.edge(context, route, spend),
+            cloud=s.doors.cloud(context, route, spend, target=self._target(body, decision)),
             route=route,
             knobs=without_target(decision.knobs),
         )
         out_headers = {"x-ecgw-request-id": request_id, "x-ecgw-session": header_safe(shown),
-                       "x-ecgw-policy": policy_name}
+                       "x-ecgw-policy": policy_name, **limited}
         if decision.arm is not None:
             out_headers["x-ecgw-arm"] = f"{decision.experiment}:{decision.arm}"
         if outcome.span.trace_id is not None:
@@ -135,11 +152,14 @@ class StepPipeline:
         outcome.finish.append(_StepEnd(self.services, step, policy_span, out_headers, outcome, time.time()))
         try:
             started = await _run(s.policies.get(policy_name), step, out_headers)
-        except PrivacyBlocked as exc:
-            # A finding whose action is `block` (or images: block, or on_privacy_error: edge): whatever the
-            # policy wanted, this step stays on the edge.
-            log.info("request %s: %s; answering on the edge", request_id, exc.reason)
-            out_headers["x-ecgw-fallback"] = "privacy-blocked"
+        except (PrivacyBlocked, *KEPT_ON_EDGE) as exc:
+            # A finding whose action is `block` (or images: block, or on_privacy_error: edge), a spent cloud budget,
+            # or one that cannot be read: whatever the policy wanted, this step stays on the edge.
+            fallback = "privacy-blocked" if isinstance(exc, PrivacyBlocked) else fallback_of(exc)
+            log.info("request %s: %s; answering on the edge", request_id, exc)
+            out_headers["x-ecgw-fallback"] = fallback
+            if isinstance(exc, OverBudget):
+                step.note.signal["budget"] = f"{exc.name}/{exc.kind}/{exc.window}"
             wanted = step.note.decision, step.note.reason  # the record keeps what the policy decided
             started = await _run(self._edge_only, step, out_headers)
             step.note.decision, step.note.reason = wanted

@@ -74,7 +74,7 @@ def _exposures(database_url: str, sessions: set[str]) -> dict[str, float] | None
     """Per-session exposure from the privacy audit; None when it cannot be read (the column says n/a)."""
     try:
         from accounting.database import make_engine
-        from privacy.report import session_report
+        from privacy.audit import session_report
 
         engine = make_engine(database_url)
         return {s: float(session_report(engine, s)["exposure"]) for s in sorted(sessions)}

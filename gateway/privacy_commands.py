@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from privacy.edge_detector import EdgeEndpoint
+from privacy.detect import EdgeEndpoint
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
 from privacy.settings import PrivacySettings
 
@@ -66,10 +66,9 @@ def _fail(message: str, code: int = EXIT_INVALID) -> int:
 
 
 def scrub(args: argparse.Namespace) -> int:
-    from privacy.audit import Hasher
+    from privacy.audit import Hasher, safe_location
+    from privacy.detect import UnitsDocument
     from privacy.factory import build_privacy_protector
-    from privacy.locations import safe_location
-    from privacy.units import UnitsDocument
 
     try:
         settings, _ = _config(args.config)
@@ -140,8 +139,7 @@ def _body_opener(config: str | None) -> Any:
 
 def privacy_report(args: argparse.Namespace) -> int:
     from accounting.database import make_engine
-    from privacy.audit import AuditStore
-    from privacy.report import benchmark_export, session_report, sessions_of, to_html, to_markdown
+    from privacy.audit import AuditStore, benchmark_export, session_report, sessions_of, to_html, to_markdown
 
     try:
         _, database_url = _config(args.config)

@@ -14,9 +14,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from gateway.errors import error_response
+from privacy.detect import UnitsDocument
 from privacy.errors import PrivacyUnavailable
 from privacy.protection import Protector, SessionPrivacy
-from privacy.units import UnitsDocument
 
 
 def _error(status: int, message: str, code: str) -> Response:

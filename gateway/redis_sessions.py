@@ -11,7 +11,7 @@ newer value and ``fn`` runs again on it. A value ``fn`` leaves alone is not writ
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -36,6 +36,10 @@ _CONFLICTS = 100  # compare-and-set attempts for one update before it gives up (
 
 def _raw(value: bytes | str | None) -> bytes | None:
     return value.encode() if isinstance(value, str) else value
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
 def where(url: str) -> str:
@@ -102,6 +106,36 @@ class RedisSessionStore:
         except RedisError as exc:
             raise self._unavailable(exc) from exc
         raise SessionStoreUnavailable(self.name, f"{_CONFLICTS} conflicting writers on one session key {key!r}")
+
+    async def sessions_under(self, prefix: str) -> list[str]:
+        """Every session id starting with ``prefix`` (for ``gateway.owner_migration``; SCAN, never KEYS)."""
+        pattern = self._prefix + "".join("\\" + c if c in "*?[]\\" else c for c in prefix) + "*"
+        try:
+            found = [_text(k)[len(self._prefix):] async for k in self._redis.scan_iter(match=pattern, count=500)]
+        except RedisError as exc:
+            raise self._unavailable(exc) from exc
+        return found
+
+    async def entries(self, session_id: str) -> dict[str, Any]:
+        try:
+            raw = await self._redis.hgetall(self._key(session_id))
+        except RedisError as exc:
+            raise self._unavailable(exc) from exc
+        return {_text(k): loads(v) for k, v in raw.items()}
+
+    async def move(self, old_id: str, new_id: str, values: Mapping[str, Any]) -> None:
+        """In one transaction: ``values`` under ``new_id`` (a key the new session already holds keeps its own)
+        and ``old_id`` gone."""
+        name = self._key(new_id)
+        try:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                for key, value in values.items():
+                    pipe.hsetnx(name, key, dumps(value))
+                pipe.pexpire(name, self._ttl_ms)
+                pipe.delete(self._key(old_id))
+                await pipe.execute()
+        except RedisError as exc:
+            raise self._unavailable(exc) from exc
 
     async def ping(self) -> bool:
         try:

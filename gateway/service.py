@@ -14,6 +14,7 @@ from gateway.tenancy import Tenancy
 from gateway.tracing import NoTracing, SessionHasher, Tracing
 from privacy.protection import Protector
 from privacy.vault import SessionStore
+from router.budgets.limits import Budgets
 from router.policy import PolicyRegistry
 
 log = logging.getLogger("ecgw")
@@ -34,6 +35,7 @@ class Services:
     tenancy: Tenancy
     session_hash: SessionHasher  # the session as logs and spans carry it
     tracing: Tracing = field(default_factory=NoTracing)
+    budgets: Budgets | None = None  # None: no limits configured
 
     async def start(self) -> None:
         """Start background parts (the meter's writer, …) that need the running event loop."""

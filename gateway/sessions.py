@@ -206,6 +206,37 @@ class SQLiteSessionStore:
         await self._run("DELETE FROM session_state WHERE session_id IN (SELECT session_id FROM session_state "
                         "GROUP BY session_id HAVING MAX(touched) < ?)", (now - self._ttl,))
 
+    async def sessions_under(self, prefix: str) -> list[str]:
+        """Every session id starting with ``prefix`` (for ``gateway.owner_migration``)."""
+        rows = await self._call(lambda: self._db.execute(
+            "SELECT DISTINCT session_id FROM session_state WHERE substr(session_id, 1, ?) = ?",
+            (len(prefix), prefix)).fetchall())
+        return [row[0] for row in rows]
+
+    async def entries(self, session_id: str) -> dict[str, Any]:
+        rows = await self._call(lambda: self._db.execute(
+            "SELECT key, value FROM session_state WHERE session_id = ?", (session_id,)).fetchall())
+        return {key: loads(value) for key, value in rows}
+
+    async def move(self, old_id: str, new_id: str, values: Mapping[str, Any]) -> None:
+        """In one transaction: ``values`` under ``new_id`` (a key the new session already holds keeps its own)
+        and ``old_id`` gone."""
+        now = self._clock()
+
+        def work() -> None:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany("INSERT INTO session_state (session_id, key, value, touched) VALUES "
+                                     "(?, ?, ?, ?) ON CONFLICT (session_id, key) DO NOTHING",
+                                     [(new_id, key, dumps(value), now) for key, value in values.items()])
+                self._db.execute("DELETE FROM session_state WHERE session_id = ?", (old_id,))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+        await self._call(work)
+
     async def aclose(self) -> None:
         self._executor.shutdown(wait=True)
         self._db.close()

@@ -7,21 +7,39 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from accounting.settings import AccountingSettings
-from privacy.edge_detector import EdgeEndpoint
+from gateway.upstreams.provider_request import check_extra_body_fields
+from privacy.detect import EdgeEndpoint
 from privacy.settings import PrivacySettings
+from router.budgets.settings import LimitsSettings
 from router.experiments import ExperimentsSettings
 
 
 class ConfigError(Exception):
-    """A configuration that cannot work; the message names the key, the value and what is expected."""
+    """A configuration that cannot work; the message names the key, the value and what is expected. ``param`` is
+    the first bad key as a dotted path (``server.api_keys.0.key_env``) when one is known."""
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class _Section(BaseModel):
@@ -34,12 +52,72 @@ class _Section(BaseModel):
 DEFAULT_MAX_WORKERS = 4
 
 
+# A key's or tenant's name: it is logged, audited, stored as the owner of sessions and rows, and named by limits.
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,31}$"
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """One configured key as the gateway uses it. ``named`` is False for a bare string in ``server.api_keys``
+    (as before entries existed): the string is then its own name and tenant, and since it is the secret itself,
+    its tenant is stored as a keyed hash of it (``gateway.tenancy``), never as written."""
+
+    name: str
+    secret: str = field(repr=False)
+    tenant: str
+    named: bool = True
+
+
+class ApiKeyEntry(_Section):
+    """``{name, key | key_env, tenant}``: the key's own name (logs, audit, limits), the secret (inline, or the
+    environment variable that holds it), and the tenant that owns its sessions, usage, grades and reports (default:
+    the name). Several keys of one tenant share its history, so a key is rotated by adding the new one under the
+    same tenant and removing the old."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    key: str | None = Field(None, min_length=1)
+    key_env: str | None = Field(None, min_length=1)
+    tenant: str | None = Field(None, pattern=NAME_PATTERN)
+    _secret: str = PrivateAttr("")
+
+    @field_validator("key_env")
+    @classmethod
+    def _variable_is_set(cls, name: str | None) -> str | None:
+        if name is not None and not os.environ.get(name):
+            raise ValueError(f"names the environment variable {name}, which is not set; export it with the key")
+        return name
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> ApiKeyEntry:
+        if (self.key is None) == (self.key_env is None):
+            raise ValueError(f"key {self.name!r} needs exactly one of 'key' (the secret) or 'key_env' (the "
+                             "environment variable that holds it)")
+        self._secret = self.key if self.key is not None else os.environ[self.key_env or ""]
+        return self
+
+    def parsed(self) -> ApiKey:
+        return ApiKey(self.name, self._secret, self.tenant or self.name)
+
+
+def _entry_kind(value: Any) -> str:
+    return "bare" if isinstance(value, str) else "entry"
+
+
+# A bare string or an entry, told apart by type, so that a bad entry's error names its own field only.
+KeyEntry = Annotated[Union[Annotated[str, Tag("bare")], Annotated[ApiKeyEntry, Tag("entry")]],  # noqa: UP007
+                     Discriminator(_entry_kind)]
+
+
+def parse_key(entry: str | ApiKeyEntry) -> ApiKey:
+    return ApiKey(entry, entry, entry, named=False) if isinstance(entry, str) else entry.parsed()
+
+
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(4000, ge=1, le=65535)
-    api_keys: list[str] = Field(default_factory=list)
+    api_keys: list[KeyEntry] = Field(default_factory=list)
     session_keys: dict[str, str] = Field(default_factory=dict)
-    admin_keys: list[str] = Field(default_factory=list)  # may read every owner's usage and privacy reports
+    admin_keys: list[KeyEntry] = Field(default_factory=list)  # may also read every tenant's reports
     max_body_bytes: int = Field(32 * 1024 * 1024, gt=0)
     workers: int | None = Field(None, ge=1)  # None: one per core, at most DEFAULT_MAX_WORKERS
     log_format: Literal["text", "json"] = "text"
@@ -47,6 +125,29 @@ class ServerSettings(_Section):
     @property
     def worker_count(self) -> int:
         return self.workers or min(os.cpu_count() or 1, DEFAULT_MAX_WORKERS)
+
+    def keys(self) -> list[ApiKey]:
+        """``api_keys``, parsed (secrets from their environment variables, read when the settings were loaded)."""
+        return [parse_key(e) for e in self.api_keys]
+
+    def admins(self) -> list[ApiKey]:
+        return [parse_key(e) for e in self.admin_keys]
+
+    @model_validator(mode="after")
+    def _distinct_keys(self) -> ServerSettings:
+        """Within each list, names and secrets are distinct (a key may be in both lists: then it is an admin)."""
+        for where, entries in (("api_keys", self.api_keys), ("admin_keys", self.admin_keys)):
+            names: set[str] = set()
+            secrets: set[str] = set()
+            for key in map(parse_key, entries):
+                if key.named and key.name in names:
+                    raise ValueError(f"server.{where}: two keys are named {key.name!r}; names must be distinct")
+                if key.secret in secrets:
+                    which = f"the key named {key.name!r}" if key.named else "a bare key"
+                    raise ValueError(f"server.{where}: {which} is listed twice; each secret must appear once")
+                names.add(key.name)
+                secrets.add(key.secret)
+        return self
 
 
 class CompatSettings(_Section):
@@ -125,6 +226,12 @@ class CloudTarget(_Section):
     timeout_s: float = Field(600.0, gt=0)
     first_token_timeout_s: float | None = Field(None, gt=0)  # a stream with no token by then falls back
     max_retries: int = Field(0, ge=0)
+    extra_body_fields: list[str] = Field(default_factory=list)  # as cloud.extra_body_fields, for this target
+
+    @field_validator("extra_body_fields")
+    @classmethod
+    def _extra_fields(cls, names: list[str]) -> list[str]:
+        return check_extra_body_fields(names)
 
 
 class CloudSettings(_Section):
@@ -134,6 +241,10 @@ class CloudSettings(_Section):
     timeout_s: float = Field(600.0, gt=0)
     first_token_timeout_s: float | None = Field(None, gt=0)
     max_retries: int = Field(0, ge=0)
+    # Provider-specific body fields a request may send (DeepSeek's ``thinking``, a vendor's extras): they go as
+    # JSON fields of the provider's body (litellm's ``extra_body``), through the privacy walk and the last check,
+    # never as litellm arguments. A request's other non-OpenAI fields are dropped (ecgw_cloud_dropped_fields).
+    extra_body_fields: list[str] = Field(default_factory=list)
     # Several named models (gateway.fleet.cloud_targets); empty: the fields above are the one target, "default".
     targets: dict[str, CloudTarget] = Field(default_factory=dict)
     default_target: str | None = None  # null: the first of ``targets``
@@ -141,6 +252,11 @@ class CloudSettings(_Section):
     model_aliases: dict[str, str] = Field(default_factory=dict)  # a client's model name -> a target (cloud-only)
     cool_after: int = Field(2, ge=1)  # consecutive failures after which a target is skipped for cooldown_s
     cooldown_s: float = Field(30.0, gt=0)
+
+    @field_validator("extra_body_fields")
+    @classmethod
+    def _extra_fields(cls, names: list[str]) -> list[str]:
+        return check_extra_body_fields(names)
 
     @model_validator(mode="after")
     def _names_are_targets(self) -> CloudSettings:
@@ -163,7 +279,7 @@ class CloudSettings(_Section):
             return dict(self.targets)
         return {"default": CloudTarget(model=self.model, api_base=self.api_base, api_key_env=self.api_key_env,
                                        timeout_s=self.timeout_s, first_token_timeout_s=self.first_token_timeout_s,
-                                       max_retries=self.max_retries)}
+                                       max_retries=self.max_retries, extra_body_fields=self.extra_body_fields)}
 
     @property
     def primary(self) -> str:
@@ -175,7 +291,7 @@ class CloudSettings(_Section):
         target = self.named_targets()[name]
         return CloudSettings(model=target.model, api_base=target.api_base, api_key_env=target.api_key_env,
                              timeout_s=target.timeout_s, first_token_timeout_s=target.first_token_timeout_s,
-                             max_retries=target.max_retries)
+                             max_retries=target.max_retries, extra_body_fields=target.extra_body_fields)
 
 
 def missing_cloud_key(settings: CloudSettings) -> str | None:
@@ -236,6 +352,7 @@ class Settings(BaseSettings):
     privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     accounting: AccountingSettings = Field(default_factory=AccountingSettings)
     experiments: ExperimentsSettings = Field(default_factory=ExperimentsSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     database_url: str = "sqlite:///ecgw.sqlite3"
     secrets: SecretsSettings = Field(default_factory=SecretsSettings)
@@ -272,12 +389,29 @@ class Settings(BaseSettings):
         return (init_settings,)
 
 
+_TAGS = {"bare", "entry"}  # KeyEntry's branches, not keys anyone wrote
+_SECRET_SECTIONS = ("server.api_keys", "server.admin_keys", "server.session_keys")
+
+
+def error_path(error: Any) -> str:
+    """The dotted key a pydantic error is about, as the config file spells it."""
+    return ".".join(str(p) for p in error["loc"] if p not in _TAGS) or "(top level)"
+
+
 def _describe(error: Any) -> str:
-    key = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    key = error_path(error)
     if error["type"] == "extra_forbidden":
         return f"{key}: unknown key (check its spelling against config.yaml)"
+    if error["type"] == "value_error":
+        return f"{key}: {error['msg'].removeprefix('Value error, ')}"
+    if key.startswith(_SECRET_SECTIONS):  # never echo what may be a secret
+        return f"{key}: expected {_lower_first(error['msg'])}"
     value = error.get("input")
-    return f"{key}: got {value!r}; expected {error['msg'].lower()}"
+    return f"{key}: got {value!r}; expected {_lower_first(error['msg'])}"
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
 
 
 def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -312,5 +446,6 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
         return Settings(**_merge(_merge(data, environment), overrides))
     except ValidationError as exc:
         where = f"config file {path}" if path is not None else "configuration"
-        lines = "\n  ".join(_describe(e) for e in exc.errors())
-        raise ConfigError(f"{where} is invalid:\n  {lines}") from None
+        errors = exc.errors()
+        lines = "\n  ".join(_describe(e) for e in errors)
+        raise ConfigError(f"{where} is invalid:\n  {lines}", param=error_path(errors[0])) from None

@@ -34,8 +34,13 @@ async def lines(pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         yield buffer
 
 
+class Unfinished(Exception):
+    """The upstream's body ended before its ``data: [DONE]``."""
+
+
 async def parse(source: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
-    """Chunks from an upstream's SSE lines; stops at ``[DONE]``; an ``error`` event is yielded as is."""
+    """Chunks from an upstream's SSE lines; stops at ``[DONE]``; an ``error`` event is yielded as is. A body that
+    ends without ``[DONE]`` raises ``Unfinished`` after its last chunk (the caller decides whether that broke)."""
     async for line in source:
         if not line.startswith(b"data:"):
             continue
@@ -45,3 +50,4 @@ async def parse(source: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
         if data == b"[DONE]":
             return
         yield loads(data)
+    raise Unfinished

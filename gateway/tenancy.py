@@ -1,7 +1,12 @@
-"""Who owns a session. With API keys configured, a session belongs to the key that uses it: internally it is
-``(owner, client's session id)``, the owner being a keyed hash of the key, so another key naming the same id
-simply has another session — its own vault, units, sticky route, arm, sketch, report and usage rows. Without keys
-the gateway is single-tenant and session ids are used as sent.
+"""Who owns a session. With API keys configured, a session belongs to the *tenant* of the key that uses it:
+internally it is ``(owner, client's session id)``, so another tenant naming the same id simply has another session
+— its own vault, units, sticky route, arm, sketch, report and usage rows. Without keys the gateway is single-tenant
+and session ids are used as sent.
+
+- The owner of a named key (``{name, key | key_env, tenant}``) is its tenant, ``t.<tenant>``: every key of a tenant
+  shares its history, so a key is rotated without orphaning it. A bare string in ``server.api_keys`` is its own
+  tenant; since that name is the secret, its owner is a keyed hash of it, ``o.<hash>`` (as before tenants existed).
+  ``owner_moves`` lists what ``gateway.owner_migration`` moves when a bare key becomes a named one.
 
 - A virtual key (``server.session_keys``) always works in its bound session, whatever the request names.
 - Session ids taken from ``user`` or ``metadata.session_id`` are personal data more often than not (an e-mail,
@@ -16,14 +21,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
 
 from gateway.errors import ClientError
 from gateway.sessions import identify_session
-from gateway.settings import ServerSettings, SessionSettings
+from gateway.settings import ApiKey, ServerSettings, SessionSettings
 
 _OWNER_HEX = 24  # 96 bits of the owner's keyed hash
 _ID_HEX = 24
@@ -31,12 +36,17 @@ _ID_HEX = 24
 
 @dataclass(frozen=True)
 class Identity:
-    """The authenticated caller. ``owner`` is None in single-tenant mode (no keys configured)."""
+    """The authenticated caller. ``owner`` is None in single-tenant mode (no keys configured). ``name`` is the key's
+    configured name (a bare key's is the key itself: never log it; ``label`` is safe to log and audit) and
+    ``tenant`` the name of its tenant."""
 
-    key: str | None
+    key: str | None = field(default=None, repr=False)
     owner: str | None = None
     admin: bool = False
     bound_session: str | None = None
+    name: str | None = field(default=None, repr=False)
+    tenant: str | None = field(default=None, repr=False)
+    label: str | None = None
 
     @property
     def prefix(self) -> str:
@@ -55,6 +65,25 @@ def _hash(key: bytes, value: str, size: int) -> str:
     return hmac.new(key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:size]
 
 
+def bare_owner(owner_key: bytes, secret: str) -> str:
+    """The owner of a bare key (and of every key before tenants existed): a keyed hash of the key."""
+    return "o." + _hash(owner_key, "key\0" + secret, _OWNER_HEX)
+
+
+def tenant_owner(tenant: str) -> str:
+    return "t." + tenant
+
+
+def key_owner(owner_key: bytes, key: ApiKey) -> str:
+    return tenant_owner(key.tenant) if key.named else bare_owner(owner_key, key.secret)
+
+
+def owner_moves(server: ServerSettings, owner_key: bytes) -> dict[str, str]:
+    """``{old owner: new owner}`` for every named key: the hash its secret had as a bare key, and its tenant."""
+    return {bare_owner(owner_key, k.secret): tenant_owner(k.tenant)
+            for k in (*server.keys(), *server.admins()) if k.named}
+
+
 class Tenancy:
     def __init__(self, server: ServerSettings, sessions: SessionSettings, *, owner_key: bytes,
                  session_id_key: bytes) -> None:
@@ -62,14 +91,15 @@ class Tenancy:
         self._id_key = session_id_key
         # Every configured key's identity, worked out once: a request then costs one dict lookup, no hashing.
         self._identities: dict[str, Identity] = {}
-        for key in (*server.api_keys, *server.admin_keys, *server.session_keys):
-            bound = server.session_keys.get(key)
-            if bound is not None:  # every key bound to one session shares it
-                self._identities[key] = Identity(key, "k." + _hash(owner_key, "bound\0" + bound, _OWNER_HEX),
-                                                 bound_session=bound)
-            else:
-                self._identities[key] = Identity(key, "o." + _hash(owner_key, "key\0" + key, _OWNER_HEX),
-                                                 admin=key in server.admin_keys)
+        admins = {k.secret for k in server.admins()}
+        for key in (*server.keys(), *server.admins()):
+            owner = key_owner(owner_key, key)
+            label = key.name if key.named else owner  # a bare key's name is the secret itself
+            self._identities[key.secret] = Identity(key.secret, owner, admin=key.secret in admins, name=key.name,
+                                                    tenant=key.tenant, label=label)
+        for secret, bound in server.session_keys.items():  # every key bound to one session shares it
+            owner = "k." + _hash(owner_key, "bound\0" + bound, _OWNER_HEX)
+            self._identities[secret] = Identity(secret, owner, bound_session=bound, label=owner)
 
     @property
     def multi_tenant(self) -> bool:

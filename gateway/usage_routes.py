@@ -89,8 +89,9 @@ def _request_ids(raw: bytes) -> list[str]:
     return ids
 
 
-def usage_requests_endpoint(meter: Meter) -> Handler:
-    """``POST /v1/usage/requests`` — settlement and usage of the given requests."""
+def usage_requests_endpoint(meter: Meter, *, scope: Callable[[Request], str | None] | None = None) -> Handler:
+    """``POST /v1/usage/requests`` — settlement and usage of the given requests: the caller's own (``scope``, as
+    for ``usage_endpoint``); another owner's request id reads like one never seen."""
 
     async def handle(request: Request) -> Response:
         if not isinstance(meter, UsageReports):
@@ -101,7 +102,7 @@ def usage_requests_endpoint(meter: Meter) -> Handler:
         except ValueError as exc:
             return _error(400, str(exc), "invalid_request_error", "request_ids")
         try:
-            report = await meter.settlement(ids)
+            report = await meter.settlement(ids, session_prefix=scope(request) if scope is not None else None)
         except Exception as exc:  # the database went away
             return _error(503, str(meter.unavailable(exc)), "metering_unavailable")
         return Response(json.dumps(report), media_type="application/json")

@@ -26,10 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from privacy.detector import TextDetector
-from privacy.findings import Finding
-from privacy.normalise import base64_segments, canonical, fold, variants
-from privacy.units import UnitMatcher
+from privacy.detect import Finding, TextDetector, UnitMatcher, base64_segments, canonical, fold, variants
 from privacy.vault import Vault
 
 _GLUE = 48  # characters each side of a part or message boundary

@@ -7,26 +7,28 @@ from pathlib import Path
 from typing import Any
 
 from accounting.database import make_engine
-from privacy.audit import AuditStore, Hasher
-from privacy.audit_writer import AuditWriter
-from privacy.audited import AuditedUnits
-from privacy.detector import LayeredDetector
-from privacy.edge_detector import EdgeEndpoint, EdgeSpanLister, HttpEdgeChat
+from privacy.audit import AuditedUnits, AuditStore, AuditWriter, Hasher
+from privacy.detect import (
+    EdgeEndpoint,
+    EdgeSpanLister,
+    HttpEdgeChat,
+    IdentifierDetector,
+    LabelledValueDetector,
+    LayeredDetector,
+    PatternDetector,
+    PhoneDetector,
+    SecretDetector,
+    SpacyRecognizer,
+)
 from privacy.egress import EgressCheck
-from privacy.identifiers import IdentifierDetector
-from privacy.labels import LabelledValueDetector
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
-from privacy.ner import SpacyRecognizer
 from privacy.passthrough import RecordingPassThroughProtector
-from privacy.patterns import PatternDetector
-from privacy.phones import PhoneDetector
 from privacy.protection import PassThroughProtector, Protector
 from privacy.protector import PrivacyProtector
 from privacy.registry import UnitRegistry
 from privacy.scrubber import ActionTable, Scrubber, SharedDetections
 from privacy.seal import Sealer
-from privacy.secrets import SecretDetector
 from privacy.settings import NerSettings, PrivacySettings
 
 _RECOGNIZERS: dict[str, SpacyRecognizer] = {}

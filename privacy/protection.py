@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from privacy.units import Unit, UnitsDocument
+    from privacy.detect import Unit, UnitsDocument
 
 
 class StreamRestorer(Protocol):
@@ -43,11 +43,11 @@ class SessionPrivacy(Protocol):
     async def register_units(self, session_id: str, document: UnitsDocument) -> list[Unit]: ...
 
     async def session_exposure(self, session_id: str) -> dict[str, Any] | None:
-        """The session's per-unit exposure (``privacy.report``); None when the audit is off."""
+        """The session's per-unit exposure (``privacy.audit.report``); None when the audit is off."""
         ...
 
     async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:
-        """``read(engine, open_body, *args)`` over the audit (the dashboard's reads, ``privacy.overview``), after
+        """``read(engine, open_body, *args)`` over the audit (the dashboard's reads, ``privacy.audit.overview``), after
         every write queued before it; None when the audit is off."""
         ...
 

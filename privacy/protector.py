@@ -9,14 +9,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from privacy.audit import Hasher, call_row, finding_row, seal_body
-from privacy.audit_writer import AuditWriter, Record
-from privacy.audited import AuditedUnits
-from privacy.detector import DetectionError
+from privacy.audit import AuditedUnits, AuditWriter, Hasher, Record, call_row, finding_row, safe_location, seal_body
+from privacy.detect import DetectionError, Finding, Unit, UnitsDocument
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
-from privacy.findings import Finding
 from privacy.lastcheck import LastCheck
-from privacy.locations import safe_location
 from privacy.metrics import PrivacyMetrics
 from privacy.protection import Protection, StreamRestorer
 from privacy.registry import UnitRegistry
@@ -25,7 +21,6 @@ from privacy.scrubber import Applied, DetectionCache, Prepared, Scrubber, ScrubR
 from privacy.seal import Sealer
 from privacy.settings import PrivacySettings
 from privacy.stream import RestoringStream
-from privacy.units import Unit, UnitsDocument
 from privacy.vault import SessionStore, Vault, allocate
 from privacy.walk import collect
 
@@ -219,11 +214,11 @@ class PrivacyProtector:
         return await self._audited.register(session_id, document)
 
     async def session_exposure(self, session_id: str) -> dict[str, Any] | None:
-        """The session's per-unit exposure from the audit (``privacy.audited``); None when the audit is off."""
+        """The session's per-unit exposure from the audit (``privacy.audit.audited``); None when the audit is off."""
         return None if self._audited is None else await self._audited.session_exposure(session_id)
 
     async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:
-        """The dashboard's reads of the audit (``privacy.audited``); None when the audit is off."""
+        """The dashboard's reads of the audit (``privacy.audit.audited``); None when the audit is off."""
         return None if self._audited is None else await self._audited.read_audit(read, *args)
 
     async def start(self) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 
-from privacy.units import Unit, UnitMatcher, UnitsDocument, units_of
+from privacy.detect import Unit, UnitMatcher, UnitsDocument, units_of
 from privacy.vault import SessionStore
 
 UNITS_KEY = "privacy.units"

@@ -1,7 +1,7 @@
 """The two channels a policy may use. ``CloudChannel`` is the single door to the cloud.
 
 edge:  upstream → meter
-cloud: protect (privacy) → upstream → restore → meter
+cloud: what may leave (the provider boundary) → protect (privacy) → upstream → restore → meter
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from typing import Any, Protocol
 from accounting.calls import Meter, UpstreamCall
 from accounting.usage import MalformedUsage, normalise
 from privacy.protection import Protection, Protector
+from router.budgets.ledger import Hold
+from router.budgets.limits import NO_SPEND, Spend
 from router.errors import UpstreamError
 from router.fleet import Call, Member, Pool, cache_salt, first_token_within, retryable
 from router.provider_state import foreign_state
@@ -75,17 +77,27 @@ def _chunk_text(chunk: dict[str, Any], parts: list[str]) -> None:
                 parts.append(str(arguments))
 
 
+class CloudPool(Pool, Protocol):
+    """The cloud targets as ``CloudChannel`` sees them: a pool that also says which part of a body may leave for
+    any of its targets (the provider boundary), so the privacy walk, the last check and the meter see everything a
+    target can get; each target's own allowlist then takes its part of the protected body."""
+
+    def outgoing(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
 class _MeteredChannel:
     """Times and meters calls to one pool of upstreams; subclasses add what runs around the upstream. A call tries
     the pool's plan in order while nothing has reached the consumer and the failure is ``retryable``; every
-    attempt is metered under the member that made it."""
+    attempt is metered under the member that made it, and the step's budget hold is settled by the last one."""
 
-    def __init__(self, pool: Pool, meter: Meter, context: CallContext, route: RouteTracker, call: Call) -> None:
+    def __init__(self, pool: Pool, meter: Meter, context: CallContext, route: RouteTracker, call: Call,
+                 spend: Spend = NO_SPEND) -> None:
         self._pool = pool
         self._meter = meter
         self._context = context
         self._route = route
         self._call = call
+        self._spend = spend  # the step's budgets: reserved before each upstream call, settled after it
         self.side = pool.side
         self.model = pool.model
 
@@ -112,7 +124,7 @@ class _MeteredChannel:
         usage: dict[str, Any] | None,
         sent: dict[str, Any],
         output_text: str,
-    ) -> None:
+    ) -> UpstreamCall:
         ctx = self._context
         span.set("ecgw.status", status)
         span.set("ecgw.deployment", member.name)
@@ -126,12 +138,14 @@ class _MeteredChannel:
             span.add(f"ecgw.{self.side}.tokens.output", tokens.output)
         upstream = member.upstream
         with ending(span.child("ecgw.meter")):
-            self._meter.record(UpstreamCall(
+            call = UpstreamCall(
                 request_id=ctx.request_id, session_id=ctx.session_id, policy=ctx.policy, experiment=ctx.experiment,
                 arm=ctx.arm, purpose=purpose, side=upstream.side, provider=upstream.provider, model=upstream.model,
                 deployment=member.name, streamed=streamed, status=status, started_at=started_at,
                 latency_s=time.perf_counter() - t0, ttft_s=ttft, usage=usage, request_body=sent,
-                output_text=output_text))
+                output_text=output_text)
+            self._meter.record(call)
+        return call
 
     def _next(self, member: Member, exc: UpstreamError, delivered: bool, last: bool) -> bool:
         """After a failed attempt: whether to try the plan's next member (the failure was noted either way)."""
@@ -142,7 +156,7 @@ class _MeteredChannel:
                     self._context.request_id, self.side, member.name, exc.status, exc.message)
         return True
 
-    async def _complete(self, body: dict[str, Any], purpose: str, span: Span) -> dict[str, Any]:
+    async def _complete(self, body: dict[str, Any], purpose: str, span: Span, hold: Hold | None) -> dict[str, Any]:
         self._route.used(self.side)
         plan = self._pool.plan(self._call)
         for index, member in enumerate(plan):
@@ -153,26 +167,30 @@ class _MeteredChannel:
                 response = await member.upstream.complete(sent)
             except UpstreamError as exc:
                 self._pool.end(member, exc)
-                self._record(member=member, span=span, purpose=purpose, streamed=False, status=exc.status,
-                             started_at=started_at, t0=t0, ttft=None, usage=None, sent=sent, output_text="")
+                call = self._record(member=member, span=span, purpose=purpose, streamed=False, status=exc.status,
+                                    started_at=started_at, t0=t0, ttft=None, usage=None, sent=sent, output_text="")
                 if self._next(member, exc, False, index == len(plan) - 1):
-                    continue
+                    continue  # a failed attempt cost nothing; the hold waits for the one that answers
+                await self._spend.settle(hold, call)
                 raise
             except BaseException:  # a cancellation (499): metered too
                 self._pool.end(member, None)
-                self._record(member=member, span=span, purpose=purpose, streamed=False, status=499,
-                             started_at=started_at, t0=t0, ttft=None, usage=None, sent=sent, output_text="")
+                call = self._record(member=member, span=span, purpose=purpose, streamed=False, status=499,
+                                    started_at=started_at, t0=t0, ttft=None, usage=None, sent=sent, output_text="")
+                await self._spend.settle(hold, call)
                 raise
             self._pool.end(member, None)
             latency = time.perf_counter() - t0
-            self._record(member=member, span=span, purpose=purpose, streamed=False, status=200, started_at=started_at,
-                         t0=t0, ttft=latency, usage=response.get("usage"), sent=sent,
-                         output_text=_completion_text(response))
+            call = self._record(member=member, span=span, purpose=purpose, streamed=False, status=200,
+                                started_at=started_at, t0=t0, ttft=latency, usage=response.get("usage"), sent=sent,
+                                output_text=_completion_text(response))
             self._route.answered_by(self.side, member.name)
+            await self._spend.settle(hold, call)
             return response
         raise AssertionError("a pool planned no member")  # every pool plans at least one
 
-    async def _stream(self, body: dict[str, Any], purpose: str, span: Span) -> AsyncGenerator[dict[str, Any], None]:
+    async def _stream(self, body: dict[str, Any], purpose: str, span: Span,
+                      hold: Hold | None) -> AsyncGenerator[dict[str, Any], None]:
         self._route.used(self.side)
         plan = self._pool.plan(self._call)
         for index, member in enumerate(plan):
@@ -183,6 +201,7 @@ class _MeteredChannel:
             parts: list[str] = []
             status = 499  # the consumer stopped early (client went away, or a policy cancelled the stream)
             failure: UpstreamError | None = None
+            retry = False
             delivered = False
             self._pool.begin(member)
             upstream = first_token_within(member.upstream.stream(sent), member.first_token_timeout_s,
@@ -201,14 +220,17 @@ class _MeteredChannel:
                 status = 200
             except UpstreamError as exc:
                 status, failure = exc.status, exc
-                if not self._next(member, exc, delivered, index == len(plan) - 1):
+                retry = self._next(member, exc, delivered, index == len(plan) - 1)
+                if not retry:
                     raise
             finally:
                 await upstream.aclose()
                 self._pool.end(member, failure)
-                self._record(member=member, span=span, purpose=purpose, streamed=True, status=status,
-                             started_at=started_at, t0=t0, ttft=ttft, usage=usage, sent=sent,
-                             output_text="".join(parts))
+                call = self._record(member=member, span=span, purpose=purpose, streamed=True, status=status,
+                                    started_at=started_at, t0=t0, ttft=ttft, usage=usage, sent=sent,
+                                    output_text="".join(parts))
+                if not retry:
+                    await self._spend.settle(hold, call)
             if failure is None:
                 self._route.answered_by(self.side, member.name)  # a stream with no chunk at all, too
                 return
@@ -228,12 +250,14 @@ class EdgeChannel(_MeteredChannel):
         return out
 
     async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
+        hold = await self._spend.reserve("edge", body, self.model)  # an edge_pflops budget spent: 429
         with ending(self._open(purpose)) as span:
-            return await self._complete(body, purpose, span)
+            return await self._complete(body, purpose, span, hold)
 
     async def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]:
+        hold = await self._spend.reserve("edge", body, self.model)
         with ending(self._open(purpose)) as span:
-            upstream = self._stream(body, purpose, span)
+            upstream = self._stream(body, purpose, span, hold)
             try:
                 async for chunk in upstream:
                     yield chunk
@@ -244,10 +268,20 @@ class EdgeChannel(_MeteredChannel):
 class CloudChannel(_MeteredChannel):
     """The only way to the cloud: protect → upstream → restore → meter. Protection failure = no call."""
 
-    def __init__(self, pool: Pool, meter: Meter, context: CallContext, route: RouteTracker, call: Call,
-                 protector: Protector) -> None:
-        super().__init__(pool, meter, context, route, call)
+    def __init__(self, pool: CloudPool, meter: Meter, context: CallContext, route: RouteTracker, call: Call,
+                 protector: Protector, spend: Spend = NO_SPEND) -> None:
+        super().__init__(pool, meter, context, route, call, spend)
+        self._cloud = pool
         self._protector = protector
+
+    def _unsent(self, purpose: str, body: dict[str, Any]) -> UpstreamCall:
+        """A call protection stopped before it left: it costs nothing, so its reservation is given back."""
+        ctx = self._context
+        first = self._pool.plan(self._call)[0]
+        return UpstreamCall(request_id=ctx.request_id, session_id=ctx.session_id, policy=ctx.policy,
+                            purpose=purpose, side="cloud", provider=first.upstream.provider, model=first.upstream.model,
+                            deployment=first.name, streamed=False, status=403, started_at=time.time(),
+                            latency_s=0.0)
 
     def _prepare(self, member: Member, body: dict[str, Any], plan: Sequence[Member]) -> dict[str, Any]:
         # The same protected body (the session's placeholders unchanged) for every target, less what only another
@@ -259,24 +293,36 @@ class CloudChannel(_MeteredChannel):
         return out
 
     async def _protect(self, body: dict[str, Any]) -> Protection:
+        """Protection of what may leave: the fields the boundary drops are not sent, so they are not scanned."""
         ctx = self._context
-        return await self._protector.protect(body, session_id=ctx.session_id, request_id=ctx.request_id,
-                                             experiment=ctx.experiment)
+        return await self._protector.protect(self._cloud.outgoing(body), session_id=ctx.session_id,
+                                             request_id=ctx.request_id, experiment=ctx.experiment)
 
     async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
+        # The budgets first: a call they refuse is neither protected nor audited, since it never leaves.
+        hold = await self._spend.reserve("cloud", body, self.model)
         with ending(self._open(purpose)) as span:
-            with ending(span.child("ecgw.protect")):
-                protection = await self._protect(body)
-            response = await self._complete(protection.body, purpose, span)
+            try:
+                with ending(span.child("ecgw.protect")):
+                    protection = await self._protect(body)
+            except BaseException:
+                await self._spend.settle(hold, self._unsent(purpose, body))
+                raise
+            response = await self._complete(protection.body, purpose, span, hold)
             with ending(span.child("ecgw.restore")):
                 return protection.restore(response)
 
     async def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]:
+        hold = await self._spend.reserve("cloud", body, self.model)
         with ending(self._open(purpose)) as span:
-            with ending(span.child("ecgw.protect")):
-                protection = await self._protect(body)
+            try:
+                with ending(span.child("ecgw.protect")):
+                    protection = await self._protect(body)
+            except BaseException:
+                await self._spend.settle(hold, self._unsent(purpose, body))
+                raise
             restorer = protection.stream_restorer()
-            upstream = self._stream(protection.body, purpose, span)
+            upstream = self._stream(protection.body, purpose, span, hold)
             with ending(span.child("ecgw.restore")):  # restore runs chunk by chunk while the stream flows
                 try:
                     async for chunk in upstream:

@@ -11,6 +11,7 @@ from typing import Any
 from gateway.app import build_services
 from gateway.service import Services
 from gateway.settings import CloudSettings, Settings
+from gateway.upstreams.provider_request import ProviderRequest
 from router.channels import CloudChannel
 
 
@@ -41,18 +42,25 @@ class GuardedCloud:
         result: tuple[bool, str] = await self._inner.ready()
         return result
 
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def complete(self, request: ProviderRequest) -> dict[str, Any]:
         if not _called_through_cloud_channel():
             raise DoorViolation("the cloud upstream was called outside CloudChannel")
+        if not isinstance(request, ProviderRequest):
+            raise DoorViolation("the cloud transport was handed something other than a ProviderRequest")
         self.calls += 1
-        result: dict[str, Any] = await self._inner.complete(body)
+        result: dict[str, Any] = await self._inner.complete(request)
         return result
 
-    async def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[dict[str, Any]]:
         if not _called_through_cloud_channel():
             raise DoorViolation("the cloud upstream was called outside CloudChannel")
+        if not isinstance(request, ProviderRequest):
+            raise DoorViolation("the cloud transport was handed something other than a ProviderRequest")
         self.calls += 1
-        async for chunk in self._inner.stream(body):
+        async for chunk in self._inner.stream(request):
             yield chunk
 
 

@@ -12,15 +12,14 @@ import argparse
 import asyncio
 from collections import Counter
 
-from benchmarks.recall import wild
+from benchmarks.recall import people, wild
 from benchmarks.recall.corpus import Case, corpus, units_document
 from benchmarks.recall.score import Figures
 from gateway.sessions import MemorySessionStore
-from privacy.edge_detector import EdgeEndpoint, EdgeSpanLister
+from privacy.detect import EdgeEndpoint, EdgeSpanLister, UnitsDocument
 from privacy.errors import PrivacyBlocked
 from privacy.factory import build_detector, build_edge_lister, build_privacy_protector
 from privacy.settings import PrivacySettings
-from privacy.units import UnitsDocument
 
 
 def _seeds(spec: str) -> list[int]:
@@ -33,6 +32,8 @@ def _seeds(spec: str) -> list[int]:
 def _cases(seed: int, cases: int, hard: bool, variant: str | None) -> list[Case]:
     if variant is None:
         return corpus(seed, cases, hard)
+    if variant.startswith("people-"):
+        return people.corpus(seed, cases, variant.removeprefix("people-"))
     return wild.corpus(seed, cases, variant.removeprefix("wild-"))
 
 
@@ -71,8 +72,9 @@ def main() -> None:
     parser.add_argument("--leaks", action="store_true", help="list what leaked (detection only)")
     parser.add_argument("--hard", action="store_true",
                         help="labels, phrasings and surface forms the detectors were not written for")
-    parser.add_argument("--variant", choices=["wild-a", "wild-b"],
-                        help="labels and containers as real exports write them, in two disjoint pools (wild.py)")
+    parser.add_argument("--variant", choices=["wild-a", "wild-b", "people-a", "people-b"],
+                        help="labels and containers as real exports write them, in two disjoint pools (wild.py); "
+                             "people in every container beside the strings agents need (people.py)")
     parser.add_argument("--no-last-check", action="store_true", help="the layers alone, without the last check")
     parser.add_argument("--edge-detector", metavar="URL", help="add the edge-model layer: an OpenAI-compatible /v1 URL")
     parser.add_argument("--edge-model", default="smollm2", help="the edge detector's model name")

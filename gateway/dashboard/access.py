@@ -21,7 +21,7 @@ def admin_keys(settings: Settings) -> list[str] | None:
     server = settings.server
     if not (server.api_keys or server.session_keys or server.admin_keys):
         return None
-    return list(server.admin_keys)  # none configured: the dashboard stays closed
+    return [k.secret for k in server.admins()]  # none configured: the dashboard stays closed
 
 
 def _matches(key: str | None, keys: list[str]) -> bool:

@@ -19,6 +19,7 @@ from gateway.dashboard.access import allowed, login, login_page
 from gateway.dashboard.data import Dashboard, MeteringOff
 from gateway.errors import error_response
 from gateway.service import Services
+from gateway.tenancy import RequestTenancy
 
 Handler = Callable[[Request], Awaitable[Response]]
 _STATIC = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
@@ -37,6 +38,7 @@ def _json(data: Any) -> Response:
 def dashboard_routes(services: Services, dashboard: Dashboard | None = None) -> list[Route]:
     board = dashboard or Dashboard(services)
     settings = services.settings
+    tenancy = RequestTenancy(services.tenancy)
 
     def admin(handler: Handler, *, page: bool = False) -> Handler:
         async def endpoint(request: Request) -> Response:
@@ -100,7 +102,9 @@ def dashboard_routes(services: Services, dashboard: Dashboard | None = None) -> 
             return error_response(400, 'Send {"score": <0..1>, "source": "<optional label>"}: the session\'s '
                                        "completion grade.", "invalid_request_error", param="score")
         try:
-            await board.grade(request.path_params["session_id"], score, str(source) if source else None)
+            # the caller's own session, as units and usage rows name it: another key's PUT reaches its own
+            await board.grade(tenancy.own(request, request.path_params["session_id"]), score,
+                              str(source) if source else None)
         except MeteringOff as exc:
             return error_response(409, str(exc), "metering_disabled")
         return _json({"session_id": request.path_params["session_id"], "score": score})

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from gateway.fleet.health import Health
 from gateway.settings import CloudSettings
@@ -27,13 +27,20 @@ log = logging.getLogger("ecgw")
 class TargetUpstream(Upstream, Protocol):
     async def ready(self) -> tuple[bool, str]: ...
 
+    async def aclose(self) -> None: ...
+
+
+class Outgoing(Protocol):
+    def outgoing(self, body: Mapping[str, Any]) -> dict[str, Any]: ...
+
 
 class CloudTargets:
     side = "cloud"
 
     def __init__(self, targets: Mapping[str, TargetUpstream], *, primary: str,
                  fallbacks: Mapping[str, Sequence[str]], first_token_timeouts: Mapping[str, float | None],
-                 cool_after: int, cooldown_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+                 cool_after: int, cooldown_s: float, shape: Outgoing,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if primary not in targets:
             raise ValueError(f"the default cloud target {primary!r} is not among {sorted(targets)}")
         self._upstreams = dict(targets)
@@ -43,16 +50,21 @@ class CloudTargets:
         self._chains = {name: [name, *[f for f in fallbacks.get(name, ()) if f != name]] for name in targets}
         self._health = {name: Health(cool_after, cooldown_s, clock) for name in targets}
         self.model = self._members[primary].upstream.model
+        self._shape = shape
 
     @classmethod
     def from_settings(cls, settings: CloudSettings, make: Callable[[CloudSettings], TargetUpstream], *,
-                      clock: Callable[[], float] = time.monotonic) -> CloudTargets:
+                      shape: Outgoing, clock: Callable[[], float] = time.monotonic) -> CloudTargets:
         """The targets a settings snapshot describes, each transport built by ``make`` (a reload builds anew)."""
         named = settings.named_targets()
         return cls({name: make(settings.for_target(name)) for name in named}, primary=settings.primary,
                    fallbacks=settings.fallbacks,
                    first_token_timeouts={n: t.first_token_timeout_s for n, t in named.items()},
-                   cool_after=settings.cool_after, cooldown_s=settings.cooldown_s, clock=clock)
+                   cool_after=settings.cool_after, cooldown_s=settings.cooldown_s, shape=shape, clock=clock)
+
+    def outgoing(self, body: dict[str, Any]) -> dict[str, Any]:
+        """What of ``body`` may leave for any target (protection scans it; each target takes its own part)."""
+        return self._shape.outgoing(body)
 
     def plan(self, call: Call) -> Sequence[Member]:
         start = call.target if call.target in self._chains else self._primary
@@ -104,7 +116,8 @@ class CloudTargets:
         return ("\n".join(lines) + "\n").encode()
 
     async def aclose(self) -> None:
-        for upstream in self._upstreams.values():
-            closer = getattr(upstream, "aclose", None)  # litellm's transport holds nothing to close
-            if closer is not None:
-                await closer()
+        for name, upstream in self._upstreams.items():
+            try:
+                await upstream.aclose()
+            except Exception:
+                log.exception("closing the cloud target %s failed", name)

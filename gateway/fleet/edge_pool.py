@@ -51,9 +51,10 @@ class EdgePool:
         self.model = self.members[0].upstream.model
 
     @classmethod
-    def from_settings(cls, settings: EdgeSettings, *, clock: Callable[[], float] = time.monotonic) -> EdgePool:
+    def from_settings(cls, settings: EdgeSettings, *, on_drop: Callable[[str], None] | None = None,
+                      clock: Callable[[], float] = time.monotonic) -> EdgePool:
         """The pool a settings snapshot describes (a reload builds a new one and swaps it in)."""
-        return cls([(d, OpenAIHTTPUpstream.for_deployment(d, settings)) for d in settings.members()],
+        return cls([(d, OpenAIHTTPUpstream.for_deployment(d, settings, on_drop=on_drop)) for d in settings.members()],
                    eject_after=settings.eject_after, readmit_after_s=settings.readmit_after_s,
                    health_interval_s=settings.health_interval_s, clock=clock)
 

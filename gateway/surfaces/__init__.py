@@ -78,20 +78,21 @@ class SurfaceEndpoint:
         except ClientDisconnect:
             response = Response(status_code=499)
         except Exception as exc:
-            headers = {"x-ecgw-request-id": request_id}
+            failure = classify(exc, request_id)
+            headers = {**failure.headers, "x-ecgw-request-id": request_id}
             if span.trace_id is not None:
                 headers[services.settings.observability.trace_header] = span.trace_id
-            response = self._surface.error(classify(exc, request_id), headers)
+            response = self._surface.error(failure, headers)
         if not isinstance(response, StreamingResponse):  # a stream is observed (and settled) when it ends
             outcome.observe(self._metrics, response.status_code)
-            self._settle(request_id, outcome)
+            self._settle(request_id, outcome, request.state.identity)
         return response
 
-    def _settle(self, request_id: str, outcome: Outcome) -> None:
+    def _settle(self, request_id: str, outcome: Outcome, identity: Identity) -> None:
         """Mark the request finished once every upstream call it caused is recorded (``accounting.settlement``)."""
-        # a request refused before its session was known is settled too (no calls), or a client waiting on its
-        # id would wait for ever
-        self._pipeline.services.meter.settle(request_id, outcome.session or "")
+        # a request refused before its session was known is settled too (no calls), in its owner's namespace (its
+        # owner may ask about it, nobody else), or a client waiting on its id would wait for ever
+        self._pipeline.services.meter.settle(request_id, outcome.session or identity.prefix)
 
     async def _handle(self, request: Request, request_id: str, outcome: Outcome) -> Response:
         identity: Identity = request.state.identity  # set by gateway.gatekeeper
@@ -102,13 +103,13 @@ class SurfaceEndpoint:
             return Response(await self._surface.render(started.completion, parsed, started),
                             media_type="application/json", headers=started.headers)
         return StreamingResponse(
-            self._relay(started, parsed, request_id, outcome),
+            self._relay(started, parsed, request_id, outcome, identity),
             media_type="text/event-stream",
             headers={**started.headers, "cache-control": "no-cache", "x-accel-buffering": "no"},
         )
 
-    async def _relay(self, started: Started, parsed: Parsed, request_id: str,
-                     outcome: Outcome) -> AsyncIterator[bytes]:
+    async def _relay(self, started: Started, parsed: Parsed, request_id: str, outcome: Outcome,
+                     identity: Identity) -> AsyncIterator[bytes]:
         status = 499  # the client went away before the end
         try:
             async for data in self._surface.stream(started, parsed):
@@ -122,7 +123,7 @@ class SurfaceEndpoint:
             outcome.observe(self._metrics, status)
             if started.rest is not None:
                 await aclose(started.rest)
-            self._settle(request_id, outcome)
+            self._settle(request_id, outcome, identity)
 
     # A step a surface's endpoint may extend (the Responses surface reads stored responses here).
     async def _parse(self, request: Request, identity: Identity) -> Parsed:

@@ -1,17 +1,21 @@
-"""The cloud: any provider litellm speaks. Only ``router.channels.CloudChannel`` calls this."""
+"""The cloud: any provider litellm speaks. It takes a ``ProviderRequest`` only (``gateway.upstreams.
+provider_request``); where the call goes, with which key, timeout and retries, comes from ``cloud.*`` settings."""
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Final
 
+from gateway.errors import StartupError
 from gateway.settings import CloudSettings, missing_cloud_key
+from gateway.upstreams.provider_request import ProviderRequest
+from gateway.upstreams.stream_end import StreamEnd
 from router.errors import UpstreamError
 
-# Fields litellm takes as its own arguments or that must not reach the provider as they are.
-_LITELLM_OWN = {"model", "messages", "stream", "api_base", "api_key", "timeout", "num_retries", "drop_params",
-                "metadata", "user"}
+# Names litellm reads out of ``extra_body`` itself instead of sending them (a credential), beside its arguments.
+_READ_FROM_EXTRA_BODY: Final = frozenset({"azure_ad_token"})
 _CHUNK_NOISE = ("provider_specific_fields", "citations", "moderation", "obfuscation", "service_tier")
 
 
@@ -46,11 +50,23 @@ class LiteLLMUpstream:
 
         litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners in the gateway's output
         self._litellm = litellm
+        from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+
+        # litellm's OpenAI path cannot tell ``data: [DONE]`` from a body that ended (the SDK stops at either) and
+        # calls a stream without a finish_reason broken: this is the message it raises then, taken from litellm.
+        self._ended_unfinished = str(CustomStreamWrapper._stream_eof_error())
         self.model = settings.model
         self.provider = settings.model.split("/", 1)[0] if "/" in settings.model else "openai"
         self._settings = settings
         self._api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
         self._missing_key = missing_cloud_key(settings)
+        taken = sorted(set(settings.extra_body_fields) & litellm_arguments(litellm))
+        if taken:
+            raise StartupError(f"cloud.extra_body_fields names {taken}, which litellm would read as its own "
+                             "arguments instead of sending them to the provider; remove them")
+
+    async def aclose(self) -> None:  # litellm's clients are its own
+        return None
 
     async def ready(self) -> tuple[bool, str]:
         if self._missing_key is not None:
@@ -63,10 +79,14 @@ class LiteLLMUpstream:
             message = self._missing_key[0].upper() + self._missing_key[1:]
             raise UpstreamError(503, message, upstream="cloud", type_="cloud_not_configured")
 
-    def _kwargs(self, body: dict[str, Any], *, stream: bool) -> dict[str, Any]:
-        kwargs = {k: v for k, v in body.items() if k not in _LITELLM_OWN}
-        kwargs.update(model=self.model, messages=body["messages"], stream=stream, drop_params=True,
+    def _kwargs(self, request: ProviderRequest, *, stream: bool) -> dict[str, Any]:
+        """litellm's arguments: the request's chat parameters, its extra fields as the provider's JSON body,
+        and everything else from configuration."""
+        kwargs: dict[str, Any] = dict(request.params)
+        kwargs.update(model=self.model, messages=request.messages, stream=stream, drop_params=True,
                       timeout=self._settings.timeout_s, num_retries=self._settings.max_retries)
+        if request.extra_body:
+            kwargs["extra_body"] = dict(request.extra_body)
         if self._settings.api_base:
             kwargs["api_base"] = self._settings.api_base
         if self._api_key:
@@ -74,9 +94,7 @@ class LiteLLMUpstream:
         elif self._settings.api_base:
             kwargs["api_key"] = "none"
         if stream:
-            kwargs["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
-        else:
-            kwargs.pop("stream_options", None)
+            kwargs["stream_options"] = {"include_usage": True}
         return kwargs
 
     def _fault(self, exc: Exception) -> UpstreamError:
@@ -95,19 +113,43 @@ class LiteLLMUpstream:
                                  upstream="cloud")
         return UpstreamError(502, f"The cloud upstream {self.model} failed: {message}", upstream="cloud")
 
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def complete(self, request: ProviderRequest) -> dict[str, Any]:
         self._check_key()
         try:
-            response = await self._litellm.acompletion(**self._kwargs(body, stream=False))
+            response = await self._litellm.acompletion(**self._kwargs(request, stream=False))
         except Exception as exc:  # litellm raises its own hierarchy; map every one to an upstream error
             raise self._fault(exc) from None
         return _openai_shape(response)
 
-    async def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[dict[str, Any]]:
         self._check_key()
+        end = StreamEnd()
         try:
-            stream = await self._litellm.acompletion(**self._kwargs(body, stream=True))
-            async for chunk in stream:
-                yield _openai_shape(chunk)
+            stream = await self._litellm.acompletion(**self._kwargs(request, stream=True))
+            try:
+                async for chunk in stream:
+                    seen = end.see(_openai_shape(chunk))
+                    if seen is not None:
+                        yield seen
+            except self._litellm.exceptions.MidStreamFallbackError as exc:
+                if self._ended_unfinished not in str(exc):
+                    raise
+                # The body ended without an error, only without a finish_reason (a sloppy dialect): the answer is
+                # complete. litellm held the usage back for its closing chunk; it is in the chunks it kept.
+                usage = next((c.usage for c in reversed(stream.chunks) if getattr(c, "usage", None)), None)
+                if usage is not None:
+                    end.see({"choices": [], "usage": _clean(usage.model_dump())})
         except Exception as exc:
             raise self._fault(exc) from None
+        for chunk in end.close():
+            yield chunk
+
+
+def litellm_arguments(litellm: Any) -> frozenset[str]:
+    """Every name the installed litellm takes as an argument of a chat call, or reads out of ``extra_body``."""
+    from litellm.types.utils import all_litellm_params
+
+    names = set(all_litellm_params) | _READ_FROM_EXTRA_BODY
+    for function in (litellm.acompletion, litellm.completion):
+        names |= set(inspect.signature(function).parameters)
+    return frozenset(names)

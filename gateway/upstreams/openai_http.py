@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Final
 
 import aiohttp
 
@@ -17,16 +17,29 @@ from gateway import sse
 from gateway.jsonio import JSONDecodeError, dumps, loads
 from gateway.settings import EdgeDeployment, EdgeSettings
 from gateway.upstreams.compat import ToolNameDeduper, normalise_request
+from gateway.upstreams.stream_end import StreamEnd
 from router.errors import UpstreamError
 from router.wire import completion_to_chunks
+
+# The edge is tolerant: a request's fields reach it as JSON body fields (vLLM's sampling extras, chat template
+# switches), never as the URL, headers or credentials (fixed here at construction, from edge.*). These few vLLM
+# fields choose the edge server's infrastructure rather than the generation, so a request may not set them.
+EDGE_WITHHELD: Final[Mapping[str, str]] = {
+    "kv_transfer_params": "disaggregated serving's KV transfer names the remote host and port vLLM pulls from",
+    "priority": "the scheduling priority among tenants is the operator's",
+    "request_id": "vLLM's own request id (another tenant's would collide)",
+    "chat_template": "which template the server runs is the operator's",
+    "logits_processors": "which code the server loads is the operator's",
+}
 
 
 class OpenAIHTTPUpstream:
     side = "edge"
     provider = "openai-compatible"
 
-    def __init__(self, settings: EdgeSettings) -> None:
+    def __init__(self, settings: EdgeSettings, *, on_drop: Callable[[str], None] | None = None) -> None:
         self.model = settings.model
+        self._on_drop = on_drop
         self._settings = settings
         self._compat = settings.compat
         self._base = settings.base_url.rstrip("/")
@@ -40,11 +53,12 @@ class OpenAIHTTPUpstream:
         self._session: aiohttp.ClientSession | None = None
 
     @classmethod
-    def for_deployment(cls, deployment: EdgeDeployment, settings: EdgeSettings) -> OpenAIHTTPUpstream:
+    def for_deployment(cls, deployment: EdgeDeployment, settings: EdgeSettings, *,
+                       on_drop: Callable[[str], None] | None = None) -> OpenAIHTTPUpstream:
         """One member of the edge pool: its own URL, model, key and switches; the pool's timeouts."""
         return cls(settings.model_copy(update={"base_url": deployment.base_url, "model": deployment.model,
                                                "api_key_env": deployment.api_key_env,
-                                               "compat": deployment.compat, "deployments": []}))
+                                               "compat": deployment.compat, "deployments": []}), on_drop=on_drop)
 
     def _client(self) -> aiohttp.ClientSession:
         # Created on first use: a session belongs to the running event loop.
@@ -71,6 +85,9 @@ class OpenAIHTTPUpstream:
 
     def _prepare(self, body: dict[str, Any], *, stream: bool) -> dict[str, Any]:
         out = normalise_request(body, self._compat)
+        for name in EDGE_WITHHELD:
+            if out.pop(name, None) is not None and self._on_drop is not None:
+                self._on_drop(name)
         out["model"] = self.model
         out["stream"] = stream
         if stream and self._compat.stream_usage:
@@ -132,6 +149,7 @@ class OpenAIHTTPUpstream:
             return
         payload = dumps(self._prepare(body, stream=True))
         dedupe = ToolNameDeduper() if self._compat.dedupe_tool_call_names else None
+        end = StreamEnd()
         try:
             async with self._client().post(self._url, data=payload) as response:
                 if response.status != 200:
@@ -143,7 +161,14 @@ class OpenAIHTTPUpstream:
                             message = err.get("message") if isinstance(err, dict) else str(err)
                             raise UpstreamError(502, f"The edge upstream failed mid-stream: {message}",
                                                 upstream="edge")
-                        yield dedupe(chunk) if dedupe else chunk
+                        seen = end.see(dedupe(chunk) if dedupe else chunk)
+                        if seen is not None:
+                            yield seen
+                except sse.Unfinished:
+                    if not end.finished:
+                        raise UpstreamError(502, f"The edge upstream at {self._url} ended its stream before "
+                                                 "finishing the answer (no finish_reason, no [DONE]).",
+                                            upstream="edge", type_="upstream_unreachable") from None
                 finally:
                     # Stopped early (client gone, policy cancelled): drop the connection so the server stops.
                     if not response.content.at_eof():
@@ -153,3 +178,5 @@ class OpenAIHTTPUpstream:
         except JSONDecodeError:
             raise UpstreamError(502, f"The edge upstream at {self._url} sent a stream event that is not JSON.",
                                 upstream="edge") from None
+        for chunk in end.close():
+            yield chunk

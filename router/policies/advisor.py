@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from router.budgets.errors import KEPT_ON_EDGE, fallback_of
 from router.errors import PrivacyBlocked, PrivacyUnavailable, UpstreamError
 from router.policies._knobs import KnobBook
 from router.policies._messages import (
@@ -140,6 +141,10 @@ class Advisor:
         step.note.count("consultations")
         try:
             response = await step.cloud.complete(request, purpose="advice")
+        except KEPT_ON_EDGE as exc:  # a spent (or unreadable) cloud budget: the edge carries on alone
+            step.note.signal["fallback"] = fallback_of(exc)
+            log.info("advisor consultation not sent: %s", exc)
+            return "(the advisor is unavailable for this step; continue on your own)"
         except (PrivacyBlocked, PrivacyUnavailable, UpstreamError) as exc:
             # The edge is in control: a missing advisor is an answer it can work with, not a failed step.
             reason = getattr(exc, "reason", None) or getattr(exc, "message", None) or type(exc).__name__

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from router.budgets.errors import KEPT_ON_EDGE, fallback_of
 from router.errors import PrivacyBlocked
 from router.policies._knobs import KnobBook
 from router.policies._messages import can_inject_tool, function_tool, with_tools
@@ -69,11 +70,13 @@ class Delegate:
             async for out in cloud.relay(turn_chunks(step.cloud, step.request, stream=step.stream,
                                                      purpose="delegate"), composer):
                 yield out
-        except PrivacyBlocked as exc:
-            # Raised before the cloud produced anything: the step may not leave, so the edge answers it
-            # itself, without the delegation tool.
-            log.info("delegation blocked by privacy (%s); the edge answers", exc.reason)
+        except (PrivacyBlocked, *KEPT_ON_EDGE) as exc:
+            # Raised before the cloud produced anything: the step may not leave (privacy, a spent budget), so the
+            # edge answers it itself, without the delegation tool.
+            log.info("delegation not sent (%s); the edge answers", exc)
             step.decided("edge", "delegation-blocked")
+            if not isinstance(exc, PrivacyBlocked):
+                step.note.signal["fallback"] = fallback_of(exc)
             cloud = Turn()
             async for out in cloud.relay(turn_chunks(step.edge, step.request, stream=step.stream), composer):
                 yield out

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from router.budgets.errors import KEPT_ON_EDGE, fallback_of
 from router.errors import PrivacyBlocked, UpstreamError
 from router.policies._knobs import KnobBook
 from router.policies._messages import first_user_text, tool_names, with_system_suffix
@@ -64,6 +65,10 @@ class Sketch:
             return plan if isinstance(plan, str) and plan else None
         try:
             response = await step.cloud.complete(self.plan_request(step.request, knobs), purpose="plan")
+        except KEPT_ON_EDGE as exc:  # no plan this step (not remembered: a budget may reset before the next)
+            step.note.signal["fallback"] = fallback_of(exc)
+            log.info("sketch: no plan for session %s (%s)", step.context.session_id, exc)
+            return None
         except (PrivacyBlocked, UpstreamError) as exc:
             # The session runs without a plan rather than failing; it is not retried on every step.
             log.warning("sketch: no plan for session %s (%s)", step.context.session_id, exc)

@@ -11,6 +11,12 @@ first in ``top_logprobs`` (then the most likely others, k in all, so not sorted)
 ``content: null``, a first tool-call delta without ``arguments``, ids ``chatcmpl-tool-…``, ``content: ""``
 next to tool calls, ``reasoning`` instead of ``reasoning_content``, ``created_cache_tokens`` in the usage
 details, and the null fields it always sends (``refusal``, ``stop_reason``, ``token_ids`` …).
+
+``dialect="sloppy"`` streams what small servers, proxies and mocks send: events that are only
+``{"choices": [{"delta": {...}}]}`` — no ``id``, ``object``, ``created``, ``model`` or ``index``, and never a
+``finish_reason`` — then ``data: [DONE]``. ``Reply.break_after`` makes any dialect's stream really break after
+that many content pieces (``break_how``: ``"reset"`` drops the connection mid-body, ``"eof"`` ends the body cleanly
+without ``[DONE]`` or a finish, ``"error"`` sends an ``error`` event).
 """
 
 from __future__ import annotations
@@ -74,15 +80,18 @@ class Reply:
     chunk_delay_s: float = 0.0  # between stream chunks
     finish_reason: str | None = None
     usage: bool = True  # report usage at all
+    break_after: int | None = None  # a stream breaks after this many content pieces
+    break_how: str = "reset"  # "reset" | "eof" | "error"
 
 
 class ModelServer:
-    """``ModelServer(name, usage_style="openai"|"deepseek", dialect="plain"|"vllm")``; ``.app`` is the ASGI app."""
+    """``ModelServer(name, usage_style="openai"|"deepseek", dialect="plain"|"vllm"|"sloppy")``; ``.app`` is the ASGI
+    app."""
 
     def __init__(self, name: str = "fake", *, usage_style: str = "openai", model: str = "fake-model",
                  responder: Callable[[dict[str, Any]], Reply] | None = None, dialect: str = "plain") -> None:
-        if dialect not in ("plain", "vllm"):
-            raise ValueError(f"dialect must be 'plain' or 'vllm', not {dialect!r}")
+        if dialect not in ("plain", "vllm", "sloppy"):
+            raise ValueError(f"dialect must be 'plain', 'vllm' or 'sloppy', not {dialect!r}")
         self.name = name
         self.model = model
         self.usage_style = usage_style
@@ -249,9 +258,12 @@ class ModelServer:
                       logprobs: dict[str, Any] | None, finish: str,
                       usage: dict[str, Any] | None, matched: str | None = None) -> AsyncIterator[bytes]:
         vllm = self.dialect == "vllm"
+        sloppy = self.dialect == "sloppy"
 
         def chunk(delta: dict[str, Any], finish_reason: str | None = None,
                   lp: dict[str, Any] | None = None) -> bytes:
+            if sloppy:
+                return b"data: " + json.dumps({"choices": [{"delta": delta}]}).encode() + b"\n\n"
             choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": lp, "finish_reason": finish_reason}
             if vllm and "role" not in delta:
                 choice["token_ids"] = None
@@ -269,6 +281,10 @@ class ModelServer:
                 await self._pause(reply)
                 yield chunk({"reasoning" if vllm else "reasoning_content": piece + " "})
             for i, token in enumerate(out_tokens):
+                if i == reply.break_after:
+                    async for piece in self._break(reply):
+                        yield piece
+                    return
                 await self._pause(reply)
                 lp = {"content": [logprobs["content"][i]]} if logprobs else None
                 last = i == len(out_tokens) - 1
@@ -288,17 +304,26 @@ class ModelServer:
                     await self._pause(reply)
                     piece = {"tool_calls": [{"index": index, "function": {"arguments": text[start:start + step]}}]}
                     yield chunk({"content": None, **piece} if vllm else piece)
-            if not finish_on_last:
+            if not finish_on_last and not sloppy:
                 yield chunk({}, finish)
             if usage is not None:
-                data = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": self.model,
-                        "choices": [], "usage": usage}
+                data = {"choices": [], "usage": usage} if sloppy else {
+                    "id": rid, "object": "chat.completion.chunk", "created": created, "model": self.model,
+                    "choices": [], "usage": usage}
                 self.usages.append(usage)
                 yield b"data: " + json.dumps(data).encode() + b"\n\n"
             yield b"data: [DONE]\n\n"
         except asyncio.CancelledError:
             self.cancelled += 1
             raise
+
+    @staticmethod
+    async def _break(reply: Reply) -> AsyncIterator[bytes]:
+        if reply.break_how == "error":
+            yield b'data: {"error": {"message": "the model server crashed", "type": "server_error"}}\n\n'
+        elif reply.break_how == "reset":
+            raise ConnectionResetError("scripted: the connection drops mid-answer")
+        # "eof": the body just ends
 
     @staticmethod
     def _stop_at(reply: Reply, stop: Any) -> str | None:

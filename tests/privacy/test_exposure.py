@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from privacy.audit import units_left_raw
+from privacy.detect import UnitMatcher, units_of
 from privacy.egress import EgressCheck
-from privacy.exposure import units_left_raw
-from privacy.units import UnitMatcher, units_of
 from privacy.vault import Vault
 from tests.privacy.helpers import units_document
 

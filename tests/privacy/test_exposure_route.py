@@ -8,8 +8,8 @@ import httpx
 import openai
 import pytest
 
+from privacy.detect import UnitMatcher, units_of
 from privacy.egress import EgressCheck
-from privacy.units import UnitMatcher, units_of
 from privacy.vault import Vault
 from tests.fakes.model_server import Reply
 from tests.privacy.helpers import UNITS, protector, units_document

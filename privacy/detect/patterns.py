@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from privacy.checksums import cn_resident_id_ok, iban_ok, luhn_ok
-from privacy.findings import Finding
+from privacy.detect.checksums import cn_resident_id_ok, iban_ok, luhn_ok
+from privacy.detect.findings import Finding
 
 
 def _digits(value: str) -> str:

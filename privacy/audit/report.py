@@ -2,7 +2,7 @@
 
 Exposure is computed like the benchmark: 1 − Σ w·(1 − leak) / Σ w is *protection*; exposure = Σ w·leak / Σ w over the
 units known, with leak = 1 when the unit's raw value reached the cloud: found in a body that actually left by the
-egress scan (``privacy.exposure``) — not what the detectors reported.
+egress scan (``privacy.audit.exposure``) — not what the detectors reported.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from privacy.audit import PrivacyCall, PrivacyFinding, PrivacyUnit
-from privacy.exposure import exposed_unit_ids
+from privacy.audit.exposure import exposed_unit_ids
+from privacy.audit.store import PrivacyCall, PrivacyFinding, PrivacyUnit
 
 _PROTECTING = {"pseudonymise", "mask"}
 
@@ -99,7 +99,7 @@ def session_exposure(engine: Engine, session_id: str) -> dict[str, Any]:
 def benchmark_export(engine: Engine, session_ids: list[str],
                      open_body: Callable[[PrivacyCall], str] | None = None) -> list[dict[str, Any]]:
     """Lines in the benchmark's ``cloud_assistant_audit.jsonl`` schema: what each cloud call carried.
-    ``open_body`` decrypts a body the gateway sealed at rest (``privacy.audit.open_body``)."""
+    ``open_body`` decrypts a body the gateway sealed at rest (``privacy.audit.store.body_opener``)."""
     with Session(engine) as db:
         calls = db.exec(select(PrivacyCall).where(col(PrivacyCall.session_id).in_(session_ids))
                         .order_by(col(PrivacyCall.created_at))).all()

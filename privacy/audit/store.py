@@ -1,7 +1,7 @@
 """The audit: per cloud call, what was found, where, and what was done — with a keyed hash, never the value.
 
 SQLModel tables in the database at ``database_url`` (a SQLite file, ``sqlite://`` in memory, or PostgreSQL).
-Writes go through ``privacy.audit_writer.AuditWriter`` (a background thread that never drops a record); the engine
+Writes go through ``privacy.audit.writer.AuditWriter`` (a background thread that never drops a record); the engine
 comes from the one factory for every table on ``database_url`` (``accounting.database.make_engine``).
 """
 
@@ -18,8 +18,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
 from accounting.migrations import migrate
+from privacy.detect import Unit
 from privacy.seal import SealBroken, Sealer
-from privacy.units import Unit
 
 log = logging.getLogger("ecgw.privacy")
 
@@ -117,7 +117,7 @@ class AuditStore:
 
     def ensure(self) -> None:
         if not self._ready:
-            from privacy.audit_migrations import AUDIT_MIGRATIONS, VERSION_TABLE
+            from privacy.audit.migrations import AUDIT_MIGRATIONS, VERSION_TABLE
 
             migrate(self.engine, AUDIT_MIGRATIONS, version_table=VERSION_TABLE)
             self._ready = True
@@ -140,7 +140,7 @@ class AuditStore:
         elif kind == "units":
             self.write_units(record["session_id"], [PrivacyUnit(**u) for u in record["units"]])
         elif kind == "egress":
-            from privacy.exposure import write_egress  # exposure's table, written through the same durable path
+            from privacy.audit.exposure import write_egress  # exposure's table, written through the same durable path
 
             self.ensure()
             write_egress(self.engine, record["rows"])

@@ -2,7 +2,7 @@
 
 The label may be a JSON key or CSV column (``label``), an env, ini or YAML name (``PASSPORT_NO=…``, ``passport: …``),
 a log or form field (``Passport no.: …``), or prose (``the routing number is …``, ``护照号码是…``). What a label names
-is read from its words (``privacy.lexicon``), so labels nobody wrote a rule for (``acct_ref``, ``comp_total``,
+is read from its words (``privacy.detect.lexicon``), so labels nobody wrote a rule for (``acct_ref``, ``comp_total``,
 ``参考号``) are understood too. Each type has a value shape (identifiers carry digits, amounts are numbers, names are
 capitalised words or 2–4 Chinese characters, addresses a number and words or Chinese address characters), so a label
 followed by ordinary words finds nothing. Values may be upper-cased, wrapped across a line (a newline or an escaped
@@ -22,12 +22,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from privacy.findings import Finding
-from privacy.keyhints import structured_pairs
-from privacy.lexicon import Lexicon
-from privacy.normalise import canonical
-from privacy.secrets import _PLACEHOLDER_VALUES, CODE_VALUE
-from privacy.units import _escaped_forms, _literal_pattern
+from privacy.detect.findings import Finding
+from privacy.detect.keyhints import structured_pairs
+from privacy.detect.lexicon import Lexicon
+from privacy.detect.normalise import canonical
+from privacy.detect.secrets import _PLACEHOLDER_VALUES, CODE_VALUE
+from privacy.detect.units import _escaped_forms, _literal_pattern
 
 _CURRENCY = r"(?:[¥$€£₹]|(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD)[\s.]?)"
 _CURRENCY_AFTER = r"(?:\s?(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD|元|万元|万|k|K))"

@@ -9,8 +9,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from privacy.checksums import iban_ok, luhn_ok
-from privacy.findings import Finding
+from privacy.detect.checksums import iban_ok, luhn_ok
+from privacy.detect.findings import Finding
 
 # ISO 13616 lengths (SWIFT IBAN registry).
 IBAN_LENGTHS = {

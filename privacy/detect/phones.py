@@ -12,7 +12,7 @@ import re
 
 import phonenumbers
 
-from privacy.findings import Finding
+from privacy.detect.findings import Finding
 
 DEFAULT_REGIONS = ("GB", "DE", "FR", "NL", "JP", "IN", "CN", "IT", "ES", "AU", "KR", "BE", "CH", "AT", "SE", "BR")
 _CANDIDATE = re.compile(r"(?<![\w+\-./:#])(?:\+|00)?\(?\d[\d\s\-().]{5,18}\d(?![\w\-]|\.\d)")

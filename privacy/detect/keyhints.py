@@ -10,8 +10,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from privacy.findings import Finding
-from privacy.units import _escaped_forms, _literal_pattern
+from privacy.detect.findings import Finding
+from privacy.detect.units import _escaped_forms, _literal_pattern
 
 _NAME_KEYS = re.compile(r"^(?:(?:full|first|last|given|family|customer|contact|client|patient|employee|account|card)?"
                         r"[_\- ]?name|holder|cardholder|account_holder|owner_name|contact|customer|patient|"

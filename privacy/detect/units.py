@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from privacy.findings import Finding
+from privacy.detect.findings import Finding
 
 
 class SensitiveField(BaseModel):

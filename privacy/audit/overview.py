@@ -1,8 +1,8 @@
 """Privacy across sessions, for the operator's dashboard: units registered, findings by type and action, exposure
-per session (``privacy.report.session_report``, one per session), and the bodies the cloud received per call.
+per session (``privacy.audit.report.session_report``, one per session), and the bodies the cloud received per call.
 
 A stored body holds placeholders where values were protected; a call on which any value left raw (action
-``audit``, or a listed unit the egress scan found in what was sent: ``privacy.exposure``) has its body withheld
+``audit``, or a listed unit the egress scan found in what was sent: ``privacy.audit.exposure``) has its body withheld
 here, so the dashboard never shows a raw value."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from privacy.audit import PrivacyCall, PrivacyFinding, PrivacyUnit
-from privacy.exposure import PrivacyEgress
-from privacy.report import session_report
+from privacy.audit.exposure import PrivacyEgress
+from privacy.audit.report import session_report
+from privacy.audit.store import PrivacyCall, PrivacyFinding, PrivacyUnit
 
 _SUMMARY = ("session_id", "cloud_calls", "units_known", "units_exposed", "units_protected", "exposure")
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from privacy.audit import AuditStore
+from privacy.audit.store import AuditStore
 
 log = logging.getLogger("ecgw.privacy")
 

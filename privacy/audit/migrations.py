@@ -12,7 +12,7 @@ VERSION_TABLE = "ecgw_privacy_schema_version"
 
 
 def _v1_audit_tables(conn: Connection) -> None:
-    from privacy.audit import TABLES
+    from privacy.audit.store import TABLES
 
     SQLModel.metadata.create_all(conn, tables=TABLES, checkfirst=True)
 
@@ -22,7 +22,7 @@ def _v2_drop_hash_key(conn: Connection) -> None:
 
 
 def _v3_egress(conn: Connection) -> None:
-    from privacy.exposure import PrivacyEgress
+    from privacy.audit.exposure import PrivacyEgress
 
     SQLModel.metadata.create_all(conn, tables=[PrivacyEgress.__table__], checkfirst=True)  # type: ignore[attr-defined]
 

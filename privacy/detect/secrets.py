@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from privacy.findings import Finding
+from privacy.detect.findings import Finding
 
 
 @dataclass(frozen=True)

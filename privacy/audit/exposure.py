@@ -15,10 +15,9 @@ from typing import Any
 
 from sqlmodel import Field, Session, SQLModel, select
 
-from privacy.audit_writer import AuditWriter, Record
+from privacy.audit.writer import AuditWriter, Record
+from privacy.detect import UnitMatcher, fold, variants
 from privacy.egress import body_leaves, body_seams  # the last check's walk: one idea of where a body holds text
-from privacy.normalise import fold, variants
-from privacy.units import UnitMatcher
 
 
 class PrivacyEgress(SQLModel, table=True):
@@ -42,7 +41,7 @@ def exposed_unit_ids(engine: Any, session_id: str) -> set[str]:
 def units_left_raw(body: dict[str, Any], units: UnitMatcher | None) -> list[str]:
     """Ids of the listed units whose value stands in ``body``: the last check's walk (``privacy.egress``: every key,
     string and number, in each surface form it could be read in, and across adjacent content parts and messages)
-    with the one unit matcher (``privacy.units.UnitMatcher``), so what counts as having left is decided once."""
+    with the one unit matcher (``privacy.detect.units.UnitMatcher``), so what counts as having left is decided once."""
     if units is None or not len(units):
         return []
     found: set[str] = set()

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from privacy.ner import Entity
+from privacy.detect.ner import Entity
 from privacy.settings import EdgeDetectorSettings
 
 log = logging.getLogger(__name__)

@@ -9,16 +9,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from privacy.findings import Finding, resolve_overlaps
-from privacy.identifiers import IdentifierDetector
-from privacy.keyhints import KeyHintDetector
-from privacy.labels import LabelledValueDetector
-from privacy.ner import EntityRecognizer
-from privacy.normalise import fold
-from privacy.phones import PhoneDetector
-from privacy.prose import prose_segments, without_spans
+from privacy.detect.findings import Finding, resolve_overlaps
+from privacy.detect.identifiers import IdentifierDetector
+from privacy.detect.keyhints import KeyHintDetector
+from privacy.detect.labels import LabelledValueDetector
+from privacy.detect.ner import EntityRecognizer
+from privacy.detect.normalise import fold
+from privacy.detect.phones import PhoneDetector
+from privacy.detect.prose import prose_segments, without_spans
+from privacy.detect.units import UnitMatcher, _escaped_forms, _literal_pattern
 from privacy.settings import LayerSettings
-from privacy.units import UnitMatcher, _escaped_forms, _literal_pattern
 
 
 class DetectionError(Exception):

@@ -1,0 +1,113 @@
+"""Budgets and rate limits in the gateway: built once from ``limits:`` (checked at start), and ``GET /v1/budget``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from accounting.calls import Meter
+from accounting.factory import build_record_builder
+from accounting.pricing import Pricer, bundled_litellm_cost_map
+from accounting.spend import spend
+from accounting.store import UsageStore
+from gateway.errors import error_response
+from gateway.jsonio import dumps
+from gateway.settings import ConfigError, Settings
+from gateway.tenancy import Identity
+from privacy.vault import SessionStore
+from router.budgets.errors import BudgetUnavailable
+from router.budgets.ledger import Rows, Seeder, no_seed
+from router.budgets.limits import Budgets
+from router.budgets.measures import Estimator, Prices
+from router.experiments import ExperimentsSettings
+
+
+def key_name(identity: Identity) -> str | None:
+    """The name limits know a caller by: a bare key is its own name (None: no keys configured)."""
+    return identity.key if identity.owner is not None else None
+
+
+def prices_of(settings: Settings) -> Prices:
+    """The one price look-up reservations use (a cloud target with its own prices plugs in here)."""
+    accounting = settings.accounting
+    return Pricer(accounting.prices, price_version=accounting.price_version,
+                  fallback=bundled_litellm_cost_map if accounting.litellm_fallback else None)
+
+
+def check_limits(settings: Settings) -> None:
+    """What ``limits:`` needs beyond its own shape (``ConfigError``, exit 2, naming the key)."""
+    limits = settings.limits
+    _check_arms(limits.arms, settings.experiments)
+    every = {f"limits.keys.{k}": v for k, v in limits.keys.items()}
+    every.update({f"limits.arms.{k}": v for k, v in limits.arms.items()})
+    if limits.default_key is not None:
+        every["limits.default_key"] = limits.default_key
+    if limits.sessions is not None:
+        every["limits.sessions"] = limits.sessions
+    for where, value in every.items():
+        if value.cloud_usd is not None and prices_of(settings).price(settings.cloud.model, warn=False) is None:
+            raise ConfigError(f"{where}.cloud_usd: the cloud model {settings.cloud.model} has no price, so a USD "
+                              "budget cannot be counted; add it to accounting.prices")
+        if value.edge_pflops is not None:
+            models = {m.lower() for m in settings.accounting.edge_models}
+            edge = settings.edge.model.lower()
+            if edge not in models and edge.rsplit("/", 1)[-1] not in models:
+                raise ConfigError(f"{where}.edge_pflops: the edge model {settings.edge.model} has no entry in "
+                                  "accounting.edge_models, so its FLOPs cannot be counted; add its parameter count")
+
+
+def _check_arms(arms: Iterable[str], experiments: ExperimentsSettings) -> None:
+    for name in arms:
+        experiment, _, arm = name.rpartition(":")
+        found = experiments.definitions.get(experiment)
+        if found is None or arm not in found.arms:
+            known = [f"{e}:{a}" for e, x in experiments.definitions.items() for a in x.arms]
+            raise ConfigError(f"limits.arms.{name}: no such experiment arm; expected one of "
+                              f"{', '.join(known) or '(no experiments configured)'}")
+
+
+def metering_seeder(meter: Meter) -> Seeder:
+    """Counters seeded from the metering database (none when metering keeps no store)."""
+    store = getattr(meter, "store", None)
+    if not isinstance(store, UsageStore):
+        return no_seed
+
+    async def seed(rows: Rows, since: float | None) -> dict[str, float]:
+        return await asyncio.to_thread(spend, store, since=since, where=rows.where,
+                                       session_prefix=rows.session_prefix)
+
+    return seed
+
+
+def build_budgets(settings: Settings, *, sessions: SessionStore, meter: Meter, hash_key: bytes,
+                  clock: Callable[[], float] | None = None) -> Budgets | None:
+    if not settings.limits.configured:
+        return None
+    estimator = Estimator(prices_of(settings), build_record_builder(settings.accounting),
+                          default_max_tokens=settings.limits.default_max_tokens)
+    extra = {"clock": clock} if clock is not None else {}
+    return Budgets(settings.limits, store=sessions, seeder=metering_seeder(meter), estimator=estimator,
+                   hash_key=hash_key, **extra)
+
+
+def budget_endpoint(budgets: Budgets | None, session_of: Callable[[Request, str], str]) -> Callable[..., object]:
+    """``GET /v1/budget``: the caller's key's budgets and rate limits (and its session's, with ``X-Session-Id``)."""
+
+    async def endpoint(request: Request) -> Response:
+        if budgets is None:
+            return Response(dumps({"limits": []}), media_type="application/json")
+        identity: Identity = request.state.identity
+        client_session = request.headers.get("x-session-id") or request.query_params.get("session")
+        session_id = session_of(request, client_session) if client_session else None
+        scopes = budgets.scopes(key_name=key_name(identity), owner_prefix=identity.prefix, session_id=session_id)
+        try:
+            rows = await budgets.report(scopes, session_id)
+        except BudgetUnavailable as exc:
+            return error_response(503, f"The budgets cannot be read right now: {exc.reason}. Retry shortly.",
+                                  "budget_unavailable", code="budget_unavailable")
+        return Response(dumps({"limits": rows}), media_type="application/json")
+
+    return endpoint

@@ -1,0 +1,31 @@
+"""The detection layers: what in a text is sensitive, as typed spans (``Finding``), never logged with its value.
+
+The listed units (``units``), credentials (``secrets``), fixed formats (``patterns``), identifiers checked by their
+check digits (``identifiers``, ``checksums``), phone numbers (``phones``), values after a label (``labels``, read
+through ``lexicon`` and ``keyhints``), prose (``prose``), names by NER (``ner``) and the optional edge model
+(``edge_detector``), run in order by the layered detector (``detector``). ``normalise`` holds the surface forms a
+value may take (full width, escapes, base64). Code outside this folder imports the names below from here.
+"""
+
+from privacy.detect.checksums import cn_resident_id_ok, iban_ok, luhn_ok
+from privacy.detect.detector import DetectionError, LayeredDetector, Target, TextDetector
+from privacy.detect.edge_detector import EdgeEndpoint, EdgeSpanLister, HttpEdgeChat, spans_in
+from privacy.detect.findings import Finding, replace_spans, resolve_overlaps
+from privacy.detect.identifiers import IdentifierDetector
+from privacy.detect.labels import LabelledValueDetector
+from privacy.detect.lexicon import Lexicon
+from privacy.detect.ner import Entity, EntityRecognizer, SpacyRecognizer
+from privacy.detect.normalise import base64_segments, canonical, fold, variants
+from privacy.detect.patterns import PatternDetector
+from privacy.detect.phones import PhoneDetector
+from privacy.detect.prose import clauses, prose_segments
+from privacy.detect.secrets import SecretDetector
+from privacy.detect.units import Unit, UnitMatcher, UnitsDocument, units_of
+
+__all__ = [
+    "DetectionError", "EdgeEndpoint", "EdgeSpanLister", "Entity", "EntityRecognizer", "Finding", "HttpEdgeChat",
+    "IdentifierDetector", "LabelledValueDetector", "LayeredDetector", "Lexicon", "PatternDetector", "PhoneDetector",
+    "SecretDetector", "SpacyRecognizer", "Target", "TextDetector", "Unit", "UnitMatcher", "UnitsDocument",
+    "base64_segments", "canonical", "clauses", "cn_resident_id_ok", "fold", "iban_ok", "luhn_ok", "prose_segments",
+    "replace_spans", "resolve_overlaps", "spans_in", "units_of", "variants",
+]
