@@ -20,12 +20,13 @@ from accounting.database import StoreUnavailable
 from accounting.factory import build_meter
 from accounting.store import UsageStore
 from gateway.api import healthz, list_models, readyz
+from gateway.body import BodyReader
 from gateway.budgets import budget_endpoint, build_budgets, check_limits
 from gateway.dashboard.routes import dashboard_routes
 from gateway.doors import Doors, ManagedUpstream
 from gateway.errors import ClientError, StartupError, error_response
 from gateway.failures import Failure, client_failure
-from gateway.gatekeeper import Gatekeeper
+from gateway.gatekeeper import REQUEST_ID_HEADER, Gatekeeper
 from gateway.jsonio import dumps
 from gateway.keys import Keys, load_keys
 from gateway.metrics import RequestMetrics, multiprocess_exposition
@@ -236,15 +237,19 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         return refusal(request.url.path, client_failure(exc))
 
     async def unexpected(request: Request, exc: Exception) -> Response:
-        log.exception("unhandled error on %s", request.url.path, exc_info=exc)
-        return error_response(500, "The gateway failed on this request; see its log.", "internal_error")
+        # outside the gatekeeper's send: the request id it set is named here
+        request_id = str(request.scope.get("state", {}).get("request_id", "unknown"))
+        log.exception("request %s: unhandled error on %s", request_id, request.url.path, exc_info=exc)
+        return error_response(500, f"The gateway failed on this request (request id {request_id}); see its log.",
+                              "internal_error", headers={REQUEST_ID_HEADER: request_id})
 
     request_metrics = RequestMetrics()
     tenancy = RequestTenancy(services.tenancy)
     pipeline = StepPipeline(services)
-    chat = SurfaceEndpoint(ChatSurface(), pipeline, request_metrics).handle
+    reader = BodyReader(max_depth=services.settings.server.max_json_depth)  # every route's body goes through this one
+    chat = SurfaceEndpoint(ChatSurface(reader), pipeline, request_metrics).handle
     metering_metrics = metrics_endpoint(services.meter)
-    messages = SurfaceEndpoint(MessagesSurface(native=native_anthropic(services)), pipeline, request_metrics).handle
+    messages = SurfaceEndpoint(MessagesSurface(reader, native=native_anthropic(services)), pipeline, request_metrics).handle
 
     async def metrics(request: Request) -> Response:
         if (workers := multiprocess_exposition()) is not None:  # several workers: all of them, summed
@@ -258,22 +263,22 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/chat/completions", chat, methods=["POST"]),
-        Route("/v1/responses", responses_endpoint(services, pipeline, request_metrics).handle, methods=["POST"]),
+        Route("/v1/responses", responses_endpoint(services, pipeline, request_metrics, reader).handle, methods=["POST"]),
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/v1/sessions/{session_id:path}/units",
-              units_endpoint(services.protector, session_of=tenancy.own), methods=["PUT"]),
+              units_endpoint(services.protector, reader, session_of=tenancy.own), methods=["PUT"]),
         Route("/v1/sessions/{session_id:path}/privacy",
               session_privacy_endpoint(services.protector, session_of=tenancy.readable), methods=["GET"]),
         Route("/v1/usage", usage_endpoint(services.meter, scope=tenancy.usage_scope), methods=["GET"]),
         Route("/v1/budget", budget_endpoint(services.budgets, session_of=tenancy.own), methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        Route("/v1/usage/requests", usage_requests_endpoint(services.meter, scope=tenancy.usage_scope), methods=["POST"]),
-        *dashboard_routes(services),
+        Route("/v1/usage/requests", usage_requests_endpoint(services.meter, reader, scope=tenancy.usage_scope), methods=["POST"]),
+        *dashboard_routes(services, reader),
         # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
         Route("/v1/messages", messages, methods=["POST"]),
-        Route("/v1/messages/count_tokens", CountTokens().handle, methods=["POST"]),
+        Route("/v1/messages/count_tokens", CountTokens(reader).handle, methods=["POST"]),
     ]
     # Plain Starlette: the chat route is the hot path of every agent step, and FastAPI's extra per-request
     # middleware (telemetry, body limit, exit stacks) buys nothing for raw-Request endpoints.

@@ -20,8 +20,8 @@ from gateway.upstreams.provider_request import ProviderTransport, RequestShape
 from privacy.protection import Protector
 from router.budgets.limits import NO_SPEND, Spend
 from router.channels import CloudChannel, EdgeChannel, Upstream
+from router.context import CallContext, RouteTracker
 from router.fleet import Call, Pool
-from router.step import CallContext, RouteTracker
 
 log = logging.getLogger("ecgw")
 

@@ -26,6 +26,11 @@ class ClientError(Exception):
         self.code = code
 
 
+def bad(message: str, param: str) -> ClientError:
+    """A 400 for a request field (``param``: where it is, e.g. ``messages[2].content``)."""
+    return ClientError(400, message, param=param)
+
+
 def error_body(message: str, type_: str, *, param: str | None = None, code: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 

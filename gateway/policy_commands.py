@@ -146,9 +146,9 @@ async def _scores(settings: Settings, scorer_name: str | None, prompts: list[str
     from accounting.calls import NullMeter
     from gateway.upstreams.openai_http import OpenAIHTTPUpstream
     from router.channels import EdgeChannel
+    from router.context import CallContext, RouteTracker
     from router.fleet import Call, Single
     from router.policies.task_routing import TaskRoutingKnobs, build_scorer
-    from router.step import CallContext, RouteTracker
 
     raw = dict(settings.policy.knobs.get("task-routing", {}))
     if scorer_name:

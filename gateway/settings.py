@@ -119,6 +119,7 @@ class ServerSettings(_Section):
     session_keys: dict[str, str] = Field(default_factory=dict)
     admin_keys: list[KeyEntry] = Field(default_factory=list)  # may also read every tenant's reports
     max_body_bytes: int = Field(32 * 1024 * 1024, gt=0)
+    max_json_depth: int = Field(64, ge=8, le=512)  # deeper request bodies get HTTP 400 (gateway.body)
     workers: int | None = Field(None, ge=1)  # None: one per core, at most DEFAULT_MAX_WORKERS
     log_format: Literal["text", "json"] = "text"
 

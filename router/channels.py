@@ -16,11 +16,11 @@ from accounting.usage import MalformedUsage, normalise
 from privacy.protection import Protection, Protector
 from router.budgets.ledger import Hold
 from router.budgets.limits import NO_SPEND, Spend
+from router.context import CallContext, RouteTracker
 from router.errors import UpstreamError
 from router.fleet import Call, Member, Pool, cache_salt, first_token_within, retryable
 from router.provider_state import foreign_state
 from router.spans import Span, current, ending
-from router.step import CallContext, RouteTracker
 
 log = logging.getLogger("ecgw")
 

@@ -10,7 +10,7 @@ import pytest
 from privacy.errors import PrivacyUnavailable
 from privacy.protection import PassThroughProtector, Protection
 from router.channels import CloudChannel
-from router.step import CallContext, RouteTracker
+from router.context import CallContext, RouteTracker
 from tests.door import DoorViolation, GuardedCloud
 
 CANARY = "CANARY-4111-1111"

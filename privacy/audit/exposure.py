@@ -13,23 +13,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Session, select
 
+from privacy.audit.tables import PrivacyEgress
 from privacy.audit.writer import AuditWriter, Record
 from privacy.detect import UnitMatcher, fold, variants
 from privacy.egress import body_leaves, body_seams  # the last check's walk: one idea of where a body holds text
-
-
-class PrivacyEgress(SQLModel, table=True):
-    """One row per listed unit whose raw value was in a body that left for the cloud."""
-
-    __tablename__ = "privacy_egress"
-
-    id: int | None = Field(default=None, primary_key=True)
-    call_id: str = Field(index=True)
-    session_id: str = Field(index=True)
-    unit_id: str
-    created_at: float
 
 
 def exposed_unit_ids(engine: Any, session_id: str) -> set[str]:
@@ -73,11 +62,3 @@ class ExposureRecorder:
 
         self._audit.submit(build)
 
-
-def write_egress(engine: Any, rows: list[dict[str, Any]]) -> None:
-    """Store egress verdicts (the audit store's ``egress`` records)."""
-    with Session(engine) as db:
-        if rows and db.exec(select(PrivacyEgress.id).where(PrivacyEgress.call_id == rows[0]["call_id"])).first():
-            return  # a retried record the database took before
-        db.add_all([PrivacyEgress(**row) for row in rows])
-        db.commit()

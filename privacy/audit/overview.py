@@ -15,9 +15,8 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from privacy.audit.exposure import PrivacyEgress
 from privacy.audit.report import session_report
-from privacy.audit.store import PrivacyCall, PrivacyFinding, PrivacyUnit
+from privacy.audit.tables import PrivacyCall, PrivacyEgress, PrivacyFinding, PrivacyUnit
 
 _SUMMARY = ("session_id", "cloud_calls", "units_known", "units_exposed", "units_protected", "exposure")
 

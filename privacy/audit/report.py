@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from privacy.audit.exposure import exposed_unit_ids
-from privacy.audit.store import PrivacyCall, PrivacyFinding, PrivacyUnit
+from privacy.audit.tables import PrivacyCall, PrivacyFinding, PrivacyUnit
 
 _PROTECTING = {"pseudonymise", "mask"}
 

@@ -15,63 +15,19 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Session, select
 
 from accounting.migrations import migrate
+from privacy.audit.migrations import AUDIT_MIGRATIONS, VERSION_TABLE
+from privacy.audit.tables import PrivacyCall, PrivacyEgress, PrivacyFinding, PrivacyUnit
 from privacy.detect import Unit
 from privacy.seal import SealBroken, Sealer
 
 log = logging.getLogger("ecgw.privacy")
 
 
-class PrivacyCall(SQLModel, table=True):
-    __tablename__ = "privacy_call"
-
-    id: str = Field(primary_key=True)
-    session_id: str = Field(index=True)
-    request_id: str = Field(index=True)
-    experiment: str | None = Field(default=None, index=True)
-    created_at: float
-    body: str  # the JSON body exactly as sent to the cloud (scrubbed), sealed at rest (``seal_body``)
-    findings: int = 0
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    cached_tokens: int | None = None
-
-
-class PrivacyFinding(SQLModel, table=True):
-    __tablename__ = "privacy_finding"
-
-    id: int | None = Field(default=None, primary_key=True)
-    call_id: str = Field(index=True)
-    session_id: str = Field(index=True)
-    type: str
-    layer: str
-    action: str
-    location: str
-    value_hash: str
-    unit_id: str | None = None
-    field: str | None = None
-    dimension: str | None = None
-
-
-class PrivacyUnit(SQLModel, table=True):
-    """Listed units known per session (``*``: from config files, every session) — hashes only."""
-
-    __tablename__ = "privacy_unit"
-
-    session_id: str = Field(primary_key=True)
-    unit_id: str = Field(primary_key=True)
-    entity_id: str
-    field: str
-    dimension: str | None = None
-    weight: float = 1.0
-    value_hash: str
-
-
 _CALL_COLUMNS = tuple(PrivacyCall.model_fields)
 _FINDING_COLUMNS = tuple(name for name in PrivacyFinding.model_fields if name != "id")  # the database numbers them
-TABLES = [PrivacyCall.__table__, PrivacyFinding.__table__, PrivacyUnit.__table__]  # type: ignore[attr-defined]
 
 
 def normalise_for_hash(value: str) -> str:
@@ -117,8 +73,6 @@ class AuditStore:
 
     def ensure(self) -> None:
         if not self._ready:
-            from privacy.audit.migrations import AUDIT_MIGRATIONS, VERSION_TABLE
-
             migrate(self.engine, AUDIT_MIGRATIONS, version_table=VERSION_TABLE)
             self._ready = True
 
@@ -140,10 +94,7 @@ class AuditStore:
         elif kind == "units":
             self.write_units(record["session_id"], [PrivacyUnit(**u) for u in record["units"]])
         elif kind == "egress":
-            from privacy.audit.exposure import write_egress  # exposure's table, written through the same durable path
-
-            self.ensure()
-            write_egress(self.engine, record["rows"])
+            self.write_egress(record["rows"])
         else:
             raise ValueError(f"unknown audit record kind {kind!r}")
 
@@ -169,6 +120,15 @@ class AuditStore:
             details = usage.get("prompt_tokens_details") or {}
             row.cached_tokens = details.get("cached_tokens") if isinstance(details, dict) else None
             db.add(row)
+            db.commit()
+
+    def write_egress(self, rows: list[dict[str, Any]]) -> None:
+        """Egress verdicts (``privacy.audit.exposure``), written through the same durable path as every record."""
+        self.ensure()
+        with Session(self.engine) as db:
+            if rows and db.exec(select(PrivacyEgress.id).where(PrivacyEgress.call_id == rows[0]["call_id"])).first():
+                return  # a retried record the database took before
+            db.add_all([PrivacyEgress(**row) for row in rows])
             db.commit()
 
     def write_units(self, session_id: str, units: list[PrivacyUnit]) -> None:
