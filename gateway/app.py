@@ -42,7 +42,7 @@ from gateway.reload import POLL_S, Reloader, on_sighup
 from gateway.sealing import SealBroken, SealedStore
 from gateway.service import Services
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
-from gateway.settings import ConfigError, Settings, edge_endpoint
+from gateway.settings import CloudSettings, ConfigError, Settings, edge_endpoint
 from gateway.snapshot import Configuration, Snapshot, SnapshotPart
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
@@ -149,8 +149,10 @@ def build_router(settings: Settings, *, cloud_rates: CloudRateSource | None = No
             raise ConfigError(f"policy.knobs.{name}: there is no policy {name!r}; the policies are "
                               f"{', '.join(registry.names)}", param=f"policy.knobs.{name}")
     try:
-        chooser = PolicyChooser(registry, settings.policy.default, edge_model=settings.edge.model,
-                                cloud_model=settings.cloud.model, experiments=settings.experiments)
+        cloud = settings.cloud
+        chooser = PolicyChooser(registry, settings.policy.default, edge_model=settings.edge.members()[0].model,
+                                cloud_model=cloud.named_targets()[cloud.primary].model,
+                                experiments=settings.experiments, cloud_aliases=cloud.model_aliases)
     except ConfigError:
         raise
     except ValueError as exc:  # the experiments' own checks (experiments.active, the arms' weights)
@@ -180,6 +182,7 @@ def build_services(
     *,
     edge: ManagedUpstream | None = None,
     cloud: ProviderTransport | None = None,
+    cloud_transport: Callable[[CloudSettings], ProviderTransport] | None = None,
     protector: Protector | None = None,
     meter: Meter | None = None,
     sessions: SessionStore | None = None,
@@ -215,7 +218,8 @@ def build_services(
                                              seal_key=keys.derive("audit-body"))
     return Services(
         config=config,
-        doors=Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud),
+        doors=Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
+                          cloud_transport=cloud_transport),
         protector=protector,
         meter=meter,
         sessions=sessions,

@@ -66,6 +66,7 @@ class Services:
             await verify()
         await self.reloader.start()
         await self.virtual_keys.start()
+        await self.doors.start()  # the edge pool's health checks
         for part in (self.meter, self.protector):
             starter: Any = getattr(part, "start", None)
             if starter is not None:
