@@ -114,3 +114,30 @@ def test_dashboard_windows_are_checked_and_bounded(admin_gw):
     for since in ("90d", "400d", "all"):  # wide windows draw a bounded number of bars
         r = httpx.get(admin_gw + "/ui/charts/rate.svg", params={"since": since}, headers=auth)
         assert r.status_code == 200 and r.text.count("<rect") <= 500
+
+
+def test_session_ids_are_bounded_and_echoed_once_encoded(gw, edge):
+    from urllib.parse import quote
+
+    auth = {"Authorization": f"Bearer {KEY}"}
+    chat = {"messages": [{"role": "user", "content": "hi"}]}
+    long_id = "s" * 513
+    r = httpx.post(gw + "/v1/chat/completions", json=chat, headers={**auth, "X-Session-Id": long_id})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "session_id" and r.headers["x-ecgw-request-id"]
+    assert "x-ecgw-session" not in r.headers
+    r = httpx.post(gw + "/v1/messages", json={**chat, "max_tokens": 5}, headers={**auth, "X-Session-Id": long_id})
+    assert r.status_code == 400 and r.json()["type"] == "error"
+    r = httpx.post(gw + "/v1/messages", json={**chat, "max_tokens": 5},
+                   headers={**auth, "X-Claude-Code-Session-Id": long_id})
+    assert r.status_code == 400
+    for path in (f"/v1/sessions/{long_id}/units", f"/v1/sessions/{long_id}/grade"):
+        r = httpx.put(gw + path, json={"items": [], "score": 1}, headers=auth)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_session_id", (path, r.text)
+    assert httpx.get(gw + f"/v1/sessions/{long_id}/privacy", headers=auth).status_code == 400
+    assert httpx.post(gw + "/v1/chat/completions", json=chat,
+                      headers={**auth, "X-Session-Id": "s" * 512}).status_code == 200
+    # a UTF-8 id in the header comes back percent-encoded once (not its Latin-1 reading encoded again)
+    session = "café-Ω-会话"
+    r = httpx.post(gw + "/v1/chat/completions", json=chat,
+                   headers=[("Authorization", f"Bearer {KEY}"), ("X-Session-Id", session.encode())])
+    assert r.status_code == 200 and r.headers["x-ecgw-session"] == quote(session, safe="")
