@@ -141,3 +141,28 @@ def test_session_ids_are_bounded_and_echoed_once_encoded(gw, edge):
     r = httpx.post(gw + "/v1/chat/completions", json=chat,
                    headers=[("Authorization", f"Bearer {KEY}"), ("X-Session-Id", session.encode())])
     assert r.status_code == 200 and r.headers["x-ecgw-session"] == quote(session, safe="")
+
+
+def test_sqlite_files_are_created_readable_by_their_owner_only(tmp_path, edge, cloud):
+    import os
+    import stat
+
+    old = os.umask(0o022)  # the usual default, under which SQLite itself creates 0644 files
+    try:
+        with running_gateway(edge, cloud, database_url=f"sqlite:///{tmp_path / 'metering.db'}",
+                             privacy={"layers": {"ner": False}},  # the audit: in the metering file
+                             sessions={"store": "sqlite", "sqlite_path": str(tmp_path / "sessions.db")},
+                             secrets={"key_file": str(tmp_path / "ecgw.key")}) as (url, _):
+            units = {"items": [{"entity_id": "c", "name": "c", "sensitive_fields": [
+                {"field": "phone", "value": "13812345678", "dimension": "contact", "weight": 1}]}]}
+            assert httpx.put(url + "/v1/sessions/s1/units", json=units).status_code == 200
+            r = httpx.post(url + "/v1/chat/completions", headers={"X-Session-Id": "s1"}, timeout=30,
+                           json={"model": "ecgw/cloud-only", "messages": [{"role": "user", "content": "13812345678"}]})
+            assert r.status_code == 200, r.text
+            assert httpx.get(url + "/v1/usage").status_code == 200
+    finally:
+        os.umask(old)
+    created = sorted(p.name for p in tmp_path.iterdir() if ".db" in p.name)
+    assert {"metering.db", "sessions.db"} <= set(created), created
+    modes = {name: stat.S_IMODE((tmp_path / name).stat().st_mode) for name in created}
+    assert all(mode == 0o600 for mode in modes.values()), {k: oct(v) for k, v in modes.items()}
