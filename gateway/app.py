@@ -37,7 +37,7 @@ from gateway.privacy_routes import session_privacy_endpoint, units_endpoint
 from gateway.sealing import SealBroken, SealedStore
 from gateway.service import Services
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
-from gateway.settings import ConfigError, Settings, edge_endpoint
+from gateway.settings import CloudSettings, ConfigError, Settings, edge_endpoint
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
 from gateway.surfaces.messages import CountTokens, MessagesSurface, native_anthropic
@@ -139,8 +139,10 @@ def build_router(settings: Settings, *, cloud_rates: CloudRateSource | None = No
     also calls it before it starts workers. A bad value raises ``ConfigError`` naming the key."""
     registry = PolicyRegistry(builtin_policies(cloud_rates=cloud_rates), settings.policy.knobs)
     try:
-        chooser = PolicyChooser(registry, settings.policy.default, edge_model=settings.edge.model,
-                                cloud_model=settings.cloud.model, experiments=settings.experiments)
+        cloud = settings.cloud
+        chooser = PolicyChooser(registry, settings.policy.default, edge_model=settings.edge.members()[0].model,
+                                cloud_model=cloud.named_targets()[cloud.primary].model,
+                                experiments=settings.experiments, cloud_aliases=cloud.model_aliases)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     return registry, chooser
@@ -168,6 +170,7 @@ def build_services(
     *,
     edge: ManagedUpstream | None = None,
     cloud: ProviderTransport | None = None,
+    cloud_transport: Callable[[CloudSettings], ProviderTransport] | None = None,
     protector: Protector | None = None,
     meter: Meter | None = None,
     sessions: SessionStore | None = None,
@@ -185,7 +188,8 @@ def build_services(
                                              seal_key=keys.derive("audit-body"))
     return Services(
         settings=settings,
-        doors=Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud),
+        doors=Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
+                          cloud_transport=cloud_transport),
         policies=registry,
         chooser=chooser,
         protector=protector,

@@ -91,8 +91,9 @@ def serve(args: argparse.Namespace) -> int:
     preflight(settings)  # fail here, once, with a message, not in every worker with a traceback
     configure_logging(settings.server.log_format)
     from gateway.launch.edge import launch_edge
-    if (missing := missing_cloud_key(settings.cloud)) is not None:
-        print(f"ecgw: warning: {missing}", file=sys.stderr)
+    for target in settings.cloud.named_targets():
+        if (missing := missing_cloud_key(settings.cloud.for_target(target))) is not None:
+            print(f"ecgw: warning: {missing}", file=sys.stderr)
     launched = None
     try:
         settings, launched = launch_edge(settings, out=sys.stderr)  # only here: workers never launch

@@ -42,6 +42,7 @@ class Services:
         verify: Any = getattr(self.sessions, "verify", None)  # an encrypted store: the key opens it
         if verify is not None:
             await verify()
+        await self.doors.start()  # the edge pool's health checks
         for part in (self.meter, self.protector):
             starter: Any = getattr(part, "start", None)
             if starter is not None:

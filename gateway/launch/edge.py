@@ -39,7 +39,7 @@ def edge_answers(base_url: str, *, api_key_env: str | None = None, timeout_s: fl
 
 
 def wants_launch(edge: EdgeSettings) -> bool:
-    if edge.launch == "never":
+    if edge.launch == "never" or edge.deployments:  # a pool never launches: its members are servers of their own
         return False
     return edge.launch == "always" or not edge_answers(edge.base_url, api_key_env=edge.api_key_env)
 
