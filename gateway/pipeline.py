@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 from accounting.calls import StepRecord
 from gateway.budgets import key_name
+from gateway.errors import ClientError
 from gateway.logs import log_request
 from gateway.metrics import RequestMetrics
 from gateway.policy_choice import PolicyDecision
@@ -119,6 +120,10 @@ class StepPipeline:
         outcome.span.set("ecgw.session", outcome.session_hash)
         decision = await s.chooser.decide(headers, body, session)
         policy_name = outcome.policy = decision.policy
+        if identity.policies is not None and policy_name not in identity.policies:
+            raise ClientError(403, f"This key may use the policies {', '.join(identity.policies)}, not "
+                                   f"{policy_name} (chosen for this step); name one of them in 'model'.",
+                              type_="permission_error", param="model", code="policy_not_allowed")
         outcome.arm = decision.arm
         context = CallContext(request_id=request_id, session_id=session_id, policy=policy_name,
                               experiment=decision.experiment, arm=decision.arm, owner=identity.owner)

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.requests import Request
 
@@ -32,6 +33,22 @@ from gateway.settings import ApiKey, ServerSettings, SessionSettings
 
 _OWNER_HEX = 24  # 96 bits of the owner's keyed hash
 _ID_HEX = 24
+
+
+@dataclass(frozen=True)
+class RuntimeKey:
+    """A virtual key as authentication sees it (``gateway.admin.virtual_keys``)."""
+
+    id: str
+    tenant: str
+    session: str | None = None
+    policies: tuple[str, ...] | None = None  # None: every policy
+    limits: Mapping[str, Any] | None = None
+    expires_at: float | None = None
+
+
+class RuntimeKeys(Protocol):
+    def find(self, secret: str) -> RuntimeKey | None: ...
 
 
 @dataclass(frozen=True)
@@ -47,6 +64,8 @@ class Identity:
     name: str | None = field(default=None, repr=False)
     tenant: str | None = field(default=None, repr=False)
     label: str | None = None
+    policies: tuple[str, ...] | None = None  # a virtual key's allowed policies; None: every policy
+    limits: Mapping[str, Any] | None = field(default=None, repr=False)  # a virtual key's limits (the budgets')
 
     @property
     def prefix(self) -> str:
@@ -108,8 +127,11 @@ def from_header(value: str) -> str:
 
 class Tenancy:
     def __init__(self, server: ServerSettings, sessions: SessionSettings, *, owner_key: bytes,
-                 session_id_key: bytes) -> None:
+                 session_id_key: bytes, runtime: RuntimeKeys | None = None, clock: Callable[[], float] = time.time
+                 ) -> None:
         self._sessions = sessions
+        self._runtime = runtime
+        self._clock = clock
         self._id_key = session_id_key
         # Every configured key's identity, worked out once: a request then costs one dict lookup, no hashing.
         self._identities: dict[str, Identity] = {}
@@ -121,7 +143,7 @@ class Tenancy:
                                                     tenant=key.tenant, label=label)
         for secret, bound in server.session_keys.items():  # every key bound to one session shares it
             owner = "k." + _hash(owner_key, "bound\0" + bound, _OWNER_HEX)
-            self._identities[secret] = Identity(secret, owner, bound_session=bound, label=owner)
+            self._identities[secret] = Identity(secret, owner, bound_session=bound, name=secret, label=owner)
 
     @property
     def multi_tenant(self) -> bool:
@@ -136,6 +158,12 @@ class Tenancy:
             raise ClientError(401, "Missing API key: send 'Authorization: Bearer <key>' with a key from "
                                    "server.api_keys.", type_="authentication_error", code="invalid_api_key")
         identity = self._identities.get(key)
+        if identity is None and self._runtime is not None and (found := self._runtime.find(key)) is not None:
+            if found.expires_at is not None and found.expires_at <= self._clock():
+                raise ClientError(401, f"The API key {found.id} has expired; ask an admin for a new one.",
+                                  type_="authentication_error", code="expired_api_key")
+            return Identity(key, tenant_owner(found.tenant), bound_session=found.session, name=found.id,
+                            tenant=found.tenant, label=found.id, policies=found.policies, limits=found.limits)
         if identity is None:
             raise ClientError(401, "Invalid API key: use a key listed in server.api_keys.",
                               type_="authentication_error", code="invalid_api_key")
