@@ -103,6 +103,28 @@ def owner_moves(server: ServerSettings, owner_key: bytes) -> dict[str, str]:
             for k in (*server.keys(), *server.admins()) if k.named}
 
 
+MAX_SESSION_ID = 512  # characters; a session id is echoed in a header and kept in every record
+
+
+def checked_id(client_id: str) -> str:
+    """A client's session id, refused (400) when it is longer than ``MAX_SESSION_ID``."""
+    if len(client_id) > MAX_SESSION_ID:
+        raise ClientError(400, f"The session id is {len(client_id)} characters long; use at most {MAX_SESSION_ID}.",
+                          param="session_id", code="invalid_session_id")
+    return client_id
+
+
+def from_header(value: str) -> str:
+    """A header value as the client wrote it: HTTP headers arrive decoded as Latin-1, so UTF-8 ids (``café``) are
+    read back as UTF-8 rather than kept as mojibake (which the echo would then percent-encode twice)."""
+    if value.isascii():
+        return value
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
+
+
 class Tenancy:
     def __init__(self, server: ServerSettings, sessions: SessionSettings, *, owner_key: bytes,
                  session_id_key: bytes, runtime: RuntimeKeys | None = None, clock: Callable[[], float] = time.time
@@ -156,13 +178,15 @@ class Tenancy:
             client, source = identify_session(headers, body, api_key=None, session_keys={},
                                               fingerprint_fallback=self._sessions.fingerprint_fallback, hint=hint)
             if source in ("user", "metadata"):
-                client = "u-" + _hash(self._id_key, client, _ID_HEX)
+                client = "u-" + _hash(self._id_key, checked_id(client), _ID_HEX)
+            elif source in ("header", "surface"):
+                client = checked_id(from_header(client))
         return identity.prefix + client, client
 
     def named(self, identity: Identity, client_id: str) -> str:
         """The internal id of a session a request names in its path (units, privacy report): always the caller's
         own, so naming another owner's id reaches an independent, empty session."""
-        return identity.prefix + client_id
+        return identity.prefix + checked_id(client_id)
 
     def readable(self, identity: Identity, client_id: str) -> str:
         """Like ``named``, except that an admin names any session by its internal id."""
