@@ -18,15 +18,13 @@ def identify_session(
     headers: Mapping[str, str],
     body: Mapping[str, Any],
     *,
-    api_key: str | None,
-    session_keys: Mapping[str, str],
     fingerprint_fallback: bool = True,
     hint: str | None = None,
 ) -> tuple[str, str]:
     """``(session_id, source)``, in order: ``X-Session-Id`` header; the surface's own session header
-    (``hint``: Claude Code's, Codex's); ``metadata.session_id``; ``user``; a virtual key bound to a session;
-    a fingerprint of the first system and user messages (fragile: two different runs of the same task share
-    it)."""
+    (``hint``: Claude Code's, Codex's); ``metadata.session_id``; ``user``; a fingerprint of the first system and
+    user messages (fragile: two different runs of the same task share it). A key bound to a session never gets
+    here: tenancy gives its session before asking (``Tenancy.session``)."""
     header = headers.get("x-session-id")
     if header:
         return header, "header"
@@ -38,8 +36,6 @@ def identify_session(
     user = body.get("user")
     if isinstance(user, str) and user:
         return user, "user"
-    if api_key and api_key in session_keys:
-        return session_keys[api_key], "key"
     return fingerprint(body) if fingerprint_fallback else "anonymous", "fingerprint"
 
 
