@@ -47,8 +47,8 @@ from gateway.tenancy import RequestTenancy, Tenancy
 from gateway.tracing import SessionHasher, Tracing, build_tracing
 from gateway.upstreams.provider_request import ProviderTransport
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
+from privacy import Protector
 from privacy.factory import build_protector
-from privacy.protection import Protector
 from privacy.vault import SessionStore
 from router.policies import builtin_policies
 from router.policies.random_matched import CloudRateSource

@@ -12,7 +12,7 @@ from gateway.policy_choice import PolicyChooser
 from gateway.settings import Settings
 from gateway.tenancy import Tenancy
 from gateway.tracing import NoTracing, SessionHasher, Tracing
-from privacy.protection import Protector
+from privacy import Protector
 from privacy.vault import SessionStore
 from router.budgets.limits import Budgets
 from router.policy import PolicyRegistry

@@ -21,10 +21,10 @@ from privacy.detect import (
     SpacyRecognizer,
 )
 from privacy.egress import EgressCheck
+from privacy.hook import PassThroughProtector, Protector
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
 from privacy.passthrough import RecordingPassThroughProtector
-from privacy.protection import PassThroughProtector, Protector
 from privacy.protector import PrivacyProtector
 from privacy.registry import UnitRegistry
 from privacy.scrubber import ActionTable, Scrubber, SharedDetections

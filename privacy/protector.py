@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 from privacy.audit import AuditedUnits, AuditWriter, Hasher, Record, call_row, finding_row, safe_location, seal_body
 from privacy.detect import DetectionError, Finding, Unit, UnitsDocument
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
+from privacy.hook import Protection, StreamRestorer
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
-from privacy.protection import Protection, StreamRestorer
 from privacy.registry import UnitRegistry
 from privacy.restore import Restorer, given_placeholders
 from privacy.scrubber import Applied, DetectionCache, Prepared, Scrubber, ScrubResult, prepare

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from accounting.calls import Meter, UpstreamCall
 from accounting.usage import MalformedUsage, normalise
-from privacy.protection import Protection, Protector
+from privacy import Protection, Protector
 from router.budgets.ledger import Hold
 from router.budgets.limits import NO_SPEND, Spend
 from router.context import CallContext, RouteTracker

@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
+from privacy import PassThroughProtector, Protection
 from privacy.errors import PrivacyUnavailable
-from privacy.protection import PassThroughProtector, Protection
 from router.channels import CloudChannel
 from router.context import CallContext, RouteTracker
 from tests.door import DoorViolation, GuardedCloud

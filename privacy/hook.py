@@ -1,4 +1,5 @@
-"""The privacy hook inside the cloud channel: protect what leaves, restore what comes back."""
+"""The privacy hook inside the cloud channel (the protocols the router sees; ``privacy.protector`` implements them):
+protect what leaves, restore what comes back."""
 
 from __future__ import annotations
 
@@ -43,11 +44,11 @@ class SessionPrivacy(Protocol):
     async def register_units(self, session_id: str, document: UnitsDocument) -> list[Unit]: ...
 
     async def session_exposure(self, session_id: str) -> dict[str, Any] | None:
-        """The session's per-unit exposure (``privacy.audit.report``); None when the audit is off."""
+        """The session's per-unit exposure (``privacy.audit.session_report``); None when the audit is off."""
         ...
 
     async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:
-        """``read(engine, open_body, *args)`` over the audit (the dashboard's reads, ``privacy.audit.overview``), after
+        """``read(engine, open_body, *args)`` over the audit (the dashboard's reads, ``privacy.audit.dashboard``), after
         every write queued before it; None when the audit is off."""
         ...
 
