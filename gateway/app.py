@@ -19,6 +19,7 @@ from accounting.calls import Meter
 from accounting.database import StoreUnavailable
 from accounting.factory import build_meter
 from accounting.store import UsageStore
+from accounting.writer import StoreMeter
 from gateway.api import healthz, list_models, readyz
 from gateway.body import BodyReader
 from gateway.budgets import budget_endpoint, build_budgets, check_limits
@@ -49,7 +50,7 @@ from gateway.upstreams.provider_request import ProviderTransport
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
 from privacy import Protector
 from privacy.factory import build_protector
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
 from router.policies import builtin_policies
 from router.policies.random_matched import CloudRateSource
 from router.policy import PolicyRegistry
@@ -98,9 +99,9 @@ def check_secrets(settings: Settings) -> Keys:
 
         async def verify() -> None:
             try:
-                await store.verify()  # type: ignore[attr-defined]
+                await store.verify()
             finally:
-                await store.aclose()  # type: ignore[attr-defined]
+                await store.aclose()
 
         try:
             asyncio.run(verify())
@@ -117,9 +118,9 @@ def check_secrets(settings: Settings) -> Keys:
 def measured_rates(meter: Meter) -> CloudRateSource | None:
     """Arms' measured cloud-call rates from the metering store, for ``random-matched``'s ``match`` knob (read at
     most once a minute per arm). None when metering keeps no store; a failed read falls back to the knob's p."""
-    store = getattr(meter, "store", None)
-    if not isinstance(store, UsageStore):
+    if not isinstance(meter, StoreMeter):
         return None
+    store: UsageStore = meter.store
 
     def counts_of(experiment: str, arm: str) -> tuple[int, int] | None:
         try:
@@ -251,9 +252,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         if (workers := multiprocess_exposition()) is not None:  # several workers: all of them, summed
             return Response(workers, media_type=CONTENT_TYPE_LATEST)
         metering = await metering_metrics(request)
-        privacy_metrics = getattr(services.protector, "metrics", None)  # the last check's hits (privacy.metrics)
-        extra = privacy_metrics.exposition() if privacy_metrics is not None else b""
-        extra += services.doors.exposition()
+        extra = services.protector.exposition() + services.doors.exposition()  # the last check's hits, the boundary's
         return Response(request_metrics.exposition() + bytes(metering.body) + extra, media_type=metering.media_type)
 
     routes = [

@@ -67,10 +67,7 @@ class Doors:
 
     async def aclose(self) -> None:
         for upstream in (self._edge, self._cloud):
-            closer = getattr(upstream, "aclose", None)
-            if closer is None:
-                continue
             try:
-                await closer()
+                await upstream.aclose()
             except Exception:  # one upstream failing to close must not keep the other open
                 log.exception("closing the %s upstream failed", upstream.side)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gateway.jsonio import dumps, loads
-from router.errors import SessionStoreUnavailable
+from privacy.session_store import SessionStoreUnavailable
 
 
 def identify_session(
@@ -108,9 +108,14 @@ class MemorySessionStore:
             self._data.pop(sid, None)
         return len(stale)
 
+    async def verify(self) -> None:
+        return None  # nothing persists, so nothing sealed to open
+
+    async def aclose(self) -> None:
+        return None
+
 
 _BUSY_RETRIES = 5  # BEGIN IMMEDIATE attempts (each waits up to the 5 s busy timeout) before a 503
-
 
 class SQLiteSessionStore:
     """Session state in a SQLite file (WAL), shared by every worker on one machine, so that the next step of
@@ -232,6 +237,9 @@ class SQLiteSessionStore:
                 raise
 
         await self._call(work)
+
+    async def verify(self) -> None:
+        return None  # plain values: nothing sealed to open (``SealedStore`` checks its key)
 
     async def aclose(self) -> None:
         self._executor.shutdown(wait=True)

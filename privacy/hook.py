@@ -36,6 +36,18 @@ class Protector(Protocol):
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None) -> Protection: ...
 
+    async def start(self) -> None:
+        """Start what needs the running event loop (the audit's writer); called once, before the first call."""
+        ...
+
+    async def aclose(self) -> None:
+        """Flush the audit and stop; nothing queued is lost."""
+        ...
+
+    def exposition(self) -> bytes:
+        """Its Prometheus metrics (the last check's hits), for ``/metrics``; empty when it keeps none."""
+        ...
+
 
 @runtime_checkable
 class SessionPrivacy(Protocol):
@@ -78,3 +90,12 @@ class PassThroughProtector:
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None) -> Protection:
         return _PassThroughProtection(body)
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    def exposition(self) -> bytes:
+        return b""

@@ -31,6 +31,10 @@ class Upstream(Protocol):
 
     def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
 
+    async def aclose(self) -> None:
+        """Close its connections; the last call on an upstream."""
+        ...
+
 
 class CloudUpstream(Upstream, Protocol):
     """The cloud as ``CloudChannel`` sees it (``gateway.upstreams.boundary``): it also says which part of a body
