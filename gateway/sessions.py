@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from accounting.database import create_private
 from gateway.jsonio import dumps, loads
 from privacy.session_store import SessionStoreUnavailable
 
@@ -131,6 +132,7 @@ class SQLiteSessionStore:
         self._ttl = ttl_s
         self._clock = clock
         self._writes = 0
+        create_private(path)  # 0600: sealed values, but session ids and timestamps too
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=5.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")

@@ -18,6 +18,7 @@ from privacy.detect import (
     PhoneDetector,
     SecretDetector,
     SpacyRecognizer,
+    shared_people,
 )
 from privacy.egress import EgressCheck
 from privacy.hook import PassThroughProtector, Protector
@@ -68,7 +69,8 @@ def build_detector(settings: PrivacySettings, *, edge: EdgeEndpoint | None = Non
     return LayeredDetector(settings.layers, secrets=SecretDetector(), patterns=PatternDetector(), ner=ner,
                            max_segment_chars=settings.ner.max_segment_chars,
                            edge=lister or build_edge_lister(settings, edge),
-                           edge_segment_chars=settings.edge_detector.max_segment_chars)
+                           edge_segment_chars=settings.edge_detector.max_segment_chars,
+                           people=shared_people() if settings.layers.people else None)
 
 
 def _audit(settings: PrivacySettings, database_url: str, hash_key: bytes | None) -> tuple[AuditWriter, Hasher]:

@@ -20,6 +20,8 @@ class LayerSettings(_Section):
     secrets: bool = True  # cloud keys, tokens, JWTs, private keys, credentialed URLs, passwords
     patterns: bool = True  # PII patterns: emails, phones (incl. mainland China), cards, IBAN, SSN, CN resident ID…
     ner: bool = True  # presidio named entities (English spaCy model) on natural-language text only
+    people: bool = True  # names (Chinese via jieba, English by context and table columns), dates of birth, pay and
+    # home addresses that no label states (privacy.detect.people)
 
 
 class NerSettings(_Section):

@@ -15,6 +15,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from accounting.database import StoreUnavailable
+from accounting.reports import BadReportRequest
 from gateway.body import BodyReader
 from gateway.dashboard import charts
 from gateway.dashboard.access import allowed, login, login_page
@@ -62,6 +63,8 @@ def dashboard_routes(services: Services, reader: BodyReader, dashboard: Dashboar
                                       "authentication_error", code="invalid_api_key")
             try:
                 return await handler(request)
+            except BadReportRequest as exc:
+                return error_response(400, str(exc), "invalid_request_error", param="since")
             except MeteringOff as exc:
                 return error_response(503, str(exc), "metering_disabled")
             except StoreUnavailable as exc:

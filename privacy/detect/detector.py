@@ -30,6 +30,12 @@ class TextDetector(Protocol):
     def find(self, text: str) -> list[Finding]: ...
 
 
+class LabelledTextDetector(Protocol):
+    """A detector that also reads the key the text sits under (``privacy.detect.people``)."""
+
+    def find(self, text: str, label: str | None) -> list[Finding]: ...
+
+
 @dataclass(frozen=True)
 class Target:
     """One string to scan. ``prose``: may hold natural language worth a NER pass (not a key, not a number)."""
@@ -100,7 +106,7 @@ def _plain_occurrences(value: str, text: str) -> Iterator[tuple[int, int]]:
         pos = text.find(words[0], pos + 1)
 
 
-_PROPAGATE = ("patterns", "keys")
+_PROPAGATE = ("patterns", "keys", "people")
 
 
 def _everywhere(text: str, findings: list[Finding]) -> list[Finding]:
@@ -127,7 +133,8 @@ def _covered(text: str, findings: list[Finding]) -> bool:
 class LayeredDetector:
     def __init__(self, layers: LayerSettings, *, secrets: TextDetector, patterns: TextDetector,
                  ner: EntityRecognizer | None, max_segment_chars: int = 4000,
-                 edge: EntityRecognizer | None = None, edge_segment_chars: int = 600) -> None:
+                 edge: EntityRecognizer | None = None, edge_segment_chars: int = 600,
+                 people: LabelledTextDetector | None = None) -> None:
         self._layers = layers
         self._secrets = secrets
         self._patterns = patterns
@@ -135,6 +142,7 @@ class LayeredDetector:
         self._max_segment_chars = max_segment_chars
         self._edge = edge  # the edge model as a detector (privacy.edge_detector), after every other layer
         self._edge_segment_chars = edge_segment_chars
+        self._people = people if layers.people else None
         self._keys = KeyHintDetector()
         self._labels = LabelledValueDetector()
         self._identifiers = IdentifierDetector()
@@ -178,6 +186,8 @@ class LayeredDetector:
                 shaped.extend(self._phones.find(text))
                 shaped.extend(self._keys.find(text, target.label))
                 shaped.extend(self._labels.find(text, target.label))
+            if self._people is not None:
+                shaped.extend(self._people.find(text, target.label))
             if text != target.text:
                 shaped = [replace(f, value=target.text[f.start:f.end]) for f in shaped]
             found[i].extend(shaped)

@@ -14,7 +14,7 @@ class Finding:
     start: int
     end: int
     value: str
-    layer: str  # units | secrets | patterns | ner | keys | images
+    layer: str  # units | secrets | patterns | keys | people | ner | edge | images
     key: str  # the vault key: equal keys get the same placeholder (normalised value, or the unit's id)
     unit_id: str | None = None
     field: str | None = None
@@ -27,7 +27,7 @@ class Finding:
         return replace(self, location=location)
 
 
-_LAYER_RANK = {"units": 0, "secrets": 1, "patterns": 2, "keys": 3, "ner": 4}
+_LAYER_RANK = {"units": 0, "secrets": 1, "patterns": 2, "keys": 3, "people": 3, "ner": 4}
 
 
 def resolve_overlaps(findings: list[Finding]) -> list[Finding]:

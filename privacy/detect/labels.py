@@ -26,6 +26,7 @@ from privacy.detect.findings import Finding
 from privacy.detect.keyhints import structured_pairs
 from privacy.detect.lexicon import Lexicon
 from privacy.detect.normalise import canonical
+from privacy.detect.references import business_reference
 from privacy.detect.secrets import _PLACEHOLDER_VALUES, CODE_VALUE
 from privacy.detect.units import _escaped_forms, _literal_pattern
 
@@ -230,8 +231,8 @@ class LabelledValueDetector:
             if read:  # else the separator was inside the values (``$166,500`` in a TSV): try the next one
                 return
 
-    def _in_text(self, text: str) -> Iterator[tuple[str, str, int, int]]:
-        """(type, canonical value, start, end) for ``label <connector> value`` anywhere in the text."""
+    def _in_text(self, text: str) -> Iterator[tuple[str, str, int, int, str]]:
+        """(type, canonical value, start, end, label) for ``label <connector> value`` anywhere in the text."""
         for m in self._lexicon.phrase.finditer(text):
             c = self._connector.match(text, m.end())
             if c is None:
@@ -266,7 +267,7 @@ class LabelledValueDetector:
                     accepted = self._accept(types, text[start:more.end()], False)
             if accepted is not None:
                 type_, value, length = accepted
-                yield type_, value, start, start + length
+                yield type_, value, start, start + length, m.group(0)
 
     def find(self, text: str, label: str | None) -> list[Finding]:
         hinted: dict[str, str] = {}
@@ -275,17 +276,19 @@ class LabelledValueDetector:
             types = self.label_types(label)
             if types:
                 accepted = self._accept(types, text.strip(), True)
-                if accepted is not None:
+                if accepted is not None and not _reference(accepted[0], label, text):
                     hinted.setdefault(text.strip(), accepted[0])
         for key, value in itertools.chain(structured_pairs(text, self._csv_pairs), _json_label_pairs(text),
                                           _query_pairs(text)):
             types = self.label_types(key)
             if types:
                 accepted = self._accept(types, value.strip(), True)
-                if accepted is not None:
+                if accepted is not None and not _reference(accepted[0], key, value):
                     hinted.setdefault(value.strip(), accepted[0])
-        for type_, value, start, end in self._in_text(text):
+        for type_, value, start, end, phrase in self._in_text(text):
             raw = text[start:end]
+            if _reference(type_, phrase, raw):
+                continue
             out.append(Finding(type=type_, start=start, end=end, value=raw, layer="patterns",
                                key=f"{type_}:{value}"))
             hinted.setdefault(raw, type_)
@@ -299,6 +302,11 @@ class LabelledValueDetector:
                 out.append(Finding(type=type_, start=start, end=end, value=text[start:end], layer="patterns",
                                    key=key))
         return out
+
+
+def _reference(type_: str, label: str, value: str) -> bool:
+    """An account-number reading that is a business reference the agent needs (``privacy.detect.references``)."""
+    return type_ == "ACCOUNT_NUMBER" and business_reference(label, value)
 
 
 _LABEL_KEYS = ("text", "name", "label", "key", "field", "display", "title")

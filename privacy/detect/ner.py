@@ -17,6 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from privacy.detect.org_words import ORG_WORDS
 from privacy.settings import NerSettings
 
 # presidio-analyzer's ``MODEL_TO_PRESIDIO_ENTITY_MAPPING`` (nlp_engine/ner_model_configuration.py) for the labels
@@ -42,8 +43,11 @@ _NOT_A_NAME = re.compile(r"[0-9/\\_@#$%{}<>=|:;]")
 
 
 def _plausible(entity: Entity) -> bool:
+    """Not a code-like span, and not an organisation, a product or a business (``Allianz Partners``, ``Focus Mode``,
+    ``Westfield Stratford City``): the small model tags those PERSON or LOCATION, and agents need them."""
     value = entity.value.strip()
-    return len(value) >= 3 and not _NOT_A_NAME.search(value) and any(ch.isupper() for ch in value)
+    return len(value) >= 3 and not _NOT_A_NAME.search(value) and any(ch.isupper() for ch in value) \
+        and value.split()[-1].casefold() not in ORG_WORDS
 
 
 def ner_only(nlp: Any) -> Any:
