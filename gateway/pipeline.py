@@ -118,6 +118,7 @@ class StepPipeline:
         session = SessionState(session_id, s.sessions)
         outcome.session_hash = s.session_hash(session_id)
         outcome.span.set("ecgw.session", outcome.session_hash)
+        outcome.span.set("gen_ai.conversation.id", outcome.session_hash)  # the keyed hash, never the id
         decision = await s.chooser.decide(headers, body, session)
         policy_name = outcome.policy = decision.policy
         if identity.policies is not None and policy_name not in identity.policies:
