@@ -30,7 +30,9 @@ _PLACEHOLDER_VALUES = {"true", "false", "null", "none", "required", "optional", 
                        "your_password", "password", "secret", "xxx", "xxxx", "******", "********", "****"}
 
 RULES: tuple[SecretRule, ...] = (
-    _r("PRIVATE_KEY", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
+    # from the BEGIN line to its END line or, in a truncated paste, to the end of the text (PGP's "KEY BLOCK" too)
+    _r("PRIVATE_KEY", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+                      r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"),
     _r("AWS_ACCESS_KEY", r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}(?![A-Z0-9])"),
     _r("CLOUD_SECRET_KEY", r"(?i)(?:aws_secret_access_key|aws_secret_key|secret_access_key|secretaccesskey|"
                            r"access_key_secret|accesskeysecret|secret_key|secretkey)" + _Q + r"\s*[:=]\s*" + _Q +
