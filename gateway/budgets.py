@@ -26,8 +26,10 @@ from router.experiments import ExperimentsSettings
 
 
 def key_name(identity: Identity) -> str | None:
-    """The name limits know a caller by: a bare key is its own name (None: no keys configured)."""
-    return identity.key if identity.owner is not None else None
+    """The name limits know a caller by: its entry's name (a bare key is its own name; None: no keys configured)."""
+    if identity.owner is None:
+        return None
+    return identity.name or identity.key
 
 
 def prices_of(settings: Settings) -> Prices:
