@@ -6,14 +6,15 @@ from typing import Any
 
 from starlette.responses import Response
 
+from accounting.errors import EcgwError
 from gateway.jsonio import dumps
 
 
-class StartupError(Exception):
+class StartupError(EcgwError):
     """Something the gateway needs at start is not there (e.g. the metering database); the message says what."""
 
 
-class ClientError(Exception):
+class ClientError(EcgwError):
     """Bad input from the client; ``status`` and ``message`` go back as they are."""
 
     def __init__(self, status: int, message: str, *, type_: str = "invalid_request_error",
@@ -24,6 +25,11 @@ class ClientError(Exception):
         self.type = type_
         self.param = param
         self.code = code
+
+
+def bad(message: str, param: str) -> ClientError:
+    """A 400 for a request field (``param``: where it is, e.g. ``messages[2].content``)."""
+    return ClientError(400, message, param=param)
 
 
 def error_body(message: str, type_: str, *, param: str | None = None, code: str | None = None) -> dict[str, Any]:

@@ -1,10 +1,13 @@
-"""What every route shares, as one ASGI middleware: the body limit (``server.max_body_bytes``) on every request,
-and the API key on every route but the open ones (the caller's ``Identity`` lands in ``request.state.identity``).
+"""What every route shares, as one ASGI middleware: a request id (``request.state.request_id``, echoed as
+``x-ecgw-request-id`` on every response, refusals included), the body limit (``server.max_body_bytes``) on every
+request, and the API key on every route but the open ones (the caller's ``Identity`` lands in
+``request.state.identity``).
 Refusals come in the shape the route's clients read: Anthropic's for ``/v1/messages``, OpenAI's everywhere else.
 Health, readiness and ``/metrics`` are open; the dashboard (``/ui``) signs in its own admins."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 from starlette.datastructures import Headers
@@ -13,9 +16,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.errors import ClientError
 from gateway.failures import Failure, client_failure
-from gateway.tenancy import Tenancy
+from gateway.snapshot import Configuration
 
 OPEN = ("/healthz", "/readyz", "/metrics", "/ui")
+REQUEST_ID_HEADER = "x-ecgw-request-id"
 Render = Callable[[str, Failure], Response]  # (path, failure) → the error response for that route's clients
 
 
@@ -26,9 +30,9 @@ def too_large(limit: int, declared: int | None = None) -> ClientError:
 
 
 class Gatekeeper:
-    def __init__(self, app: ASGIApp, *, tenancy: Tenancy, max_body_bytes: int, render: Render) -> None:
+    def __init__(self, app: ASGIApp, *, config: Configuration, max_body_bytes: int, render: Render) -> None:
         self._app = app
-        self._tenancy = tenancy
+        self._config = config
         self._limit = max_body_bytes
         self._render = render
 
@@ -38,16 +42,21 @@ class Gatekeeper:
             return
         path: str = scope["path"]
         headers = Headers(scope=scope)
-        try:
-            declared = headers.get("content-length")
-            if declared and declared.isdigit() and int(declared) > self._limit:
-                raise too_large(self._limit, int(declared))
-            if not path.startswith(OPEN):
-                scope.setdefault("state", {})["identity"] = self._tenancy.authenticate(headers)
-        except ClientError as exc:
-            await self._render(path, client_failure(exc))(scope, receive, send)
-            return
-        await self._app(scope, self._limited(receive), send)
+        request_id = new_request_id()
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
+        send = _with_request_id(send, request_id)
+        with self._config.pinned() as snapshot:  # the whole request, its stream included, on one snapshot
+            try:
+                declared = headers.get("content-length")
+                if declared and declared.isdigit() and int(declared) > self._limit:
+                    raise too_large(self._limit, int(declared))
+                if not path.startswith(OPEN):
+                    state["identity"] = snapshot.tenancy.authenticate(headers)
+            except ClientError as exc:
+                await self._render(path, client_failure(exc))(scope, receive, send)
+                return
+            await self._app(scope, self._limited(receive), send)
 
     def _limited(self, receive: Receive) -> Receive:
         """``receive`` that refuses a body growing past the limit (one sent without a Content-Length): the reader
@@ -64,3 +73,21 @@ class Gatekeeper:
             return message
 
         return limited
+
+
+def new_request_id() -> str:
+    return "req-" + uuid.uuid4().hex[:20]
+
+
+def _with_request_id(send: Send, request_id: str) -> Send:
+    """``send`` that names the request id on the response, unless the handler already did (the same id)."""
+    name = REQUEST_ID_HEADER.encode()
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", ()))
+            if not any(key.lower() == name for key, _ in headers):
+                message = {**message, "headers": [*headers, (name, request_id.encode())]}
+        await send(message)
+
+    return sending

@@ -74,7 +74,7 @@ def _exposures(database_url: str, sessions: set[str]) -> dict[str, float] | None
     """Per-session exposure from the privacy audit; None when it cannot be read (the column says n/a)."""
     try:
         from accounting.database import make_engine
-        from privacy.report import session_report
+        from privacy.audit import session_report
 
         engine = make_engine(database_url)
         return {s: float(session_report(engine, s)["exposure"]) for s in sorted(sessions)}
@@ -146,8 +146,9 @@ async def _scores(settings: Settings, scorer_name: str | None, prompts: list[str
     from accounting.calls import NullMeter
     from gateway.upstreams.openai_http import OpenAIHTTPUpstream
     from router.channels import EdgeChannel
+    from router.context import CallContext, RouteTracker
+    from router.fleet import Call, Single
     from router.policies.task_routing import TaskRoutingKnobs, build_scorer
-    from router.step import CallContext, RouteTracker
 
     raw = dict(settings.policy.knobs.get("task-routing", {}))
     if scorer_name:
@@ -160,7 +161,7 @@ async def _scores(settings: Settings, scorer_name: str | None, prompts: list[str
         for index, text in enumerate(prompts):
             context = CallContext(request_id=f"calibrate-{index}", session_id=f"calibrate-{index}",
                                   policy="task-routing")
-            edge = EdgeChannel(upstream, NullMeter(), context, RouteTracker())
+            edge = EdgeChannel(Single(upstream), NullMeter(), context, RouteTracker(), Call(context.session_id))
             verdict = await scorer.score(Task(text, None, context.session_id), edge)
             out.append(verdict.score)
         return out

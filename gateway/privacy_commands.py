@@ -7,37 +7,20 @@ import asyncio
 import json
 import secrets
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from privacy.edge_detector import EdgeEndpoint
+from gateway.sessions import MemorySessionStore
+from privacy.detect import EdgeEndpoint
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
 from privacy.settings import PrivacySettings
 
 EXIT_INVALID = 2
 EXIT_BLOCKED = 3
 EXIT_UNAVAILABLE = 4
-
-
-class _Store:
-    def __init__(self) -> None:
-        self._data: dict[tuple[str, str], str] = {}
-
-    async def get(self, session_id: str, key: str) -> Any | None:
-        raw = self._data.get((session_id, key))
-        return None if raw is None else json.loads(raw)
-
-    async def set(self, session_id: str, key: str, value: Any) -> None:
-        self._data[(session_id, key)] = json.dumps(value)
-
-    async def update(self, session_id: str, key: str, fn: Callable[[Any | None], Any]) -> Any:
-        new = fn(await self.get(session_id, key))
-        await self.set(session_id, key, new)
-        return new
 
 
 def _config(path: str | None) -> tuple[PrivacySettings, str]:
@@ -66,10 +49,9 @@ def _fail(message: str, code: int = EXIT_INVALID) -> int:
 
 
 def scrub(args: argparse.Namespace) -> int:
-    from privacy.audit import Hasher
+    from privacy.audit import Hasher, safe_location
+    from privacy.detect import UnitsDocument
     from privacy.factory import build_privacy_protector
-    from privacy.locations import safe_location
-    from privacy.units import UnitsDocument
 
     try:
         settings, _ = _config(args.config)
@@ -87,7 +69,7 @@ def scrub(args: argparse.Namespace) -> int:
     if not settings.enabled:
         sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
         return 0
-    protector = build_privacy_protector(settings, database_url=None, sessions=_Store(), edge=edge)
+    protector = build_privacy_protector(settings, database_url=None, sessions=MemorySessionStore(), edge=edge)
 
     async def run() -> Any:
         if units is not None:
@@ -140,8 +122,7 @@ def _body_opener(config: str | None) -> Any:
 
 def privacy_report(args: argparse.Namespace) -> int:
     from accounting.database import make_engine
-    from privacy.audit import AuditStore
-    from privacy.report import benchmark_export, session_report, sessions_of, to_html, to_markdown
+    from privacy.audit import AuditStore, benchmark_export, session_report, sessions_of, to_html, to_markdown
 
     try:
         _, database_url = _config(args.config)

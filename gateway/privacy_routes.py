@@ -6,17 +6,16 @@ path named in a request.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 
-from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from gateway.errors import error_response
+from gateway.body import BodyReader
+from gateway.errors import ClientError, error_response
+from privacy import Protector, SessionPrivacy
+from privacy.detect import UnitsDocument
 from privacy.errors import PrivacyUnavailable
-from privacy.protection import Protector, SessionPrivacy
-from privacy.units import UnitsDocument
 
 
 def _error(status: int, message: str, code: str) -> Response:
@@ -30,7 +29,12 @@ def _as_named(request: Request, session_id: str) -> str:
     return session_id
 
 
-def units_endpoint(protector: Protector, *, session_of: SessionOf = _as_named) -> Callable[[Request], Awaitable[Response]]:
+UNITS_EXPECT = ('a JSON body in the sensitive_items.json schema: {"items": [{"entity_id", "name", '
+                '"sensitive_fields": [{"field", "value", "dimension", "weight"}]}]}')
+
+
+def units_endpoint(protector: Protector, reader: BodyReader, *, session_of: SessionOf = _as_named
+                   ) -> Callable[[Request], Awaitable[Response]]:
     """``session_of`` maps the id in the path to the session it means for this caller (its owner's)."""
 
     async def put_units(request: Request) -> Response:
@@ -42,11 +46,9 @@ def units_endpoint(protector: Protector, *, session_of: SessionOf = _as_named) -
             return _error(400, "'*' is not a session id; name one session (units for every session go in "
                                "privacy.units_files).", "invalid_session_id")
         try:
-            document = UnitsDocument.model_validate(json.loads(await request.body()))
-        except (ValueError, ValidationError) as exc:
-            return _error(400, 'Send a JSON body in the sensitive_items.json schema: {"items": [{"entity_id", "name", '
-                               f'"sensitive_fields": [{{"field", "value", "dimension", "weight"}}]}}]}}. ({exc})',
-                          "invalid_units")
+            document = reader.model(await request.body(), UnitsDocument, expect=UNITS_EXPECT)
+        except ClientError as exc:
+            return _error(400, exc.message, "invalid_units")
         units = await protector.register_units(session_of(request, session_id), document)
         return JSONResponse({"session_id": session_id, "units": len(units),
                              "unit_ids": [u.unit_id for u in units]})

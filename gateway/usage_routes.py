@@ -6,19 +6,21 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import BaseModel, Field, StringConstraints
 from starlette.requests import Request
 from starlette.responses import Response
 
 from accounting.calls import Meter
 from accounting.database import StoreUnavailable
 from accounting.metrics import CONTENT_TYPE
-from accounting.reporting import UsageReports
+from accounting.report_source import UsageReports
 from accounting.reports import FORMATS, BadReportRequest, parse_since, render
 from accounting.settlement import MAX_REQUEST_IDS
 from accounting.store import GROUPS
-from gateway.errors import error_response
+from gateway.body import BodyReader
+from gateway.errors import ClientError, error_response
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -76,20 +78,18 @@ def metrics_endpoint(meter: Meter) -> Handler:
     return handle
 
 
-def _request_ids(raw: bytes) -> list[str]:
-    try:
-        body = json.loads(raw or b"{}")
-    except ValueError:
-        raise ValueError("The body is not JSON; send {\"request_ids\": [\"req-…\", …]}.") from None
-    ids = body.get("request_ids") if isinstance(body, dict) else None
-    if not isinstance(ids, list) or not all(isinstance(i, str) and 0 < len(i) <= 64 for i in ids):
-        raise ValueError("request_ids must be a list of the x-ecgw-request-id values of your responses.")
-    if len(ids) > MAX_REQUEST_IDS:
-        raise ValueError(f"{len(ids)} request ids in one question; ask about at most {MAX_REQUEST_IDS}.")
-    return ids
+class RequestIds(BaseModel):
+    """``POST /v1/usage/requests``' body: the ``x-ecgw-request-id`` values of the client's responses."""
+
+    request_ids: list[Annotated[str, StringConstraints(min_length=1, max_length=64)]] = Field(
+        max_length=MAX_REQUEST_IDS)
 
 
-def usage_requests_endpoint(meter: Meter, *, scope: Callable[[Request], str | None] | None = None) -> Handler:
+REQUEST_IDS_EXPECT = ('{"request_ids": ["req-…", …]}: the x-ecgw-request-id values of your responses, at most '
+                      f"{MAX_REQUEST_IDS}")
+
+
+def usage_requests_endpoint(meter: Meter, reader: BodyReader, *, scope: Callable[[Request], str | None] | None = None) -> Handler:
     """``POST /v1/usage/requests`` — settlement and usage of the given requests: the caller's own (``scope``, as
     for ``usage_endpoint``); another owner's request id reads like one never seen."""
 
@@ -98,9 +98,9 @@ def usage_requests_endpoint(meter: Meter, *, scope: Callable[[Request], str | No
             return _error(503, "Metering is switched off (accounting.enabled: false), so no request is ever "
                                "recorded.", "metering_disabled")
         try:
-            ids = _request_ids(await request.body())
-        except ValueError as exc:
-            return _error(400, str(exc), "invalid_request_error", "request_ids")
+            ids = reader.model(await request.body(), RequestIds, expect=REQUEST_IDS_EXPECT).request_ids
+        except ClientError as exc:
+            return _error(400, exc.message, "invalid_request_error", "request_ids")
         try:
             report = await meter.settlement(ids, session_prefix=scope(request) if scope is not None else None)
         except Exception as exc:  # the database went away

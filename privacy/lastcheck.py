@@ -12,13 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from privacy.detect import Finding, UnitMatcher
 from privacy.egress import EgressCheck, EgressHit, place
 from privacy.errors import PrivacyBlocked
-from privacy.findings import Finding
 from privacy.metrics import PrivacyMetrics
 from privacy.scrubber import Applied
 from privacy.settings import Action
-from privacy.units import UnitMatcher
 from privacy.vault import Vault
 
 log = logging.getLogger("ecgw.privacy")

@@ -8,10 +8,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from privacy.audit import call_row
-from privacy.audited import AuditedUnits
-from privacy.protection import PassThroughProtector, Protection
-from privacy.units import Unit, UnitsDocument
+from privacy.audit import AuditedUnits, call_row
+from privacy.detect import Unit, UnitsDocument
+from privacy.hook import PassThroughProtector, Protection
 
 T = TypeVar("T")
 

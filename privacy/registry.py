@@ -8,8 +8,8 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 
-from privacy.units import Unit, UnitMatcher, UnitsDocument, units_of
-from privacy.vault import SessionStore
+from privacy.detect import Unit, UnitMatcher, UnitsDocument, units_of
+from privacy.session_store import SessionStore
 
 UNITS_KEY = "privacy.units"
 UNITS_VERSION_KEY = "privacy.units.version"

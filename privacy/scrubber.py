@@ -10,10 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from privacy.detector import LayeredDetector, Target
-from privacy.findings import Finding, replace_spans
+from privacy.detect import Finding, LayeredDetector, Target, UnitMatcher, replace_spans
 from privacy.settings import Action, PrivacySettings
-from privacy.units import UnitMatcher
 from privacy.vault import Vault
 from privacy.walk import Kind
 

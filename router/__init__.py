@@ -1,9 +1,10 @@
 """Policies: who answers each agent step, and the two channels they may use."""
 
 from router.channels import Channel, CloudChannel, EdgeChannel, Upstream
+from router.context import CallContext, RouteTracker
 from router.errors import PrivacyUnavailable, UpstreamError
 from router.policy import Policy, PolicyRegistry, StepResult
-from router.step import CallContext, RouteTracker, SessionState, Step
+from router.step import SessionState, Step
 
 __all__ = [
     "CallContext",

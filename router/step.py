@@ -6,21 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
+from router.context import CallContext, RouteTracker
 
 if TYPE_CHECKING:
     from router.channels import Channel
-
-
-@dataclass(frozen=True)
-class CallContext:
-    """Attribution carried by every upstream call of one client request."""
-
-    request_id: str
-    session_id: str
-    policy: str
-    experiment: str | None = None
-    arm: str | None = None
 
 
 @dataclass
@@ -44,26 +34,6 @@ class SessionState:
         """``value`` unless the session already holds one for ``key`` (another worker decided first): what the
         session holds afterwards. For decisions made once per session (a route, a sketch)."""
         return await self.update(key, lambda current: value if current is None else current)
-
-
-@dataclass
-class RouteTracker:
-    """Which sides a step used; becomes the ``x-ecgw-route`` header."""
-
-    sides: set[str] = field(default_factory=set)
-
-    def used(self, side: str) -> None:
-        self.sides.add(side)
-
-    @property
-    def route(self) -> str:
-        if self.sides == {"edge"}:
-            return "edge"
-        if self.sides == {"cloud"}:
-            return "cloud"
-        if not self.sides:
-            return "none"
-        return "mixed"
 
 
 @dataclass

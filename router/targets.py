@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
 from router.step import Step
 
 WINDOW = 100  # recent signals kept per policy and arm

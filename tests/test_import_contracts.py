@@ -1,5 +1,6 @@
 """`make lint`'s import contracts have teeth: a module that reaches for the cloud transport, or a lower layer
-that imports a higher one, breaks them. Checked on a copy of the packages, never on the tree itself."""
+that imports a higher one, or a circle between modules (even through an import inside a function), breaks them.
+Checked on a copy of the packages, never on the tree itself."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("gateway", "router", "privacy", "accounting", "eval")
 
 
-def _lint_with(tmp_path: Path, module: str, source: str) -> subprocess.CompletedProcess[str]:
+def _lint_with(tmp_path: Path, module: str, source: str, *, append: bool = False) -> subprocess.CompletedProcess[str]:
     for package in PACKAGES:
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     if module:
-        (tmp_path / module).write_text(source, encoding="utf-8")
+        before = (tmp_path / module).read_text(encoding="utf-8") if append else ""
+        (tmp_path / module).write_text(before + source, encoding="utf-8")
     lint = Path(sys.executable).with_name("lint-imports")
     return subprocess.run([str(lint)], cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
                           capture_output=True, text=True, timeout=120)
@@ -41,3 +43,19 @@ def test_a_forbidden_import_breaks_lint(tmp_path: Path, module: str, source: str
     result = _lint_with(tmp_path, module, source)
     assert result.returncode != 0
     assert broken in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize(("module", "source", "broken"), [
+    # the circle the audit once hid: tables → (a function's import) → the audit side → … → tables
+    ("privacy/audit/tables.py", "\n\ndef _later() -> None:\n    from privacy.audit.audited import AuditedUnits\n",
+     "privacy.audit.tables is not allowed to import privacy.audit.audited"),
+    ("privacy/audit/migrations.py", "\n\ndef _today() -> None:\n    from privacy.audit.store import AuditStore\n",
+     "privacy.audit.migrations is not allowed to import privacy.audit.store"),
+    ("router/channels.py", "\nfrom router.step import Step\n", "router.channels is not allowed to import router.step"),
+    ("privacy/detect/units.py", "\n\ndef _up() -> None:\n    from privacy.protector import PrivacyProtector\n",
+     "privacy.detect is not allowed to import privacy.protector"),
+])
+def test_a_planted_circle_breaks_lint(tmp_path: Path, module: str, source: str, broken: str) -> None:
+    result = _lint_with(tmp_path, module, source, append=True)
+    assert result.returncode != 0
+    assert broken in " ".join(result.stdout.split()), result.stdout

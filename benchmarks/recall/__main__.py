@@ -16,11 +16,10 @@ from benchmarks.recall import people, wild
 from benchmarks.recall.corpus import Case, corpus, units_document
 from benchmarks.recall.score import Figures
 from gateway.sessions import MemorySessionStore
-from privacy.edge_detector import EdgeEndpoint, EdgeSpanLister
+from privacy.detect import EdgeEndpoint, EdgeSpanLister, UnitsDocument
 from privacy.errors import PrivacyBlocked
 from privacy.factory import build_detector, build_edge_lister, build_privacy_protector
 from privacy.settings import PrivacySettings
-from privacy.units import UnitsDocument
 
 
 def _seeds(spec: str) -> list[int]:

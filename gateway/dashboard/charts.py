@@ -14,6 +14,7 @@ PALETTE = {
     "edge PFLOPs": "#2a9d8f", "exposed": "#d62828", "protected": "#2a9d8f", "not sent": "#b0b0b0",
 }
 _EXTRA = ("#457b9d", "#f4a261", "#9d4edd", "#6a994e", "#bc4749", "#1d3557", "#ffb703", "#118ab2")
+MAX_SLOTS = 500  # bars per time chart, at most
 FONT = "font-family='system-ui,sans-serif' font-size='11'"
 
 
@@ -73,6 +74,9 @@ def time_bars(times: Sequence[float], series: Mapping[str, Sequence[float]], *, 
                                              f"fill='#888' {FONT}>no data in this window</text>"])
     first = min(times) if start is None else min(min(times), start // bucket_s * bucket_s)
     last = max(times) if end is None else max(max(times), end // bucket_s * bucket_s)
+    if (last - first) / bucket_s >= MAX_SLOTS:  # records far apart ("all"): wider bars, never a huge allocation
+        bucket_s *= math.ceil((last - first) / bucket_s / (MAX_SLOTS - 1))
+        first = first // bucket_s * bucket_s
     slots = int(round((last - first) / bucket_s)) + 1
     totals = [0.0] * slots
     for i, t in enumerate(times):

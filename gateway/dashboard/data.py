@@ -1,22 +1,24 @@
 """What the dashboard shows, read once per request from the stores and shared by its JSON endpoints and its SVG
 charts. Nothing here re-derives a figure another package already reports: usage rows are ``accounting.reports``'
-(the rows of ``/v1/usage``), arms are ``router.ab``'s, exposure is ``privacy.report``'s."""
+(the rows of ``/v1/usage``), arms are ``router.ab``'s, exposure is ``privacy.audit.session_report``'s."""
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from accounting.grades import grades_of, put_grade
-from accounting.reporting import UsageReports
-from accounting.reports import derive, parse_since, usage_report
+from accounting.report_source import UsageReports
+from accounting.reports import BadReportRequest, derive, usage_report
 from accounting.steps import blocked_steps, request_rate, route_mix, session_steps
 from accounting.store import UsageStore
 from gateway.dashboard.experiments import arms_report
 from gateway.service import Services
-from privacy.overview import cloud_bodies, overview
-from privacy.protection import SessionPrivacy
+from privacy import SessionPrivacy
+from privacy.audit import cloud_bodies, overview
 
 T = TypeVar("T")
 
@@ -28,11 +30,25 @@ class MeteringOff(RuntimeError):
 BUCKETS = {"5m": 10.0, "1h": 60.0, "6h": 300.0, "24h": 900.0, "7d": 3600.0, "30d": 21600.0}
 
 
+MAX_WINDOW_S = 400 * 86400.0  # a dashboard window reaches back at most this far ("all": every record)
+MAX_BUCKETS = 500  # time buckets per chart, whatever the window
+_DURATION = re.compile(r"^(\d{1,7}(?:\.\d{1,3})?)([smhdw])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
 def window(since: str | None, *, now: float) -> tuple[str, float | None, float]:
-    """(label, since as unix time or None for all, bucket seconds) for a ``since`` such as 1h or 7d."""
-    label = since if since in BUCKETS else "24h" if since is None else since
-    start = parse_since(label, now=now) if label != "all" else None
-    return label, start, BUCKETS.get(label, 3600.0)
+    """(label, since as unix time or None for all, bucket seconds) for a ``since`` such as 1h or 7d, or ``all``.
+    Anything else — a negative or zero duration, one past ``MAX_WINDOW_S``, a word — is ``BadReportRequest``;
+    the bucket widens so that no window has more than ``MAX_BUCKETS``."""
+    label = "24h" if since is None else since.strip()
+    if label == "all":
+        return label, None, BUCKETS["7d"]
+    match = _DURATION.match(label)
+    seconds = float(match.group(1)) * _UNIT_S[match.group(2)] if match else 0.0
+    if not 0 < seconds <= MAX_WINDOW_S:
+        raise BadReportRequest(f"since={since!r}: use a duration such as 1h, 24h or 7d (more than 0, at most "
+                               f"{MAX_WINDOW_S / 86400:g}d), or all")
+    return label, now - seconds, max(BUCKETS.get(label, 3600.0), math.ceil(seconds / MAX_BUCKETS))
 
 
 class Dashboard:

@@ -9,15 +9,18 @@ from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
 
+from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from accounting.database import StoreUnavailable
+from accounting.reports import BadReportRequest
+from gateway.body import BodyReader
 from gateway.dashboard import charts
 from gateway.dashboard.access import allowed, login, login_page
 from gateway.dashboard.data import Dashboard, MeteringOff
-from gateway.errors import error_response
+from gateway.errors import ClientError, error_response
 from gateway.service import Services
 from gateway.tenancy import RequestTenancy
 
@@ -35,7 +38,17 @@ def _json(data: Any) -> Response:
                     headers={"cache-control": "no-store"})
 
 
-def dashboard_routes(services: Services, dashboard: Dashboard | None = None) -> list[Route]:
+class Grade(BaseModel):
+    """``PUT /v1/sessions/{id}/grade``' body."""
+
+    score: float = Field(ge=0, le=1)
+    source: str | None = Field(None, max_length=200)
+
+
+GRADE_EXPECT = '{"score": <0..1>, "source": "<optional label>"}: the session\'s completion grade'
+
+
+def dashboard_routes(services: Services, reader: BodyReader, dashboard: Dashboard | None = None) -> list[Route]:
     board = dashboard or Dashboard(services)
     settings = services.settings
     tenancy = RequestTenancy(services.tenancy)
@@ -50,6 +63,8 @@ def dashboard_routes(services: Services, dashboard: Dashboard | None = None) -> 
                                       "authentication_error", code="invalid_api_key")
             try:
                 return await handler(request)
+            except BadReportRequest as exc:
+                return error_response(400, str(exc), "invalid_request_error", param="since")
             except MeteringOff as exc:
                 return error_response(503, str(exc), "metering_disabled")
             except StoreUnavailable as exc:
@@ -93,21 +108,16 @@ def dashboard_routes(services: Services, dashboard: Dashboard | None = None) -> 
 
     async def grade(request: Request) -> Response:
         try:
-            body = json.loads(await request.body())
-            score = float(body["score"])
-            if not 0 <= score <= 1:
-                raise ValueError
-            source = body.get("source")
-        except (ValueError, KeyError, TypeError):
-            return error_response(400, 'Send {"score": <0..1>, "source": "<optional label>"}: the session\'s '
-                                       "completion grade.", "invalid_request_error", param="score")
+            grade = reader.model(await request.body(), Grade, expect=GRADE_EXPECT)
+        except ClientError as exc:
+            return error_response(400, exc.message, "invalid_request_error", param="score")
         try:
             # the caller's own session, as units and usage rows name it: another key's PUT reaches its own
-            await board.grade(tenancy.own(request, request.path_params["session_id"]), score,
-                              str(source) if source else None)
+            await board.grade(tenancy.own(request, request.path_params["session_id"]), grade.score,
+                              grade.source or None)
         except MeteringOff as exc:
             return error_response(409, str(exc), "metering_disabled")
-        return _json({"session_id": request.path_params["session_id"], "score": score})
+        return _json({"session_id": request.path_params["session_id"], "score": grade.score})
 
     return [
         Route("/ui", admin(page, page=True), methods=["GET"]),

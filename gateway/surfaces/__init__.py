@@ -7,7 +7,6 @@ sessions, policy, privacy, metering, request metrics — is shared here (authent
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -19,8 +18,8 @@ from gateway.failures import Failure, classify
 from gateway.metrics import RequestMetrics
 from gateway.pipeline import Outcome, Started, StepPipeline
 from gateway.tenancy import Identity
+from router.chat_shapes import aclose
 from router.spans import make_current
-from router.wire import aclose
 
 
 @dataclass
@@ -67,7 +66,7 @@ class SurfaceEndpoint:
         self._metrics = metrics
 
     async def handle(self, request: Request) -> Response:
-        request_id = "req-" + uuid.uuid4().hex[:20]
+        request_id: str = request.state.request_id  # set by gateway.gatekeeper, echoed on every response
         services = self._pipeline.services
         span = services.tracing.request("ecgw.request", **{"ecgw.request_id": request_id,
                                                            "http.route": request.url.path})

@@ -8,17 +8,21 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway import sse
+from gateway.body import BodyReader
 from gateway.errors import error_body, error_response
 from gateway.failures import Failure
 from gateway.jsonio import dumps
 from gateway.pipeline import Started
 from gateway.surfaces import Parsed
-from gateway.wire import client_wants_usage, parse_chat_request
+from gateway.wire import EXPECT, check_chat_request, client_wants_usage
 
 
 class ChatSurface:
+    def __init__(self, reader: BodyReader) -> None:
+        self._reader = reader
+
     def parse(self, raw: bytes, headers: Mapping[str, str]) -> Parsed:
-        return Parsed(parse_chat_request(raw))
+        return Parsed(check_chat_request(self._reader.object(raw, expect=EXPECT)))
 
     async def render(self, completion: dict[str, Any], parsed: Parsed, started: Started) -> bytes:
         return dumps(completion)

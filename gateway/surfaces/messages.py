@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from accounting.estimate import TokenEstimator
+from gateway.body import BodyReader
 from gateway.failures import Failure, classify
 from gateway.jsonio import dumps
 from gateway.pipeline import Started
@@ -19,7 +20,7 @@ from gateway.service import Services
 from gateway.sse import event
 from gateway.surfaces import Parsed
 from gateway.surfaces.messages_render import EventStream, render
-from gateway.surfaces.messages_request import MessagesRequest, load, to_chat
+from gateway.surfaces.messages_request import EXPECT, MessagesRequest, to_chat
 
 SESSION_HEADER = "x-claude-code-session-id"
 
@@ -41,15 +42,17 @@ def error_body(failure: Failure) -> dict[str, Any]:
 
 def native_anthropic(services: Services) -> bool:
     """The cloud model speaks Anthropic itself (litellm ``anthropic/…``): keep cache breakpoints and thinking."""
-    return services.settings.cloud.model.startswith("anthropic/")
+    cloud = services.settings.cloud
+    return cloud.named_targets()[cloud.primary].model.startswith("anthropic/")
 
 
 class MessagesSurface:
-    def __init__(self, *, native: bool) -> None:
+    def __init__(self, reader: BodyReader, *, native: bool) -> None:
+        self._reader = reader
         self._native = native
 
     def parse(self, raw: bytes, headers: Mapping[str, str]) -> Parsed:
-        chat, request = to_chat(load(raw), native=self._native)
+        chat, request = to_chat(self._reader.object(raw, expect=EXPECT), native=self._native)
         return Parsed(chat, session_hint=headers.get(SESSION_HEADER) or None, extra=request)
 
     async def render(self, completion: dict[str, Any], parsed: Parsed, started: Started) -> bytes:
@@ -75,15 +78,14 @@ class CountTokens:
     """``POST /v1/messages/count_tokens``, answered here without a model call: a tokenizer estimate (tiktoken
     ``o200k_base`` over the chat shape, as accounting estimates usage), said so in ``x-ecgw-token-count``."""
 
-    def __init__(self) -> None:
+    def __init__(self, reader: BodyReader) -> None:
         self._estimator = TokenEstimator()
-        self._surface = MessagesSurface(native=False)  # its error envelope
+        self._surface = MessagesSurface(reader, native=False)  # its reading, and its error envelope
 
     async def handle(self, request: Request) -> Response:
         try:
-            chat, _ = to_chat(load(await request.body()), native=False)
-            count = self._estimator.prompt_tokens(chat)
+            count = self._estimator.prompt_tokens(self._surface.parse(await request.body(), request.headers).body)
         except Exception as exc:
-            return self._surface.error(classify(exc, "count_tokens"), {})
+            return self._surface.error(classify(exc, request.state.request_id), {})
         return Response(dumps({"input_tokens": count}), media_type="application/json",
                         headers={"x-ecgw-token-count": "estimate (tiktoken o200k_base)"})

@@ -17,16 +17,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.errors import ClientError
-from gateway.jsonio import JSONDecodeError, loads
+from gateway.errors import bad
 
 # Sampling and control fields copied as they are.
 _SAME = ("model", "max_tokens", "temperature", "top_p", "top_k", "stream")
 _SUPPORTED_BLOCKS = "text, image, tool_use, tool_result, thinking, redacted_thinking"
-
-
-def bad(message: str, param: str) -> ClientError:
-    return ClientError(400, message, param=param)
 
 
 @dataclass
@@ -39,17 +34,7 @@ class MessagesRequest:
     thinking: bool  # the client asked for extended thinking (enabled or adaptive)
 
 
-def load(raw: bytes) -> dict[str, Any]:
-    if not raw.strip():
-        raise bad("The request body is empty; send a JSON Messages request with 'model', 'max_tokens' and "
-                  "'messages'.", "body")
-    try:
-        body = loads(raw)
-    except JSONDecodeError as exc:
-        raise bad(f"The request body is not valid JSON ({exc}).", "body") from None
-    if not isinstance(body, dict):
-        raise bad("The request body must be a JSON object with a 'messages' list.", "body")
-    return body
+EXPECT = "a JSON Messages request with 'model', 'max_tokens' and 'messages'"
 
 
 def to_chat(body: dict[str, Any], *, native: bool) -> tuple[dict[str, Any], MessagesRequest]:

@@ -17,9 +17,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway import sse
-from gateway.errors import error_body, error_response
+from gateway.body import BodyReader
+from gateway.errors import bad, error_body, error_response
 from gateway.failures import Failure
-from gateway.jsonio import JSONDecodeError, dumps, loads
+from gateway.jsonio import dumps
 from gateway.metrics import RequestMetrics
 from gateway.pipeline import Started, StepPipeline
 from gateway.service import Services
@@ -28,7 +29,6 @@ from gateway.surfaces.responses_events import EventStream
 from gateway.surfaces.responses_input import to_chat
 from gateway.surfaces.responses_output import ResponseShell
 from gateway.surfaces.responses_store import ResponseStore
-from gateway.surfaces.responses_tools import bad
 from gateway.tenancy import Identity
 
 log = logging.getLogger("ecgw")
@@ -49,15 +49,10 @@ class ResponsesRequest:
         return self.raw.get("store") is not False
 
 
-def _decode(raw: bytes) -> dict[str, Any]:
-    if not raw.strip():
-        raise bad("The request body is empty; send a JSON Responses request with 'model' and 'input'.", "body")
-    try:
-        body = loads(raw)
-    except JSONDecodeError as exc:
-        raise bad(f"The request body is not valid JSON ({exc}).", "body") from None
-    if not isinstance(body, dict):
-        raise bad("The request body must be a JSON object with 'model' and 'input'.", "body")
+EXPECT = "a JSON Responses request with 'model' and 'input'"
+
+
+def _check(body: dict[str, Any]) -> dict[str, Any]:
     if "model" in body and not isinstance(body["model"], str):
         raise bad("'model' must be a string.", "model")
     if body.get("stream") is not None and not isinstance(body["stream"], bool):
@@ -73,12 +68,13 @@ def _decode(raw: bytes) -> dict[str, Any]:
 
 
 class ResponsesSurface:
-    def __init__(self, store: ResponseStore) -> None:
+    def __init__(self, store: ResponseStore, reader: BodyReader) -> None:
         self._store = store
+        self._reader = reader
 
     def parse(self, raw: bytes, headers: Mapping[str, str]) -> Parsed:
         """Without ``previous_response_id``; ``prepare`` completes the step with the stored history."""
-        return Parsed({}, session_hint=headers.get("session-id") or None, extra=ResponsesRequest(_decode(raw)))
+        return Parsed({}, session_hint=headers.get("session-id") or None, extra=ResponsesRequest(_check(self._reader.object(raw, expect=EXPECT))))
 
     async def prepare(self, parsed: Parsed, owner: str | None) -> Parsed:
         """``owner``: the caller's (``Identity.owner``; None in single-tenant mode)."""
@@ -171,6 +167,7 @@ class ResponsesEndpoint(SurfaceEndpoint):
         return await self._surface.prepare(parsed, identity.owner)
 
 
-def responses_endpoint(services: Services, pipeline: StepPipeline, metrics: RequestMetrics) -> ResponsesEndpoint:
-    surface = ResponsesSurface(ResponseStore(services.sessions))
+def responses_endpoint(services: Services, pipeline: StepPipeline, metrics: RequestMetrics,
+                       reader: BodyReader) -> ResponsesEndpoint:
+    surface = ResponsesSurface(ResponseStore(services.sessions), reader)
     return ResponsesEndpoint(surface, pipeline, metrics)

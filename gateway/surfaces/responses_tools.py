@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.errors import ClientError
+from gateway.errors import bad
 
 NAMESPACE_SEPARATOR = "__"
 DEFAULT_NAMESPACE = "functions"
@@ -24,10 +24,6 @@ _LOCAL_SHELL_PARAMETERS = {
                    "workdir": {"type": "string"}, "timeout_ms": {"type": "integer"}},
     "required": ["command"],
 }
-
-
-def bad(message: str, param: str) -> ClientError:
-    return ClientError(400, message, param=param)
 
 
 @dataclass

@@ -14,13 +14,13 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from router.chat_shapes import aclose, chunks_to_completion
 from router.entropy import decision_entropy, logprob_entries
 from router.policies._knobs import KnobBook
 from router.policies._messages import in_tool_loop
 from router.policy import StepResult
 from router.step import Step
 from router.targets import TargetTracker, arm_of
-from router.wire import aclose, chunks_to_completion
 
 log = logging.getLogger("ecgw.router")
 

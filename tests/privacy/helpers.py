@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.sessions import MemorySessionStore
+from privacy.detect import UnitsDocument
 from privacy.factory import build_privacy_protector
 from privacy.protector import PrivacyProtector
 from privacy.settings import PrivacySettings
-from privacy.units import UnitsDocument
 
 UNITS = {"items": [
     {"entity_id": "cust-7", "name": "customer", "sensitive_fields": [

@@ -10,8 +10,7 @@ import time
 from sqlmodel import Session, select
 
 from accounting.database import make_engine
-from privacy.audit import AuditStore, PrivacyCall, PrivacyFinding
-from privacy.audit_writer import AuditWriter
+from privacy.audit import AuditStore, AuditWriter, PrivacyCall, PrivacyFinding
 from tests.privacy.helpers import protector, units_document
 
 EMAIL_KEY, API_KEY = "alice.private@example.com", "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"

@@ -6,10 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from sqlalchemy import inspect, text
+from sqlalchemy.engine import Engine
+from sqlmodel import SQLModel
 
 from accounting.database import make_engine
 from accounting.store import UsageStore
 from privacy.audit import AuditStore
+from privacy.audit.tables import TABLES
 
 
 def test_the_audit_schema_is_versioned_beside_the_metering_schema(tmp_path: Path) -> None:
@@ -30,3 +33,21 @@ def test_the_audit_schema_is_versioned_beside_the_metering_schema(tmp_path: Path
     assert audit == [1, 2, 3]
     assert usage == metering_versions
     metering.dispose()
+
+
+def _schema(engine: Engine) -> dict[str, object]:
+    found = inspect(engine)
+    return {table: ([(c["name"], str(c["type"]), c["nullable"]) for c in found.get_columns(table)],
+                    found.get_pk_constraint(table)["constrained_columns"],
+                    sorted((i["name"], tuple(i["column_names"])) for i in found.get_indexes(table)))
+            for table in sorted(found.get_table_names()) if table.startswith("privacy_")}
+
+
+def test_the_migrations_build_exactly_the_tables_the_code_writes(tmp_path: Path) -> None:
+    """The steps are written against the schema of their day; a model changed without a new step fails here."""
+    migrated = make_engine(f"sqlite:///{tmp_path / 'migrated.sqlite3'}")
+    AuditStore(migrated).ensure()
+    modelled = make_engine(f"sqlite:///{tmp_path / 'modelled.sqlite3'}")
+    SQLModel.metadata.create_all(modelled, tables=TABLES)
+    assert _schema(migrated) == _schema(modelled)
+    assert set(_schema(migrated)) == {"privacy_call", "privacy_finding", "privacy_unit", "privacy_egress"}

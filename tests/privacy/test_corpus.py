@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from privacy.units import UnitsDocument
+from privacy.detect import UnitsDocument
 from tests.privacy.corpus.cases import CASES, units_for
 from tests.privacy.helpers import protector
 

@@ -6,10 +6,7 @@ import json
 
 import pytest
 
-from privacy.checksums import cn_resident_id_ok, iban_ok, luhn_ok
-from privacy.patterns import PatternDetector
-from privacy.secrets import SecretDetector
-from privacy.units import UnitMatcher, units_of
+from privacy.detect import PatternDetector, SecretDetector, UnitMatcher, cn_resident_id_ok, iban_ok, luhn_ok, units_of
 from tests.privacy.helpers import units_document
 
 

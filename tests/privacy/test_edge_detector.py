@@ -1,4 +1,4 @@
-"""The edge-model detector layer (``privacy.edge_detector``): verbatim spans only, cached by content, off by default,
+"""The edge-model detector layer (``privacy.detect.edge_detector``): verbatim spans only, cached by content, off by default,
 fail closed (or skip) when the edge is down, and through a real gateway a value only the edge model finds never
 reaches the cloud. SmolLM2 on llama-cpp is the real model; its answers are not deterministic enough to assert a
 span, so the gateway test uses a loopback edge double that speaks the chat-completions wire format."""
@@ -17,8 +17,7 @@ import openai
 import pytest
 
 from gateway.sessions import MemorySessionStore
-from privacy.detector import DetectionError
-from privacy.edge_detector import EdgeEndpoint, EdgeSpanLister, HttpEdgeChat, spans_in
+from privacy.detect import DetectionError, EdgeEndpoint, EdgeSpanLister, HttpEdgeChat, spans_in
 from privacy.factory import build_detector, build_privacy_protector
 from privacy.settings import EdgeDetectorSettings, PrivacySettings
 from tests.fakes.model_server import ModelServer, Reply

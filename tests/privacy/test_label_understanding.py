@@ -8,8 +8,7 @@ import json
 
 import pytest
 
-from privacy.labels import LabelledValueDetector
-from privacy.lexicon import Lexicon
+from privacy.detect import LabelledValueDetector, Lexicon
 from tests.privacy.helpers import protector
 
 

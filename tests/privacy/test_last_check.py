@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from benchmarks.recall.score import normalised_text, value_pattern
+from privacy.detect import UnitsDocument
 from privacy.errors import PrivacyBlocked
-from privacy.units import UnitsDocument
 from tests.privacy.helpers import protector
 
 EMAIL = "maria.gonzalez@acme-mail.com"

@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 
 from gateway.offline import prepare_offline_environment
-from privacy.detector import Target
+from privacy.detect import Target, clauses, prose_segments
+from privacy.detect.ner import Entity, SpacyRecognizer, _plausible
 from privacy.factory import build_detector
-from privacy.ner import Entity, SpacyRecognizer, _plausible
-from privacy.prose import clauses, prose_segments
 from privacy.settings import NerSettings, PrivacySettings
 
 TEXTS = [

@@ -60,7 +60,7 @@ async def test_short_listed_numbers_are_protected_inside_json():
 
 
 def _units(field: str, value: str) -> Any:
-    from privacy.units import UnitsDocument
+    from privacy.detect import UnitsDocument
 
     return UnitsDocument.model_validate({"items": [{"entity_id": "e1", "name": "employee", "sensitive_fields": [
         {"field": field, "value": value, "dimension": "financial", "weight": 1.0}]}]})

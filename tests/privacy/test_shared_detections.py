@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from gateway.sessions import MemorySessionStore
-from privacy.detector import LayeredDetector
+from privacy.detect import Finding, LayeredDetector, PatternDetector, UnitsDocument
 from privacy.factory import build_privacy_protector
-from privacy.findings import Finding
-from privacy.patterns import PatternDetector
 from privacy.settings import LayerSettings, PrivacySettings
-from privacy.units import UnitsDocument
 
 SYSTEM = "You help Maria. Her phone is 415-555-0132 and her email is maria.gonzalez@acme-mail.com."
 

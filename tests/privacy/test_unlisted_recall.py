@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from privacy.identifiers import IdentifierDetector
-from privacy.labels import LabelledValueDetector
-from privacy.secrets import SecretDetector
+from privacy.detect import IdentifierDetector, LabelledValueDetector, SecretDetector
 
 
 def _labelled(text: str) -> set[tuple[str, str]]:

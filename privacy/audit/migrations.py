@@ -1,0 +1,88 @@
+"""The privacy audit's schema, migrated like the metering store's (``accounting.migrations``: an append-only list of
+steps, applied once, under the same lock), with its own version table on the same database.
+
+Each step is written against the schema *as it was* when it was added, never against today's models
+(``privacy.audit.tables``): a later change to a model is a new step, and old databases upgrade step by step. A test
+holds a migrated database equal to the models.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, Connection, Float, Index, Integer, MetaData, String, Table
+
+from accounting.migrations import Migration
+
+VERSION_TABLE = "ecgw_privacy_schema_version"
+
+
+def _v1_audit_tables(conn: Connection) -> None:
+    meta = MetaData()
+    Table(
+        "privacy_call", meta,
+        Column("id", String, primary_key=True),
+        Column("session_id", String, nullable=False),
+        Column("request_id", String, nullable=False),
+        Column("experiment", String),
+        Column("created_at", Float, nullable=False),
+        Column("body", String, nullable=False),
+        Column("findings", Integer, nullable=False),
+        Column("prompt_tokens", Integer),
+        Column("completion_tokens", Integer),
+        Column("cached_tokens", Integer),
+        Index("ix_privacy_call_session_id", "session_id"),
+        Index("ix_privacy_call_request_id", "request_id"),
+        Index("ix_privacy_call_experiment", "experiment"),
+    )
+    Table(
+        "privacy_finding", meta,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("call_id", String, nullable=False),
+        Column("session_id", String, nullable=False),
+        Column("type", String, nullable=False),
+        Column("layer", String, nullable=False),
+        Column("action", String, nullable=False),
+        Column("location", String, nullable=False),
+        Column("value_hash", String, nullable=False),
+        Column("unit_id", String),
+        Column("field", String),
+        Column("dimension", String),
+        Index("ix_privacy_finding_call_id", "call_id"),
+        Index("ix_privacy_finding_session_id", "session_id"),
+    )
+    Table(
+        "privacy_unit", meta,
+        Column("session_id", String, primary_key=True),
+        Column("unit_id", String, primary_key=True),
+        Column("entity_id", String, nullable=False),
+        Column("field", String, nullable=False),
+        Column("dimension", String),
+        Column("weight", Float, nullable=False),
+        Column("value_hash", String, nullable=False),
+    )
+    meta.create_all(conn, checkfirst=True)
+
+
+def _v2_drop_hash_key(conn: Connection) -> None:
+    conn.exec_driver_sql("DROP TABLE IF EXISTS privacy_key")  # earlier versions kept the hash key beside the hashes
+
+
+def _v3_egress(conn: Connection) -> None:
+    meta = MetaData()
+    Table(
+        "privacy_egress", meta,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("call_id", String, nullable=False),
+        Column("session_id", String, nullable=False),
+        Column("unit_id", String, nullable=False),
+        Column("created_at", Float, nullable=False),
+        Index("ix_privacy_egress_call_id", "call_id"),
+        Index("ix_privacy_egress_session_id", "session_id"),
+    )
+    meta.create_all(conn, checkfirst=True)
+
+
+AUDIT_MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "audit: calls, findings, units", _v1_audit_tables),
+    Migration(2, "audit: the hash key leaves the database", _v2_drop_hash_key),
+    Migration(3, "audit: egress verdicts (units that left raw)", _v3_egress),
+)

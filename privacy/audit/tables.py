@@ -1,0 +1,70 @@
+"""The audit's tables, all four in one place: per cloud call (``privacy_call``), what was found in it
+(``privacy_finding``), the units known per session (``privacy_unit``) and the listed units that left raw
+(``privacy_egress``). Their schema is created and changed only by ``privacy.audit.migrations``; a test holds the
+two equal.
+"""
+
+from __future__ import annotations
+
+from sqlmodel import Field, SQLModel
+
+
+class PrivacyCall(SQLModel, table=True):
+    __tablename__ = "privacy_call"
+
+    id: str = Field(primary_key=True)
+    session_id: str = Field(index=True)
+    request_id: str = Field(index=True)
+    experiment: str | None = Field(default=None, index=True)
+    created_at: float
+    body: str  # the JSON body exactly as sent to the cloud (scrubbed), sealed at rest (``seal_body``)
+    findings: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+
+
+class PrivacyFinding(SQLModel, table=True):
+    __tablename__ = "privacy_finding"
+
+    id: int | None = Field(default=None, primary_key=True)
+    call_id: str = Field(index=True)
+    session_id: str = Field(index=True)
+    type: str
+    layer: str
+    action: str
+    location: str
+    value_hash: str
+    unit_id: str | None = None
+    field: str | None = None
+    dimension: str | None = None
+
+
+class PrivacyUnit(SQLModel, table=True):
+    """Listed units known per session (``*``: from config files, every session) — hashes only."""
+
+    __tablename__ = "privacy_unit"
+
+    session_id: str = Field(primary_key=True)
+    unit_id: str = Field(primary_key=True)
+    entity_id: str
+    field: str
+    dimension: str | None = None
+    weight: float = 1.0
+    value_hash: str
+
+
+class PrivacyEgress(SQLModel, table=True):
+    """One row per listed unit whose raw value was in a body that left for the cloud."""
+
+    __tablename__ = "privacy_egress"
+
+    id: int | None = Field(default=None, primary_key=True)
+    call_id: str = Field(index=True)
+    session_id: str = Field(index=True)
+    unit_id: str
+    created_at: float
+
+
+TABLES = [PrivacyCall.__table__, PrivacyFinding.__table__, PrivacyUnit.__table__,  # type: ignore[attr-defined]
+          PrivacyEgress.__table__]  # type: ignore[attr-defined]

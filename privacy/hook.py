@@ -1,0 +1,101 @@
+"""The privacy hook inside the cloud channel (the protocols the router sees; ``privacy.protector`` implements them):
+protect what leaves, restore what comes back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from privacy.detect import Unit, UnitsDocument
+
+
+class StreamRestorer(Protocol):
+    """Restores placeholders in stream chunks; may hold text back until a placeholder is complete."""
+
+    def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]: ...
+
+    def flush(self) -> list[dict[str, Any]]: ...
+
+
+class Protection(Protocol):
+    """One protected request: the body that may leave, and the way back."""
+
+    body: dict[str, Any]
+
+    def restore(self, response: dict[str, Any]) -> dict[str, Any]: ...
+
+    def stream_restorer(self) -> StreamRestorer: ...
+
+
+class Protector(Protocol):
+    """Raises ``router.errors.PrivacyUnavailable``-like errors when it cannot protect (fail closed)."""
+
+    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
+                      experiment: str | None = None) -> Protection: ...
+
+    async def start(self) -> None:
+        """Start what needs the running event loop (the audit's writer); called once, before the first call."""
+        ...
+
+    async def aclose(self) -> None:
+        """Flush the audit and stop; nothing queued is lost."""
+        ...
+
+    def exposition(self) -> bytes:
+        """Its Prometheus metrics (the last check's hits), for ``/metrics``; empty when it keeps none."""
+        ...
+
+
+@runtime_checkable
+class SessionPrivacy(Protocol):
+    """A protector that keeps per-session units and an audit to report from (not the plain pass-through)."""
+
+    async def register_units(self, session_id: str, document: UnitsDocument) -> list[Unit]: ...
+
+    async def session_exposure(self, session_id: str) -> dict[str, Any] | None:
+        """The session's per-unit exposure (``privacy.audit.session_report``); None when the audit is off."""
+        ...
+
+    async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:
+        """``read(engine, open_body, *args)`` over the audit (the dashboard's reads, ``privacy.audit.dashboard``), after
+        every write queued before it; None when the audit is off."""
+        ...
+
+
+class _PassThroughRestorer:
+    def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+        return [chunk]
+
+    def flush(self) -> list[dict[str, Any]]:
+        return []
+
+
+class _PassThroughProtection:
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+
+    def restore(self, response: dict[str, Any]) -> dict[str, Any]:
+        return response
+
+    def stream_restorer(self) -> StreamRestorer:
+        return _PassThroughRestorer()
+
+
+class PassThroughProtector:
+    """Sends the body unchanged. Only for `privacy.enabled: false`; every cloud call still passes here."""
+
+    async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
+                      experiment: str | None = None) -> Protection:
+        return _PassThroughProtection(body)
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    def exposition(self) -> bytes:
+        return b""
