@@ -20,6 +20,7 @@ from accounting.calls import Meter
 from accounting.database import StoreUnavailable
 from accounting.factory import build_meter
 from accounting.store import UsageStore
+from accounting.writer import StoreMeter
 from gateway.admin.database import AdminDatabase
 from gateway.admin.routes import admin_routes
 from gateway.admin.virtual_keys import VirtualKeys
@@ -53,9 +54,9 @@ from gateway.tenancy import RequestTenancy, Tenancy
 from gateway.tracing import SessionHasher, Tracing, build_tracing
 from gateway.upstreams.provider_request import ProviderTransport
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
+from privacy import Protector
 from privacy.factory import build_protector
-from privacy.protection import Protector
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
 from router.policies import builtin_policies
 from router.policies.random_matched import CloudRateSource
 from router.policy import PolicyRegistry
@@ -104,9 +105,9 @@ def check_secrets(settings: Settings) -> Keys:
 
         async def verify() -> None:
             try:
-                await store.verify()  # type: ignore[attr-defined]
+                await store.verify()
             finally:
-                await store.aclose()  # type: ignore[attr-defined]
+                await store.aclose()
 
         try:
             asyncio.run(verify())
@@ -123,9 +124,9 @@ def check_secrets(settings: Settings) -> Keys:
 def measured_rates(meter: Meter) -> CloudRateSource | None:
     """Arms' measured cloud-call rates from the metering store, for ``random-matched``'s ``match`` knob (read at
     most once a minute per arm). None when metering keeps no store; a failed read falls back to the knob's p."""
-    store = getattr(meter, "store", None)
-    if not isinstance(store, UsageStore):
+    if not isinstance(meter, StoreMeter):
         return None
+    store: UsageStore = meter.store
 
     def counts_of(experiment: str, arm: str) -> tuple[int, int] | None:
         try:
@@ -288,9 +289,7 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
         if (workers := multiprocess_exposition()) is not None:  # several workers: all of them, summed
             return Response(workers, media_type=CONTENT_TYPE_LATEST)
         metering = await metering_metrics(request)
-        privacy_metrics = getattr(services.protector, "metrics", None)  # the last check's hits (privacy.metrics)
-        extra = privacy_metrics.exposition() if privacy_metrics is not None else b""
-        extra += services.doors.exposition()
+        extra = services.protector.exposition() + services.doors.exposition()  # the last check's hits, the boundary's
         return Response(request_metrics.exposition() + bytes(metering.body) + extra, media_type=metering.media_type)
 
     routes = [

@@ -145,10 +145,6 @@ class Tenancy:
             owner = "k." + _hash(owner_key, "bound\0" + bound, _OWNER_HEX)
             self._identities[secret] = Identity(secret, owner, bound_session=bound, name=secret, label=owner)
 
-    @property
-    def multi_tenant(self) -> bool:
-        return bool(self._identities)
-
     def authenticate(self, headers: Mapping[str, str]) -> Identity:
         """The caller; ``ClientError`` 401 (OpenAI's shape) when keys are configured and this one is not."""
         key = presented_key(headers)
@@ -175,8 +171,8 @@ class Tenancy:
         if identity.bound_session is not None:
             client = identity.bound_session
         else:
-            client, source = identify_session(headers, body, api_key=None, session_keys={},
-                                              fingerprint_fallback=self._sessions.fingerprint_fallback, hint=hint)
+            client, source = identify_session(headers, body, fingerprint_fallback=self._sessions.fingerprint_fallback,
+                                              hint=hint)
             if source in ("user", "metadata"):
                 client = "u-" + _hash(self._id_key, checked_id(client), _ID_HEX)
             elif source in ("header", "surface"):

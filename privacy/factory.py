@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
-from typing import Any
 
 from accounting.database import make_engine
 from privacy.audit import AuditedUnits, AuditStore, AuditWriter, Hasher
@@ -22,14 +21,15 @@ from privacy.detect import (
     shared_people,
 )
 from privacy.egress import EgressCheck
+from privacy.hook import PassThroughProtector, Protector
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
 from privacy.passthrough import RecordingPassThroughProtector
-from privacy.protection import PassThroughProtector, Protector
 from privacy.protector import PrivacyProtector
 from privacy.registry import UnitRegistry
 from privacy.scrubber import ActionTable, Scrubber, SharedDetections
 from privacy.seal import Sealer
+from privacy.session_store import SessionStore
 from privacy.settings import NerSettings, PrivacySettings
 
 _RECOGNIZERS: dict[str, SpacyRecognizer] = {}
@@ -83,7 +83,7 @@ def _audit(settings: PrivacySettings, database_url: str, hash_key: bytes | None)
     return audit, Hasher(key)
 
 
-def build_privacy_protector(settings: PrivacySettings, *, database_url: str | None, sessions: Any,
+def build_privacy_protector(settings: PrivacySettings, *, database_url: str | None, sessions: SessionStore,
                             detector: LayeredDetector | None = None, edge: EdgeEndpoint | None = None,
                             hash_key: bytes | None = None, seal_key: bytes | None = None) -> PrivacyProtector:
     """``database_url`` None: no audit (``ecgw scrub``). ``hash_key``: the audit's HMAC key (the gateway derives
@@ -107,7 +107,7 @@ def build_egress_check(settings: PrivacySettings) -> EgressCheck:
                        [LabelledValueDetector()], cache_entries=settings.cache_entries)
 
 
-def build_protector(settings: PrivacySettings, *, database_url: str, sessions: Any, edge: EdgeEndpoint | None = None,
+def build_protector(settings: PrivacySettings, *, database_url: str, sessions: SessionStore, edge: EdgeEndpoint | None = None,
                     hash_key: bytes | None = None, seal_key: bytes | None = None) -> Protector:
     """``sessions`` is the gateway's session store (async ``get``/``set`` of JSON values per session); ``edge``
     the local edge model, for ``privacy.edge_detector``."""

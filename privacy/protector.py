@@ -11,17 +11,18 @@ from typing import Any, TypeVar
 
 from privacy.audit import AuditedUnits, AuditWriter, Hasher, Record, call_row, finding_row, safe_location, seal_body
 from privacy.detect import DetectionError, Finding, Unit, UnitsDocument
-from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
+from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from privacy.hook import Protection, StreamRestorer
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
-from privacy.protection import Protection, StreamRestorer
 from privacy.registry import UnitRegistry
 from privacy.restore import Restorer, given_placeholders
 from privacy.scrubber import Applied, DetectionCache, Prepared, Scrubber, ScrubResult, prepare
 from privacy.seal import Sealer
+from privacy.session_store import SessionStore, SessionStoreUnavailable
 from privacy.settings import PrivacySettings
 from privacy.stream import RestoringStream
-from privacy.vault import SessionStore, Vault, allocate
+from privacy.vault import Vault, allocate
 from privacy.walk import collect
 
 T = TypeVar("T")
@@ -232,6 +233,9 @@ class PrivacyProtector:
     async def aclose(self) -> None:
         if self._audited is not None:
             await self._audited.aclose()
+
+    def exposition(self) -> bytes:
+        return self.metrics.exposition() if self.metrics is not None else b""
 
 
 class _UsageRecorder:

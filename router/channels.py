@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from accounting.calls import Meter, UpstreamCall
 from accounting.usage import MalformedUsage, normalise
-from privacy.protection import Protection, Protector
+from privacy import Protection, Protector
 from router import genai
 from router.budgets.ledger import Hold
 from router.budgets.limits import NO_SPEND, Spend
@@ -35,6 +35,10 @@ class Upstream(Protocol):
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
     def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
+
+    async def aclose(self) -> None:
+        """Close its connections; the last call on an upstream."""
+        ...
 
 
 class Channel(Protocol):

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from accounting.errors import EcgwError
 from privacy.detect.findings import Finding, resolve_overlaps
 from privacy.detect.identifiers import IdentifierDetector
 from privacy.detect.keyhints import KeyHintDetector
@@ -21,7 +22,7 @@ from privacy.detect.units import UnitMatcher, _escaped_forms, _literal_pattern
 from privacy.settings import LayerSettings
 
 
-class DetectionError(Exception):
+class DetectionError(EcgwError):
     """A detector layer failed; the request must not leave unprotected."""
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from accounting.errors import EcgwError
 from privacy.detect.ner import Entity
 from privacy.settings import EdgeDetectorSettings
 
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 Chat = Callable[[list[dict[str, str]]], str]  # the edge model: messages in, the assistant's text out
 
 
-class EdgeDetectorError(Exception):
+class EdgeDetectorError(EcgwError):
     """The edge model could not be asked (down, timed out, an HTTP error)."""
 
 
