@@ -10,13 +10,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from privacy.audit import AuditedUnits, AuditWriter, Hasher, Record, call_row, finding_row, safe_location, seal_body
-from privacy.detect import DetectionError, Finding, Unit, UnitsDocument
+from privacy.detect import DetectionError, Finding, Unit, UnitsDocument, is_credential_type
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
 from privacy.hook import Protection, StreamRestorer
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
 from privacy.registry import UnitRegistry
-from privacy.restore import Restorer, given_placeholders
+from privacy.restore import Restorer, ToolSecrets, given_placeholders
 from privacy.scrubber import Applied, DetectionCache, Prepared, Scrubber, ScrubResult, prepare
 from privacy.seal import Sealer
 from privacy.session_store import SessionStore, SessionStoreUnavailable
@@ -53,10 +53,11 @@ class ScrubbedRequest:
 
 
 class PrivacyProtection:
-    def __init__(self, scrubbed: ScrubbedRequest, *, on_usage: Any = None) -> None:
+    def __init__(self, scrubbed: ScrubbedRequest, *, on_usage: Any = None,
+                 tool_secrets: ToolSecrets | None = None) -> None:
         self.body = scrubbed.body
         self._scrubbed = scrubbed
-        self._restorer = Restorer(scrubbed.values)
+        self._restorer = Restorer(scrubbed.values, tool_secrets)
         self._on_usage = on_usage
 
     @property
@@ -181,12 +182,16 @@ class PrivacyProtector:
             if self._settings.on_privacy_error == "edge":
                 raise PrivacyBlocked(reason + "; privacy.on_privacy_error is 'edge'") from exc
             raise PrivacyUnavailable(reason) from exc
-        on_usage = None
+        on_usage = record = None
         if self._audited is not None:
             call_id = self._record(scrubbed, session_id, request_id, experiment)
             await self._audited.record_exposure(call_id, session_id, scrubbed.body)
             on_usage = _UsageRecorder(self._audited.audit, call_id)
-        return PrivacyProtection(scrubbed, on_usage=on_usage)
+            assert self._hasher is not None
+            record = _ToolRestoreRecorder(self._audited.audit, self._hasher, call_id, session_id)
+        secrets = frozenset(p for p in scrubbed.values if is_credential_type(p[1:].rsplit("_", 1)[0]))
+        tool_secrets = ToolSecrets(secrets, self._settings.restore_secrets_in_tools, record)
+        return PrivacyProtection(scrubbed, on_usage=on_usage, tool_secrets=tool_secrets)
 
     def _record(self, scrubbed: ScrubbedRequest, session_id: str, request_id: str, experiment: str | None) -> str:
         """Enqueue the audit rows; they are built (hashes, JSON) on the writer thread, off the request path."""
@@ -245,4 +250,21 @@ class _UsageRecorder:
 
     def __call__(self, usage: dict[str, Any]) -> None:
         record = {"kind": "usage", "call_id": self._call_id, "usage": dict(usage)}
+        self._audit.submit(lambda: record)
+
+
+class _ToolRestoreRecorder:
+    """Audits a credential's placeholder restored into (or, with ``deny``, left in) a tool call's arguments: which
+    tool, which type, the keyed hash — never the value."""
+
+    def __init__(self, audit: AuditWriter, hasher: Hasher, call_id: str, session_id: str) -> None:
+        self._audit, self._hasher = audit, hasher
+        self._call_id, self._session_id = call_id, session_id
+
+    def __call__(self, tool: str, type_: str, value: str, restored: bool) -> None:
+        row = finding_row(call_id=self._call_id, session_id=self._session_id, type=type_, layer="restore",
+                          action="restored_into_tool" if restored else "withheld_from_tool",
+                          location=f"tool_calls[{tool}].arguments", value_hash=self._hasher(value), unit_id=None,
+                          field=None, dimension=None)
+        record = {"kind": "tool_restore", "findings": [row]}
         self._audit.submit(lambda: record)
