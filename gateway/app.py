@@ -50,7 +50,7 @@ from gateway.surfaces.chat import ChatSurface
 from gateway.surfaces.messages import CountTokens, MessagesSurface, native_anthropic
 from gateway.surfaces.messages import error_body as messages_error_body
 from gateway.surfaces.responses import responses_endpoint
-from gateway.tenancy import RequestTenancy, Tenancy
+from gateway.tenancy import RequestTenancy, Tenancy, owner_of
 from gateway.tracing import SessionHasher, Tracing, build_tracing
 from gateway.upstreams.provider_request import ProviderTransport
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
@@ -216,7 +216,7 @@ def build_services(
     protector = protector or build_protector(settings.privacy, database_url=settings.database_url,
                                              sessions=sessions, edge=edge_endpoint(settings.edge),
                                              hash_key=keys.derive("audit"),
-                                             seal_key=keys.derive("audit-body"))
+                                             seal_key=keys.derive("audit-body"), scope_of=owner_of)
     return Services(
         config=config,
         doors=Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
