@@ -69,6 +69,7 @@ class RecordBuilder:
             "side": call.side,
             "provider": call.provider,
             "model": call.model,
+            "deployment": call.deployment,
             "streamed": call.streamed,
             "status": call.status,
             "latency_s": call.latency_s,

@@ -23,6 +23,7 @@ class UpstreamCall:
     ttft_s: float | None = None
     experiment: str | None = None
     arm: str | None = None
+    deployment: str | None = None  # the configured edge deployment or cloud target that made the call
     usage: Mapping[str, Any] | None = None  # the upstream's usage object, OpenAI-shaped
     # Only for estimating tokens when the upstream reported no usage; never stored.
     request_body: Mapping[str, Any] | None = field(default=None, repr=False)
@@ -60,6 +61,14 @@ class Meter(Protocol):
 
     def settle(self, request_id: str, session_id: str) -> None: ...
 
+    async def start(self) -> None:
+        """Start what needs the running event loop (a background writer); called once, before the first call."""
+        ...
+
+    async def aclose(self) -> None:
+        """Flush what is queued and stop; nothing recorded before is lost."""
+        ...
+
 
 class NullMeter:
     """Records nothing (metering switched off)."""
@@ -71,6 +80,12 @@ class NullMeter:
         return None
 
     def settle(self, request_id: str, session_id: str) -> None:
+        return None
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
         return None
 
 
@@ -89,3 +104,9 @@ class MemoryMeter:
 
     def settle(self, request_id: str, session_id: str) -> None:
         return None  # nothing is stored, so nothing is ever pending
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from sqlalchemy import Boolean, Column, Connection, Float, Index, Integer, MetaData, String, Table, Text, select, text
 from sqlalchemy.engine import Engine
 
+from accounting.errors import EcgwError
+
 VERSION_TABLE = "ecgw_schema_version"
 _LOCK_KEY = 0x6563677701  # "ecgw" + 1: the advisory lock id for migrations
 
@@ -118,15 +120,20 @@ def _v4_session_grades(conn: Connection) -> None:
     meta.create_all(conn, checkfirst=True)
 
 
+def _v5_usage_deployment(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE ecgw_usage_records ADD COLUMN deployment VARCHAR(64)"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "usage records", _v1_usage_records),
     Migration(2, "request marks: how many upstream calls each finished request caused", _v2_request_marks),
     Migration(3, "step decision records", _v3_step_records),
     Migration(4, "session grades", _v4_session_grades),
+    Migration(5, "usage records name the edge deployment or cloud target that made the call", _v5_usage_deployment),
 )
 
 
-class SchemaTooNew(RuntimeError):
+class SchemaTooNew(EcgwError, RuntimeError):
     pass
 
 

@@ -23,6 +23,7 @@ class UsageRecord(SQLModel, table=True):
     side: str = Field(max_length=8)
     provider: str = Field(max_length=64)
     model: str = Field(max_length=256)
+    deployment: str | None = Field(default=None, max_length=64)  # the edge deployment or cloud target by name
     streamed: bool
     status: int
     latency_s: float

@@ -21,6 +21,7 @@ GROUPS: dict[str, str] = {
     "experiment": "experiment",
     "arm": "arm",
     "model": "model",
+    "deployment": "deployment",
     "purpose": "purpose",
     "day": "day",
 }

@@ -36,5 +36,7 @@ async def readyz(request: Request) -> Response:
     for name, (ready, detail) in (await services.doors.ready()).items():
         checks[name] = {"ready": ready, "detail": detail}
         ok = ok and ready
+    for side, members in services.doors.deployments().items():
+        checks[side]["deployments"] = members
     return Response(dumps({"status": "ready" if ok else "not ready", "upstreams": checks}),
                     status_code=200 if ok else 503, media_type="application/json")

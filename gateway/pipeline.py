@@ -14,19 +14,22 @@ from urllib.parse import quote
 
 from accounting.calls import StepRecord
 from gateway.budgets import key_name
+from gateway.errors import ClientError
 from gateway.logs import log_request
 from gateway.metrics import RequestMetrics
+from gateway.policy_choice import PolicyDecision
 from gateway.service import Services
 from gateway.tenancy import Identity
 from privacy.errors import PrivacyBlocked
 from router.budgets.errors import KEPT_ON_EDGE, OverBudget, fallback_of
 from router.budgets.limits import NO_SPEND, Spend
+from router.chat_shapes import aclose, chunks_to_completion, completion_to_chunks
 from router.context import CallContext, RouteTracker
+from router.fleet import TARGET_KNOB, without_target
 from router.policies.edge_only import EdgeOnly
 from router.policy import Policy
 from router.spans import NO_SPAN, Span, make_current
 from router.step import SessionState, Step
-from router.wire import aclose, chunks_to_completion, completion_to_chunks
 
 log = logging.getLogger("ecgw")
 
@@ -94,6 +97,16 @@ class StepPipeline:
         self.services = services
         self._edge_only = EdgeOnly()
 
+    def _target(self, body: dict[str, Any], decision: PolicyDecision) -> str | None:
+        """The cloud target this step escalates to: the one a client's model alias names (``cloud.model_aliases``,
+        configured names only), else its arm's ``cloud_target``, else its policy's, else the default (None)."""
+        model = body.get("model")
+        aliases = self.services.settings.cloud.model_aliases
+        if isinstance(model, str) and model in aliases:
+            return aliases[model]
+        arm = decision.knobs.get(TARGET_KNOB)
+        return arm if isinstance(arm, str) else self.services.policies.target(decision.policy)
+
     async def start(self, headers: Mapping[str, str], body: dict[str, Any], *, identity: Identity,
                     request_id: str, outcome: Outcome, session_hint: str | None = None) -> Started:
         """Run the step in ``body`` (chat-completions shape) for the authenticated caller. ``session_hint`` is a
@@ -105,11 +118,16 @@ class StepPipeline:
         session = SessionState(session_id, s.sessions)
         outcome.session_hash = s.session_hash(session_id)
         outcome.span.set("ecgw.session", outcome.session_hash)
+        outcome.span.set("gen_ai.conversation.id", outcome.session_hash)  # the keyed hash, never the id
         decision = await s.chooser.decide(headers, body, session)
         policy_name = outcome.policy = decision.policy
+        if identity.policies is not None and policy_name not in identity.policies:
+            raise ClientError(403, f"This key may use the policies {', '.join(identity.policies)}, not "
+                                   f"{policy_name} (chosen for this step); name one of them in 'model'.",
+                              type_="permission_error", param="model", code="policy_not_allowed")
         outcome.arm = decision.arm
         context = CallContext(request_id=request_id, session_id=session_id, policy=policy_name,
-                              experiment=decision.experiment, arm=decision.arm)
+                              experiment=decision.experiment, arm=decision.arm, owner=identity.owner)
         route = outcome.route = RouteTracker()
         for key, value in (("ecgw.policy", policy_name), ("ecgw.experiment", decision.experiment),
                            ("ecgw.arm", decision.arm)):
@@ -126,9 +144,9 @@ class StepPipeline:
             context=context,
             session=session,
             edge=s.doors.edge(context, route, spend),
-            cloud=s.doors.cloud(context, route, spend),
+            cloud=s.doors.cloud(context, route, spend, target=self._target(body, decision)),
             route=route,
-            knobs=decision.knobs,
+            knobs=without_target(decision.knobs),
         )
         out_headers = {"x-ecgw-request-id": request_id, "x-ecgw-session": header_safe(shown),
                        "x-ecgw-policy": policy_name, **limited}
@@ -153,6 +171,9 @@ class StepPipeline:
             started = await _run(self._edge_only, step, out_headers)
             step.note.decision, step.note.reason = wanted
         out_headers["x-ecgw-route"] = route.route
+        for side, header in (("edge", "x-ecgw-edge-deployment"), ("cloud", "x-ecgw-cloud-target")):
+            if side in route.answered:
+                out_headers[header] = route.answered[side]
         outcome.streamed = started.completion is None
         started.session_id = shown  # the client's id: naming it again (same key) reaches this session
         return started
@@ -180,8 +201,14 @@ class _StepEnd:
         self._services.meter.record_step(StepRecord(
             request_id=ctx.request_id, session_id=ctx.session_id, policy=ctx.policy, started_at=self._started_at,
             latency_s=seconds, status=status, route=route, decision=decision, reason=reason,
-            signal=dict(note.signal), experiment=ctx.experiment, arm=ctx.arm,
+            signal={**note.signal, **_chains(step.route)}, experiment=ctx.experiment, arm=ctx.arm,
             fallback=self._headers.get("x-ecgw-fallback"), trace_id=self._outcome.span.trace_id))
+
+
+def _chains(route: RouteTracker) -> dict[str, str]:
+    """The members each side tried before one answered (``edge_chain``, ``cloud_chain``), when it was not the
+    first: the step record keeps the failover."""
+    return {f"{side}_chain": chain for side in ("edge", "cloud") if (chain := route.chain(side)) is not None}
 
 
 async def _run(policy: Policy, step: Step, headers: dict[str, str]) -> Started:

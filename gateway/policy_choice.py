@@ -14,6 +14,7 @@ from typing import Any
 from gateway.errors import ClientError
 from gateway.settings import ConfigError
 from router.experiments import Assignment, ExperimentsSettings, arm_of, assign
+from router.fleet import without_target
 from router.policy import PolicyRegistry
 from router.step import SessionState
 
@@ -32,19 +33,23 @@ class PolicyDecision:
 
 class PolicyChooser:
     def __init__(self, registry: PolicyRegistry, default: str, *, edge_model: str, cloud_model: str,
-                 experiments: ExperimentsSettings | None = None) -> None:
+                 experiments: ExperimentsSettings | None = None, cloud_aliases: Mapping[str, str] | None = None
+                 ) -> None:
         if default not in registry:
-            raise ConfigError(f"policy.default is {default!r}; expected one of {', '.join(registry.names)}")
+            raise ConfigError(f"policy.default is {default!r}; expected one of {', '.join(registry.names)}",
+                              param="policy.default")
         self._registry = registry
         self._default = default
         # A client that names one of the configured models directly gets that side, unprotected by no policy.
         self._direct = {edge_model: "edge-only", cloud_model: "cloud-only"}
+        # cloud.model_aliases: a model name a client may use for one configured target (cloud-only, that target)
+        self._direct.update({alias: "cloud-only" for alias in cloud_aliases or {}})
         self._experiments = experiments or ExperimentsSettings()
         for name in registry.names:
             try:
                 registry.get(name)  # builds every policy now: bad knobs fail at startup, naming the key
             except ValueError as exc:
-                raise ConfigError(str(exc)) from None
+                raise ConfigError(str(exc), param=f"policy.knobs.{name}") from None
         self._check_experiments()
 
     def _check_experiments(self) -> None:
@@ -54,13 +59,14 @@ class PolicyChooser:
                 where = f"experiments.definitions.{name}.arms.{arm_name}"
                 if arm.policy not in self._registry:
                     raise ConfigError(f"{where}.policy is {arm.policy!r}; expected one of "
-                                     f"{', '.join(self._registry.names)}")
+                                      f"{', '.join(self._registry.names)}", param=f"{where}.policy")
                 checker = getattr(self._registry.get(arm.policy), "check_overrides", None)
-                if arm.knobs and checker is not None:
+                knobs = without_target(arm.knobs)
+                if knobs and checker is not None:
                     try:
-                        checker(arm.knobs)
+                        checker(knobs)
                     except ValueError as exc:
-                        raise ConfigError(f"{where}.knobs: {exc}") from None
+                        raise ConfigError(f"{where}.knobs: {exc}", param=f"{where}.knobs") from None
 
     def _check(self, name: str, where: str) -> str:
         if name not in self._registry:
@@ -93,6 +99,10 @@ class PolicyChooser:
             raise ClientError(400, f"Unknown experiment arm {header!r} in X-ECGW-Arm; valid arms: "
                                    f"{', '.join(known) or '(no experiments configured)'}.",
                               param="X-ECGW-Arm", code="unknown_arm")
+        if not found.arms[arm].forceable:
+            raise ClientError(403, f"The experiment arm {experiment}:{arm} cannot be chosen by X-ECGW-Arm "
+                                   "(forceable: false); sessions reach it only by assignment.",
+                              type_="permission_error", param="X-ECGW-Arm", code="arm_not_forceable")
         return arm_of(experiment, found, arm)
 
     def _stored_arm(self, value: Any) -> Assignment | None:

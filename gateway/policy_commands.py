@@ -147,6 +147,7 @@ async def _scores(settings: Settings, scorer_name: str | None, prompts: list[str
     from gateway.upstreams.openai_http import OpenAIHTTPUpstream
     from router.channels import EdgeChannel
     from router.context import CallContext, RouteTracker
+    from router.fleet import Call, Single
     from router.policies.task_routing import TaskRoutingKnobs, build_scorer
 
     raw = dict(settings.policy.knobs.get("task-routing", {}))
@@ -160,7 +161,7 @@ async def _scores(settings: Settings, scorer_name: str | None, prompts: list[str
         for index, text in enumerate(prompts):
             context = CallContext(request_id=f"calibrate-{index}", session_id=f"calibrate-{index}",
                                   policy="task-routing")
-            edge = EdgeChannel(upstream, NullMeter(), context, RouteTracker())
+            edge = EdgeChannel(Single(upstream), NullMeter(), context, RouteTracker(), Call(context.session_id))
             verdict = await scorer.score(Task(text, None, context.session_id), edge)
             out.append(verdict.score)
         return out

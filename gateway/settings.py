@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
+from accounting.errors import EcgwError
 from accounting.settings import AccountingSettings
 from gateway.upstreams.provider_request import check_extra_body_fields
 from privacy.detect import EdgeEndpoint
@@ -33,7 +34,7 @@ from router.budgets.settings import LimitsSettings
 from router.experiments import ExperimentsSettings
 
 
-class ConfigError(Exception):
+class ConfigError(EcgwError):
     """A configuration that cannot work; the message names the key, the value and what is expected. ``param`` is
     the first bad key as a dotted path (``server.api_keys.0.key_env``) when one is known."""
 
@@ -160,6 +161,19 @@ class CompatSettings(_Section):
     stream_usage: bool = True
     stream_tools: bool = True
     dedupe_tool_call_names: bool = False
+    cache_salt: bool = True  # send vLLM's per-tenant ``cache_salt`` (prefix-cache sharing within a tenant only)
+
+
+class EdgeDeployment(_Section):
+    """One member of the edge pool (``edge.deployments``)."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    base_url: str
+    model: str
+    weight: float = Field(1.0, gt=0)
+    max_in_flight: int | None = Field(None, ge=1)  # per worker; past it a session spills to the least-loaded one
+    compat: CompatSettings = Field(default_factory=CompatSettings)
+    api_key_env: str | None = None
 
 
 class EdgeSettings(_Section):
@@ -175,12 +189,51 @@ class EdgeSettings(_Section):
     launch: Literal["auto", "always", "never"] = "auto"
     launch_model: str | None = None
     launch_args: list[str] = Field(default_factory=list)
+    # A pool of several servers (gateway.upstreams.edge_pool); empty: base_url/model above are the one deployment,
+    # named "default". A pool never launches.
+    deployments: list[EdgeDeployment] = Field(default_factory=list)
+    health_interval_s: float = Field(10.0, gt=0)  # seconds between background probes of every deployment
+    eject_after: int = Field(3, ge=1)  # consecutive failures (calls or probes) that eject a deployment
+    readmit_after_s: float = Field(30.0, gt=0)  # an ejected deployment is probed again after this; answering readmits
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> EdgeSettings:
+        names = [d.name for d in self.deployments]
+        if len(set(names)) != len(names):
+            raise ValueError(f"edge.deployments: names must be unique, got {names}")
+        return self
+
+    def members(self) -> list[EdgeDeployment]:
+        """The pool: ``deployments``, or the shorthand as one deployment named ``default``."""
+        if self.deployments:
+            return list(self.deployments)
+        return [EdgeDeployment(name="default", base_url=self.base_url, model=self.model, compat=self.compat,
+                               api_key_env=self.api_key_env)]
 
 
 def edge_endpoint(settings: EdgeSettings) -> EdgeEndpoint:
-    """The local edge model as the privacy layer's edge detector reaches it (``privacy.edge_detector``)."""
-    key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
-    return EdgeEndpoint(settings.base_url, settings.model, key)
+    """The local edge model as the privacy layer's edge detector reaches it (``privacy.edge_detector``): the
+    pool's first deployment."""
+    first = settings.members()[0]
+    key = os.environ.get(first.api_key_env) if first.api_key_env else None
+    return EdgeEndpoint(first.base_url, first.model, key)
+
+
+class CloudTarget(_Section):
+    """One named cloud model (``cloud.targets``); its prices come from ``accounting.prices`` by ``model``."""
+
+    model: str
+    api_base: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = Field(600.0, gt=0)
+    first_token_timeout_s: float | None = Field(None, gt=0)  # a stream with no token by then falls back
+    max_retries: int = Field(0, ge=0)
+    extra_body_fields: list[str] = Field(default_factory=list)  # as cloud.extra_body_fields, for this target
+
+    @field_validator("extra_body_fields")
+    @classmethod
+    def _extra_fields(cls, names: list[str]) -> list[str]:
+        return check_extra_body_fields(names)
 
 
 class CloudSettings(_Section):
@@ -188,16 +241,59 @@ class CloudSettings(_Section):
     api_base: str | None = None
     api_key_env: str | None = "DEEPSEEK_API_KEY"
     timeout_s: float = Field(600.0, gt=0)
+    first_token_timeout_s: float | None = Field(None, gt=0)
     max_retries: int = Field(0, ge=0)
     # Provider-specific body fields a request may send (DeepSeek's ``thinking``, a vendor's extras): they go as
     # JSON fields of the provider's body (litellm's ``extra_body``), through the privacy walk and the last check,
     # never as litellm arguments. A request's other non-OpenAI fields are dropped (ecgw_cloud_dropped_fields).
     extra_body_fields: list[str] = Field(default_factory=list)
+    # Several named models (gateway.fleet.cloud_targets); empty: the fields above are the one target, "default".
+    targets: dict[str, CloudTarget] = Field(default_factory=dict)
+    default_target: str | None = None  # null: the first of ``targets``
+    fallbacks: dict[str, list[str]] = Field(default_factory=dict)  # target -> the targets tried after it, in order
+    model_aliases: dict[str, str] = Field(default_factory=dict)  # a client's model name -> a target (cloud-only)
+    cool_after: int = Field(2, ge=1)  # consecutive failures after which a target is skipped for cooldown_s
+    cooldown_s: float = Field(30.0, gt=0)
 
     @field_validator("extra_body_fields")
     @classmethod
     def _extra_fields(cls, names: list[str]) -> list[str]:
         return check_extra_body_fields(names)
+
+    @model_validator(mode="after")
+    def _names_are_targets(self) -> CloudSettings:
+        names = set(self.named_targets())
+        for name in self.targets:
+            if not name or len(name) > 64:
+                raise ValueError(f"cloud.targets: a target's name must be 1 to 64 characters, got {name!r}")
+        wrong = [f"cloud.default_target: {self.default_target!r}"] if (
+            self.default_target is not None and self.default_target not in names) else []
+        for source, chain in self.fallbacks.items():
+            wrong += [f"cloud.fallbacks.{source}: {n!r}" for n in [source, *chain] if n not in names]
+        wrong += [f"cloud.model_aliases.{alias}: {n!r}" for alias, n in self.model_aliases.items() if n not in names]
+        if wrong:
+            raise ValueError(f"{'; '.join(wrong)} names no target; the targets are {', '.join(sorted(names))}")
+        return self
+
+    def named_targets(self) -> dict[str, CloudTarget]:
+        """``targets``, or the shorthand as one target named ``default``."""
+        if self.targets:
+            return dict(self.targets)
+        return {"default": CloudTarget(model=self.model, api_base=self.api_base, api_key_env=self.api_key_env,
+                                       timeout_s=self.timeout_s, first_token_timeout_s=self.first_token_timeout_s,
+                                       max_retries=self.max_retries, extra_body_fields=self.extra_body_fields)}
+
+    @property
+    def primary(self) -> str:
+        """The target a step escalates to when nothing names one."""
+        return self.default_target or next(iter(self.named_targets()))
+
+    def for_target(self, name: str) -> CloudSettings:
+        """One target as the one-target settings its transport takes."""
+        target = self.named_targets()[name]
+        return CloudSettings(model=target.model, api_base=target.api_base, api_key_env=target.api_key_env,
+                             timeout_s=target.timeout_s, first_token_timeout_s=target.first_token_timeout_s,
+                             max_retries=target.max_retries, extra_body_fields=target.extra_body_fields)
 
 
 def missing_cloud_key(settings: CloudSettings) -> str | None:
@@ -262,6 +358,25 @@ class Settings(BaseSettings):
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     database_url: str = "sqlite:///ecgw.sqlite3"
     secrets: SecretsSettings = Field(default_factory=SecretsSettings)
+
+    @model_validator(mode="after")
+    def _fleet_names(self) -> Settings:
+        """Configured deployment and target names are unique across both sides (``ecgw usage --by deployment``
+        groups by them), and every ``cloud_target`` a policy or an arm names is a target."""
+        edge = {d.name for d in self.edge.members()}
+        cloud = set(self.cloud.named_targets())
+        # the two shorthands are both "default" (one deployment, one target); a configured name must be unique
+        both = sorted(({d.name for d in self.edge.deployments} & cloud) | (set(self.cloud.targets) & edge))
+        if both:
+            raise ValueError(f"edge.deployments and cloud.targets share the names {both}; names must be unique "
+                             "across both")
+        named = [(f"policy.knobs.{p}.cloud_target", k.get("cloud_target")) for p, k in self.policy.knobs.items()]
+        named += [(f"experiments.definitions.{e}.arms.{a}.knobs.cloud_target", arm.knobs.get("cloud_target"))
+                  for e, experiment in self.experiments.definitions.items() for a, arm in experiment.arms.items()]
+        wrong = [f"{where} is {name!r}" for where, name in named if name is not None and name not in cloud]
+        if wrong:
+            raise ValueError(f"{'; '.join(wrong)}; expected one of {', '.join(sorted(cloud))}")
+        return self
 
     @classmethod
     def settings_customise_sources(

@@ -6,19 +6,24 @@ cloud: what may leave (the provider boundary) → protect (privacy) → upstream
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any, Protocol
 
 from accounting.calls import Meter, UpstreamCall
 from accounting.usage import MalformedUsage, normalise
-from privacy.protection import Protection, Protector
+from privacy import Protection, Protector
+from router import genai
 from router.budgets.ledger import Hold
 from router.budgets.limits import NO_SPEND, Spend
 from router.context import CallContext, RouteTracker
 from router.errors import UpstreamError
+from router.fleet import Call, Member, Pool, cache_salt, first_token_within, retryable
+from router.provider_state import foreign_state
 from router.spans import Span, current, ending
 
+log = logging.getLogger("ecgw")
 
 class Upstream(Protocol):
     """A model server. Implementations live in ``gateway.upstreams``; they set ``model`` in the body."""
@@ -31,12 +36,9 @@ class Upstream(Protocol):
 
     def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
 
-
-class CloudUpstream(Upstream, Protocol):
-    """The cloud as ``CloudChannel`` sees it (``gateway.upstreams.boundary``): it also says which part of a body
-    may leave at all, so the privacy walk, the last check and the meter see exactly what the provider gets."""
-
-    def outgoing(self, body: dict[str, Any]) -> dict[str, Any]: ...
+    async def aclose(self) -> None:
+        """Close its connections; the last call on an upstream."""
+        ...
 
 
 class Channel(Protocol):
@@ -80,27 +82,43 @@ def _chunk_text(chunk: dict[str, Any], parts: list[str]) -> None:
                 parts.append(str(arguments))
 
 
-class _MeteredChannel:
-    """Times and meters calls to one upstream; subclasses add what runs around the upstream."""
+class CloudPool(Pool, Protocol):
+    """The cloud targets as ``CloudChannel`` sees them: a pool that also says which part of a body may leave for
+    any of its targets (the provider boundary), so the privacy walk, the last check and the meter see everything a
+    target can get; each target's own allowlist then takes its part of the protected body."""
 
-    def __init__(self, upstream: Upstream, meter: Meter, context: CallContext, route: RouteTracker,
+    def outgoing(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class _MeteredChannel:
+    """Times and meters calls to one pool of upstreams; subclasses add what runs around the upstream. A call tries
+    the pool's plan in order while nothing has reached the consumer and the failure is ``retryable``; every
+    attempt is metered under the member that made it, and the step's budget hold is settled by the last one."""
+
+    def __init__(self, pool: Pool, meter: Meter, context: CallContext, route: RouteTracker, call: Call,
                  spend: Spend = NO_SPEND) -> None:
-        self._upstream = upstream
+        self._pool = pool
         self._meter = meter
         self._context = context
         self._route = route
+        self._call = call
         self._spend = spend  # the step's budgets: reserved before each upstream call, settled after it
-        self.side = upstream.side
-        self.model = upstream.model
+        self.side = pool.side
+        self.model = pool.model
 
     def _open(self, purpose: str) -> Span:
         """The span of one upstream call, a child of the step's current span (a no-op with tracing off)."""
         return current().child(f"ecgw.{self.side}.call", **{"ecgw.side": self.side, "ecgw.purpose": purpose,
-                                                            "ecgw.model": self.model})
+                                                            "ecgw.model": self.model, **genai.requested(self.model)})
+
+    def _prepare(self, member: Member, body: dict[str, Any], plan: Sequence[Member]) -> dict[str, Any]:
+        """The body as ``member`` gets it (subclasses: the edge's cache salt, a fallback's provider state)."""
+        return body
 
     def _record(
         self,
         *,
+        member: Member,
         span: Span,
         purpose: str,
         streamed: bool,
@@ -114,89 +132,135 @@ class _MeteredChannel:
     ) -> UpstreamCall:
         ctx = self._context
         span.set("ecgw.status", status)
+        span.set("ecgw.deployment", member.name)
         try:  # for the span's attributes only (the meter normalises on its writer): skipped with tracing off
             tokens = normalise(usage) if usage and span.recording else None
         except MalformedUsage:
             tokens = None
         if tokens is not None:  # also rolls up into the step's span
+            genai.used(span, tokens)
             span.add(f"ecgw.{self.side}.tokens.raw_input", tokens.raw_input)
             span.add(f"ecgw.{self.side}.tokens.cache_read", tokens.cache_read)
             span.add(f"ecgw.{self.side}.tokens.output", tokens.output)
+        upstream = member.upstream
         with ending(span.child("ecgw.meter")):
-            return self._record_call(ctx, purpose=purpose, streamed=streamed, status=status, started_at=started_at,
-                                     t0=t0, ttft=ttft, usage=usage, sent=sent, output_text=output_text)
-
-    def _record_call(self, ctx: CallContext, *, purpose: str, streamed: bool, status: int, started_at: float,
-                     t0: float, ttft: float | None, usage: dict[str, Any] | None, sent: dict[str, Any],
-                     output_text: str) -> UpstreamCall:
-        call = UpstreamCall(
-            request_id=ctx.request_id,
-            session_id=ctx.session_id,
-            policy=ctx.policy,
-            experiment=ctx.experiment,
-            arm=ctx.arm,
-            purpose=purpose,
-            side=self._upstream.side,
-            provider=self._upstream.provider,
-            model=self._upstream.model,
-            streamed=streamed,
-            status=status,
-            started_at=started_at,
-            latency_s=time.perf_counter() - t0,
-            ttft_s=ttft,
-            usage=usage,
-            request_body=sent,
-            output_text=output_text,
-        )
-        self._meter.record(call)
+            call = UpstreamCall(
+                request_id=ctx.request_id, session_id=ctx.session_id, policy=ctx.policy, experiment=ctx.experiment,
+                arm=ctx.arm, purpose=purpose, side=upstream.side, provider=upstream.provider, model=upstream.model,
+                deployment=member.name, streamed=streamed, status=status, started_at=started_at,
+                latency_s=time.perf_counter() - t0, ttft_s=ttft, usage=usage, request_body=sent,
+                output_text=output_text)
+            self._meter.record(call)
         return call
 
-    async def _complete(self, sent: dict[str, Any], purpose: str, span: Span, hold: Hold | None) -> dict[str, Any]:
-        self._route.used(self.side)
-        started_at, t0 = time.time(), time.perf_counter()
-        try:
-            response = await self._upstream.complete(sent)
-        except BaseException as exc:  # a failure, or a cancellation (499): metered either way
-            status = exc.status if isinstance(exc, UpstreamError) else 499
-            call = self._record(span=span, purpose=purpose, streamed=False, status=status, started_at=started_at,
-                                t0=t0, ttft=None, usage=None, sent=sent, output_text="")
-            await self._spend.settle(hold, call)
-            raise
-        latency = time.perf_counter() - t0
-        call = self._record(span=span, purpose=purpose, streamed=False, status=200, started_at=started_at, t0=t0,
-                            ttft=latency, usage=response.get("usage"), sent=sent,
-                            output_text=_completion_text(response))
-        await self._spend.settle(hold, call)
-        return response
+    def _next(self, member: Member, exc: UpstreamError, delivered: bool, last: bool) -> bool:
+        """After a failed attempt: whether to try the plan's next member (the failure was noted either way)."""
+        self._route.failed(self.side, member.name, exc.status)
+        if delivered or last or not retryable(exc):
+            return False
+        log.warning("request %s: the %s %s failed before answering (HTTP %s: %s); trying the next one",
+                    self._context.request_id, self.side, member.name, exc.status, exc.message)
+        return True
 
-    async def _stream(self, sent: dict[str, Any], purpose: str, span: Span,
+    async def _complete(self, body: dict[str, Any], purpose: str, span: Span, hold: Hold | None) -> dict[str, Any]:
+        self._route.used(self.side)
+        plan = self._pool.plan(self._call)
+        for index, member in enumerate(plan):
+            sent = self._prepare(member, body, plan)
+            started_at, t0 = time.time(), time.perf_counter()
+            self._pool.begin(member)
+            try:
+                response = await member.upstream.complete(sent)
+            except UpstreamError as exc:
+                self._pool.end(member, exc)
+                call = self._record(member=member, span=span, purpose=purpose, streamed=False, status=exc.status,
+                                    started_at=started_at, t0=t0, ttft=None, usage=None, sent=sent, output_text="")
+                if self._next(member, exc, False, index == len(plan) - 1):
+                    continue  # a failed attempt cost nothing; the hold waits for the one that answers
+                await self._spend.settle(hold, call)
+                raise
+            except BaseException:  # a cancellation (499): metered too
+                self._pool.end(member, None)
+                call = self._record(member=member, span=span, purpose=purpose, streamed=False, status=499,
+                                    started_at=started_at, t0=t0, ttft=None, usage=None, sent=sent, output_text="")
+                await self._spend.settle(hold, call)
+                raise
+            self._pool.end(member, None)
+            latency = time.perf_counter() - t0
+            genai.answered(span, provider=member.upstream.provider, model=response.get("model"),
+                           reasons=genai.finish_reasons(response.get("choices") or ()))
+            call = self._record(member=member, span=span, purpose=purpose, streamed=False, status=200,
+                                started_at=started_at, t0=t0, ttft=latency, usage=response.get("usage"), sent=sent,
+                                output_text=_completion_text(response))
+            self._route.answered_by(self.side, member.name)
+            await self._spend.settle(hold, call)
+            return response
+        raise AssertionError("a pool planned no member")  # every pool plans at least one
+
+    async def _stream(self, body: dict[str, Any], purpose: str, span: Span,
                       hold: Hold | None) -> AsyncGenerator[dict[str, Any], None]:
         self._route.used(self.side)
-        started_at, t0 = time.time(), time.perf_counter()
-        ttft: float | None = None
-        usage: dict[str, Any] | None = None
-        parts: list[str] = []
-        status = 499  # the consumer stopped early (client went away, or a policy cancelled the stream)
-        try:
-            async for chunk in self._upstream.stream(sent):
-                if ttft is None:
-                    ttft = time.perf_counter() - t0
-                if chunk.get("usage"):
-                    usage = chunk["usage"]
-                _chunk_text(chunk, parts)
-                yield chunk
-            status = 200
-        except UpstreamError as exc:
-            status = exc.status
-            raise
-        finally:
-            call = self._record(span=span, purpose=purpose, streamed=True, status=status, started_at=started_at,
-                                t0=t0, ttft=ttft, usage=usage, sent=sent, output_text="".join(parts))
-            await self._spend.settle(hold, call)
+        plan = self._pool.plan(self._call)
+        for index, member in enumerate(plan):
+            sent = self._prepare(member, body, plan)
+            started_at, t0 = time.time(), time.perf_counter()
+            ttft: float | None = None
+            usage: dict[str, Any] | None = None
+            parts: list[str] = []
+            reasons: list[str] = []
+            answered_model: str | None = None
+            status = 499  # the consumer stopped early (client went away, or a policy cancelled the stream)
+            failure: UpstreamError | None = None
+            retry = False
+            delivered = False
+            self._pool.begin(member)
+            upstream = first_token_within(member.upstream.stream(sent), member.first_token_timeout_s,
+                                          side=self.side, name=member.name)
+            try:
+                async for chunk in upstream:
+                    if ttft is None:
+                        ttft = time.perf_counter() - t0
+                    if chunk.get("usage"):
+                        usage = chunk["usage"]
+                    answered_model = answered_model or chunk.get("model")
+                    reasons += genai.finish_reasons(chunk.get("choices") or ())
+                    _chunk_text(chunk, parts)
+                    if not delivered:  # this member answers: named before the client's headers leave
+                        delivered = True
+                        self._route.answered_by(self.side, member.name)
+                    yield chunk
+                status = 200
+            except UpstreamError as exc:
+                status, failure = exc.status, exc
+                retry = self._next(member, exc, delivered, index == len(plan) - 1)
+                if not retry:
+                    raise
+            finally:
+                await upstream.aclose()
+                self._pool.end(member, failure)
+                genai.answered(span, provider=member.upstream.provider, model=answered_model, reasons=reasons)
+                call = self._record(member=member, span=span, purpose=purpose, streamed=True, status=status,
+                                    started_at=started_at, t0=t0, ttft=ttft, usage=usage, sent=sent,
+                                    output_text="".join(parts))
+                if not retry:
+                    await self._spend.settle(hold, call)
+            if failure is None:
+                self._route.answered_by(self.side, member.name)  # a stream with no chunk at all, too
+                return
 
 
 class EdgeChannel(_MeteredChannel):
     """The local model: upstream → meter."""
+
+    def _prepare(self, member: Member, body: dict[str, Any], plan: Sequence[Member]) -> dict[str, Any]:
+        # The prefix cache is shared within a tenant only; a request never names its own salt (it could name
+        # another tenant's and time its hits).
+        if not member.salted and "cache_salt" not in body:
+            return body
+        out = {k: v for k, v in body.items() if k != "cache_salt"}
+        if member.salted:
+            out["cache_salt"] = cache_salt(self._call.owner)
+        return out
 
     async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
         hold = await self._spend.reserve("edge", body, self.model)  # an edge_pflops budget spent: 429
@@ -217,20 +281,29 @@ class EdgeChannel(_MeteredChannel):
 class CloudChannel(_MeteredChannel):
     """The only way to the cloud: protect → upstream → restore → meter. Protection failure = no call."""
 
-    def __init__(
-        self, upstream: CloudUpstream, meter: Meter, context: CallContext, route: RouteTracker, protector: Protector,
-        spend: Spend = NO_SPEND,
-    ) -> None:
-        super().__init__(upstream, meter, context, route, spend)
-        self._cloud = upstream
+    def __init__(self, pool: CloudPool, meter: Meter, context: CallContext, route: RouteTracker, call: Call,
+                 protector: Protector, spend: Spend = NO_SPEND) -> None:
+        super().__init__(pool, meter, context, route, call, spend)
+        self._cloud = pool
         self._protector = protector
 
     def _unsent(self, purpose: str, body: dict[str, Any]) -> UpstreamCall:
         """A call protection stopped before it left: it costs nothing, so its reservation is given back."""
         ctx = self._context
+        first = self._pool.plan(self._call)[0]
         return UpstreamCall(request_id=ctx.request_id, session_id=ctx.session_id, policy=ctx.policy,
-                            purpose=purpose, side="cloud", provider=self._upstream.provider, model=self.model,
-                            streamed=False, status=403, started_at=time.time(), latency_s=0.0)
+                            purpose=purpose, side="cloud", provider=first.upstream.provider, model=first.upstream.model,
+                            deployment=first.name, streamed=False, status=403, started_at=time.time(),
+                            latency_s=0.0)
+
+    def _prepare(self, member: Member, body: dict[str, Any], plan: Sequence[Member]) -> dict[str, Any]:
+        # The same protected body (the session's placeholders unchanged) for every target, less what only another
+        # provider understands (a fallback across providers).
+        out, dropped = foreign_state(body, member.upstream.provider)
+        if dropped:
+            log.info("request %s: the cloud target %s (%s) does not take %s; dropped for it",
+                     self._context.request_id, member.name, member.upstream.provider, ", ".join(dropped))
+        return out
 
     async def _protect(self, body: dict[str, Any]) -> Protection:
         """Protection of what may leave: the fields the boundary drops are not sent, so they are not scanned."""

@@ -16,16 +16,34 @@ class CallContext:
     policy: str
     experiment: str | None = None
     arm: str | None = None
+    owner: str | None = None  # the tenant (a keyed hash; None in single-tenant mode): the edge's cache salt
 
 
 @dataclass
 class RouteTracker:
-    """Which sides a step used; becomes the ``x-ecgw-route`` header."""
+    """Which sides a step used (the ``x-ecgw-route`` header), which deployment or target of each answered last
+    (``x-ecgw-edge-deployment``, ``x-ecgw-cloud-target``), and the ones that failed on the way."""
 
     sides: set[str] = field(default_factory=set)
+    answered: dict[str, str] = field(default_factory=dict)  # side -> member name
+    tried: dict[str, list[str]] = field(default_factory=dict)  # side -> "name:status" per failed attempt
 
     def used(self, side: str) -> None:
         self.sides.add(side)
+
+    def answered_by(self, side: str, name: str) -> None:
+        self.answered[side] = name
+
+    def failed(self, side: str, name: str, status: int) -> None:
+        self.tried.setdefault(side, []).append(f"{name}:{status}")
+
+    def chain(self, side: str) -> str | None:
+        """The members a side tried, in order, ending with the one that answered: ``primary:429>backup``."""
+        tried = self.tried.get(side)
+        if not tried:
+            return None
+        answered = self.answered.get(side)
+        return ">".join(tried + ([answered] if answered else []))
 
     @property
     def route(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, ClassVar, Protocol
 
+from router.fleet import TARGET_KNOB, without_target
 from router.step import Step
 
 # A completion body (non-streaming) or an async iterator of chunk bodies (streaming).
@@ -35,9 +36,14 @@ class PolicyRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._factories
 
+    def target(self, name: str) -> str | None:
+        """The cloud target ``policy.knobs.<name>.cloud_target`` names (None: the default target)."""
+        value = self._knobs.get(name, {}).get(TARGET_KNOB)
+        return value if isinstance(value, str) else None
+
     def get(self, name: str) -> Policy:
         policy = self._instances.get(name)
         if policy is None:
-            policy = self._factories[name](self._knobs.get(name, {}))
+            policy = self._factories[name](without_target(self._knobs.get(name, {})))
             self._instances[name] = policy
         return policy

@@ -13,8 +13,8 @@ from gateway.app import create_app
 from gateway.offline import prepare_offline_environment
 from gateway.service import Services
 from gateway.settings import Settings, load_settings
-from privacy.protection import Protector
-from tests.door import GuardedCloud, guarded_cloud, guarded_services
+from privacy import Protector
+from tests.door import GuardedCloud, guarded_cloud, guarded_services, guarded_targets
 from tests.fakes.model_server import ModelServer
 from tests.fakes.threaded import ThreadedServer
 
@@ -87,8 +87,14 @@ def start_gateway(edge: ModelServer, cloud: ModelServer) -> Iterator[Callable[..
     def start(*, protector: Protector | None = None, **overrides: Any) -> RunningGateway:
         settings = settings_for(edge.url, cloud.url, **overrides)  # type: ignore[attr-defined]
         meter = MemoryMeter()
-        guard = guarded_cloud(settings)
-        services = guarded_services(settings, protector=protector, meter=meter, cloud=guard)
+        if settings.cloud.targets:  # every target wears a guard of its own
+            guards: list[GuardedCloud] = []
+            services = guarded_services(settings, protector=protector, meter=meter,
+                                        cloud_transport=guarded_targets(guards))
+            guard = guards[0]
+        else:
+            guard = guarded_cloud(settings)
+            services = guarded_services(settings, protector=protector, meter=meter, cloud=guard)
         server = ThreadedServer(create_app(settings, services=services)).start()
         started.append(server)
         return RunningGateway(url=server.url, settings=settings, services=services, meter=meter, guard=guard)

@@ -10,7 +10,7 @@ from typing import Any
 
 from gateway.app import build_services
 from gateway.service import Services
-from gateway.settings import Settings
+from gateway.settings import CloudSettings, Settings
 from gateway.upstreams.provider_request import ProviderRequest
 from router.channels import CloudChannel
 
@@ -70,8 +70,23 @@ def guarded_cloud(settings: Settings) -> GuardedCloud:
     return GuardedCloud(LiteLLMUpstream(settings.cloud))
 
 
+def guarded_targets(guards: list[GuardedCloud]) -> Any:
+    """A cloud transport factory for ``cloud.targets``: every target's transport wears the guard (kept in
+    ``guards``, in the targets' order)."""
+    from gateway.upstreams.cloud import LiteLLMUpstream
+
+    def make(settings: CloudSettings) -> GuardedCloud:
+        guards.append(GuardedCloud(LiteLLMUpstream(settings)))
+        return guards[-1]
+
+    return make
+
+
 def guarded_services(settings: Settings, **parts: Any) -> Services:
-    """``build_services`` for tests: the cloud upstream always wears the guard (a given one must already)."""
+    """``build_services`` for tests: the cloud upstream always wears the guard (a given one must already); with
+    ``cloud_transport`` (several targets), every target's must."""
+    if parts.get("cloud_transport") is not None:
+        return build_services(settings, **parts)
     cloud = parts.setdefault("cloud", guarded_cloud(settings))
     if not isinstance(cloud, GuardedCloud):
         raise TypeError("a test gateway's cloud upstream must be a GuardedCloud")

@@ -42,7 +42,8 @@ def error_body(failure: Failure) -> dict[str, Any]:
 
 def native_anthropic(services: Services) -> bool:
     """The cloud model speaks Anthropic itself (litellm ``anthropic/…``): keep cache breakpoints and thinking."""
-    return services.settings.cloud.model.startswith("anthropic/")
+    cloud = services.settings.cloud
+    return cloud.named_targets()[cloud.primary].model.startswith("anthropic/")
 
 
 class MessagesSurface:

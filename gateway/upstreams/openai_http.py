@@ -15,11 +15,11 @@ import aiohttp
 
 from gateway import sse
 from gateway.jsonio import JSONDecodeError, dumps, loads
-from gateway.settings import EdgeSettings
+from gateway.settings import EdgeDeployment, EdgeSettings
 from gateway.upstreams.compat import ToolNameDeduper, normalise_request
 from gateway.upstreams.stream_end import StreamEnd
+from router.chat_shapes import completion_to_chunks
 from router.errors import UpstreamError
-from router.wire import completion_to_chunks
 
 # The edge is tolerant: a request's fields reach it as JSON body fields (vLLM's sampling extras, chat template
 # switches), never as the URL, headers or credentials (fixed here at construction, from edge.*). These few vLLM
@@ -51,6 +51,14 @@ class OpenAIHTTPUpstream:
         self._timeout = aiohttp.ClientTimeout(total=None, connect=settings.connect_timeout_s,
                                               sock_read=settings.read_timeout_s)
         self._session: aiohttp.ClientSession | None = None
+
+    @classmethod
+    def for_deployment(cls, deployment: EdgeDeployment, settings: EdgeSettings, *,
+                       on_drop: Callable[[str], None] | None = None) -> OpenAIHTTPUpstream:
+        """One member of the edge pool: its own URL, model, key and switches; the pool's timeouts."""
+        return cls(settings.model_copy(update={"base_url": deployment.base_url, "model": deployment.model,
+                                               "api_key_env": deployment.api_key_env,
+                                               "compat": deployment.compat, "deployments": []}), on_drop=on_drop)
 
     def _client(self) -> aiohttp.ClientSession:
         # Created on first use: a session belongs to the running event loop.

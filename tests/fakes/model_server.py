@@ -102,7 +102,7 @@ class ModelServer:
         self.usages: list[dict[str, Any]] = []  # every usage object it reported, in order
         self._script: deque[Reply] = deque()
         self._responder = responder
-        self._cache: list[list[str]] = []
+        self._cache: list[tuple[str | None, list[str]]] = []
         self._lock = threading.Lock()
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
@@ -137,21 +137,25 @@ class ModelServer:
         return Reply(content=f"{self.name} reply to: {str(last)[:60]}")
 
     # helpers -----------------------------------------------------------------------------------------
-    def _cached(self, prompt: list[str]) -> int:
+    def _cached(self, prompt: list[str], salt: str | None) -> int:
+        """Tokens of ``prompt`` a prefix cache holds, as vLLM counts them: whole blocks of an earlier prompt with
+        the same ``cache_salt`` (a different salt never shares a block)."""
         best = 0
-        for earlier in self._cache:
+        for earlier_salt, earlier in self._cache:
+            if earlier_salt != salt:
+                continue
             n = 0
             for a, b in zip(earlier, prompt, strict=False):
                 if a != b:
                     break
                 n += 1
             best = max(best, n)
-        self._cache.append(prompt)
+        self._cache.append((salt, prompt))
         cached = (best // CACHE_BLOCK) * CACHE_BLOCK
         return min(cached, max(len(prompt) - 1, 0))
 
-    def _usage(self, prompt: list[str], completion: int) -> dict[str, Any]:
-        cached = self._cached(prompt)
+    def _usage(self, prompt: list[str], completion: int, salt: str | None = None) -> dict[str, Any]:
+        cached = self._cached(prompt, salt)
         usage: dict[str, Any] = {"prompt_tokens": len(prompt), "completion_tokens": completion,
                                  "total_tokens": len(prompt) + completion}
         if self.usage_style == "deepseek":
@@ -216,7 +220,7 @@ class ModelServer:
             content = " ".join(out_text_tokens)
             completion = len(out_text_tokens)
             finish = "length"
-        usage = self._usage(prompt, completion) if reply.usage else None
+        usage = self._usage(prompt, completion, body.get("cache_salt")) if reply.usage else None
         rid = "chatcmpl-" + uuid.uuid4().hex[:16]
         created = int(time.time())
         logprobs = self._logprobs(reply, body, out_text_tokens)

@@ -1,0 +1,123 @@
+"""The cloud targets: named cloud models (``cloud.targets``) with fallback chains, as one ``router.fleet.Pool``
+behind the one cloud door (``CloudChannel``: every target's call is protected, last-checked, restored and metered
+under its own model and price).
+
+A call's plan is the target its policy or arm named (``cloud_target``, or a client's ``cloud.model_aliases`` entry)
+or ``cloud.default_target``, then that target's ``cloud.fallbacks`` in order. A target that failed
+``cool_after`` times in a row is skipped for ``cooldown_s`` (then tried again: one success readmits it); when every
+target of a chain is cooling, the chain is tried as configured rather than failing outright.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from gateway.fleet.health import Health
+from gateway.settings import CloudSettings
+from router.channels import Upstream
+from router.errors import UpstreamError
+from router.fleet import Call, Member, retryable
+
+log = logging.getLogger("ecgw")
+
+
+class TargetUpstream(Upstream, Protocol):
+    async def ready(self) -> tuple[bool, str]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Outgoing(Protocol):
+    def outgoing(self, body: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
+class CloudTargets:
+    side = "cloud"
+
+    def __init__(self, targets: Mapping[str, TargetUpstream], *, primary: str,
+                 fallbacks: Mapping[str, Sequence[str]], first_token_timeouts: Mapping[str, float | None],
+                 cool_after: int, cooldown_s: float, shape: Outgoing,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if primary not in targets:
+            raise ValueError(f"the default cloud target {primary!r} is not among {sorted(targets)}")
+        self._upstreams = dict(targets)
+        self._members = {name: Member(name, upstream, first_token_timeout_s=first_token_timeouts.get(name))
+                         for name, upstream in targets.items()}
+        self._primary = primary
+        self._chains = {name: [name, *[f for f in fallbacks.get(name, ()) if f != name]] for name in targets}
+        self._health = {name: Health(cool_after, cooldown_s, clock) for name in targets}
+        self.model = self._members[primary].upstream.model
+        self._shape = shape
+
+    @classmethod
+    def from_settings(cls, settings: CloudSettings, make: Callable[[CloudSettings], TargetUpstream], *,
+                      shape: Outgoing, clock: Callable[[], float] = time.monotonic) -> CloudTargets:
+        """The targets a settings snapshot describes, each transport built by ``make`` (a reload builds anew)."""
+        named = settings.named_targets()
+        return cls({name: make(settings.for_target(name)) for name in named}, primary=settings.primary,
+                   fallbacks=settings.fallbacks,
+                   first_token_timeouts={n: t.first_token_timeout_s for n, t in named.items()},
+                   cool_after=settings.cool_after, cooldown_s=settings.cooldown_s, shape=shape, clock=clock)
+
+    def outgoing(self, body: dict[str, Any]) -> dict[str, Any]:
+        """What of ``body`` may leave for any target (protection scans it; each target takes its own part)."""
+        return self._shape.outgoing(body)
+
+    def plan(self, call: Call) -> Sequence[Member]:
+        start = call.target if call.target in self._chains else self._primary
+        chain = self._chains[start]
+        live = [n for n in chain if self._health[n].healthy or self._health[n].probe_due()]
+        return [self._members[n] for n in (live or chain)]
+
+    def begin(self, member: Member) -> None:
+        self._health[member.name].in_flight += 1
+
+    def end(self, member: Member, failure: UpstreamError | None) -> None:
+        health = self._health[member.name]
+        health.in_flight -= 1
+        if failure is None:
+            if not health.healthy:
+                log.warning("cloud target %s answers again; its cool-down is over", member.name)
+            health.succeeded()
+        elif retryable(failure):
+            was_healthy = health.healthy
+            health.failed(failure.message)
+            if was_healthy and not health.healthy:
+                log.warning("cloud target %s cools down after %d failures in a row: %s", member.name,
+                            health.failures, failure.message)
+
+    def cooling(self, name: str) -> bool:
+        return not self._health[name].healthy
+
+    async def start(self) -> None:
+        return None
+
+    async def ready(self) -> tuple[bool, str]:
+        """Ready when the default target is configured (a key to call it with); the others show in ``status``."""
+        for name, upstream in self._upstreams.items():
+            self._health[name].detail = (await upstream.ready())[1]
+        ok, detail = await self._upstreams[self._primary].ready()
+        return ok, f"{self._primary}: {detail}"
+
+    def status(self) -> dict[str, dict[str, object]]:
+        if len(self._members) == 1:
+            return {}
+        return {name: {"ready": self._health[name].healthy, "detail": self._health[name].detail,
+                       "model": member.upstream.model, "fallbacks": self._chains[name][1:]}
+                for name, member in self._members.items()}
+
+    def exposition(self) -> bytes:
+        lines = ["# HELP ecgw_cloud_target_cooling 1 while the cloud target cools down (this worker's view)",
+                 "# TYPE ecgw_cloud_target_cooling gauge"]
+        lines += [f'ecgw_cloud_target_cooling{{target="{n}"}} {int(not h.healthy)}' for n, h in self._health.items()]
+        return ("\n".join(lines) + "\n").encode()
+
+    async def aclose(self) -> None:
+        for name, upstream in self._upstreams.items():
+            try:
+                await upstream.aclose()
+            except Exception:
+                log.exception("closing the cloud target %s failed", name)

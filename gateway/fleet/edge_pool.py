@@ -1,0 +1,174 @@
+"""The edge pool: several OpenAI-compatible servers (``edge.deployments``) as one ``router.fleet.Pool``.
+
+A session's steps go to the member that rendezvous hashing on its owner-namespaced id ranks first (so its growing
+prefix keeps hitting that server's prefix cache, and every gateway replica picks the same one), unless that member
+is ejected or at its ``max_in_flight`` — then to the least-loaded healthy one. The rest of the plan are the other
+members, healthy ones first, for the channel's retry before the first byte. A background task probes every member
+(``GET /models``) each ``health_interval_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from gateway.fleet.health import Health
+from gateway.fleet.rendezvous import rank
+from gateway.settings import EdgeDeployment, EdgeSettings
+from gateway.upstreams.openai_http import OpenAIHTTPUpstream
+from router.channels import Upstream
+from router.errors import UpstreamError
+from router.fleet import Call, Member, retryable
+
+log = logging.getLogger("ecgw")
+
+
+class ProbedUpstream(Upstream, Protocol):
+    async def ready(self) -> tuple[bool, str]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class EdgePool:
+    side = "edge"
+
+    def __init__(self, deployments: Sequence[tuple[EdgeDeployment, ProbedUpstream]], *, eject_after: int,
+                 readmit_after_s: float, health_interval_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if not deployments:
+            raise ValueError("an edge pool needs at least one deployment")
+        self._configs = [config for config, _ in deployments]
+        self._upstreams = [upstream for _, upstream in deployments]
+        self.members = [Member(config.name, upstream, salted=config.compat.cache_salt)
+                        for config, upstream in deployments]
+        self._weights = [(config.name, config.weight) for config in self._configs]
+        self._health = {m.name: Health(eject_after, readmit_after_s, clock) for m in self.members}
+        self._interval = health_interval_s
+        self._task: asyncio.Task[None] | None = None
+        self.model = self.members[0].upstream.model
+
+    @classmethod
+    def from_settings(cls, settings: EdgeSettings, *, on_drop: Callable[[str], None] | None = None,
+                      clock: Callable[[], float] = time.monotonic) -> EdgePool:
+        """The pool a settings snapshot describes (a reload builds a new one and swaps it in)."""
+        return cls([(d, OpenAIHTTPUpstream.for_deployment(d, settings, on_drop=on_drop)) for d in settings.members()],
+                   eject_after=settings.eject_after, readmit_after_s=settings.readmit_after_s,
+                   health_interval_s=settings.health_interval_s, clock=clock)
+
+    def health(self, name: str) -> Health:
+        return self._health[name]
+
+    def _usable(self, index: int) -> bool:
+        config, health = self._configs[index], self._health[self.members[index].name]
+        return health.healthy and (config.max_in_flight is None or health.in_flight < config.max_in_flight)
+
+    def _load(self, index: int) -> float:
+        return self._health[self.members[index].name].in_flight / self._configs[index].weight
+
+    def plan(self, call: Call) -> Sequence[Member]:
+        order = rank(call.session_id, self._weights)
+        usable = [i for i in order if self._usable(i)]
+        if usable and usable[0] != order[0]:  # the session's own member cannot take it: the least-loaded one
+            spill = min(usable, key=lambda i: (self._load(i), usable.index(i)))
+            usable.remove(spill)
+            usable.insert(0, spill)
+        rest = [i for i in order if i not in usable]  # ejected or full: tried last, rather than failing outright
+        return [self.members[i] for i in usable + rest]
+
+    def begin(self, member: Member) -> None:
+        self._health[member.name].in_flight += 1
+
+    def end(self, member: Member, failure: UpstreamError | None) -> None:
+        health = self._health[member.name]
+        health.in_flight -= 1
+        if failure is None:
+            health.succeeded()
+        elif retryable(failure):
+            was_healthy = health.healthy
+            health.failed(failure.message)
+            if was_healthy and not health.healthy:
+                log.warning("edge deployment %s ejected after %d consecutive failures: %s", member.name,
+                            health.failures, failure.message)
+
+    async def check(self) -> None:
+        """Probe every member that is due (healthy ones always; ejected ones after ``readmit_after_s``)."""
+        due = [m for m in self.members if self._health[m.name].probe_due()]
+        results = await asyncio.gather(*(self._probe(m) for m in due))
+        for member, (ok, detail) in zip(due, results, strict=True):
+            health = self._health[member.name]
+            was_healthy = health.healthy
+            if ok:
+                health.succeeded(detail)
+                if not was_healthy:
+                    log.warning("edge deployment %s readmitted: %s", member.name, detail)
+            else:
+                health.failed(detail)
+                if was_healthy and not health.healthy:
+                    log.warning("edge deployment %s ejected: %s", member.name, detail)
+
+    async def _probe(self, member: Member) -> tuple[bool, str]:
+        upstream = self._upstreams[self.members.index(member)]
+        try:
+            return await upstream.ready()
+        except Exception as exc:  # a probe that breaks is a failed probe, never a dead health loop
+            return False, f"probe failed: {type(exc).__name__}"
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            try:
+                await self.check()
+            except Exception:
+                log.exception("edge health check failed")
+
+    async def start(self) -> None:
+        if self._task is None and len(self.members) > 1:  # one member has nowhere else to send a session
+            self._task = asyncio.get_running_loop().create_task(self._loop(), name="ecgw-edge-health")
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+        for upstream in self._upstreams:
+            try:
+                await upstream.aclose()
+            except Exception:
+                log.exception("closing an edge deployment failed")
+
+    async def ready(self) -> tuple[bool, str]:
+        """Ready while one member is: probed now, so ``/readyz`` says what is true this moment."""
+        if len(self.members) == 1:
+            return await self._probe(self.members[0])
+        await self.check()
+        healthy = [m.name for m in self.members if self._health[m.name].healthy]
+        return bool(healthy), f"{len(healthy)} of {len(self.members)} deployments healthy"
+
+    def status(self) -> dict[str, dict[str, object]]:
+        """Each member as ``/readyz`` shows it."""
+        return {m.name: {"ready": self._health[m.name].healthy, "detail": self._health[m.name].detail,
+                         "model": m.upstream.model, "in_flight": self._health[m.name].in_flight,
+                         "consecutive_failures": self._health[m.name].failures}
+                for m in self.members}
+
+    def exposition(self) -> bytes:
+        """This worker's view of each member, in Prometheus' text format (``/metrics``)."""
+        lines = ["# HELP ecgw_edge_deployment_up 1 while the edge deployment is admitted (this worker's view)",
+                 "# TYPE ecgw_edge_deployment_up gauge"]
+        lines += [f'ecgw_edge_deployment_up{{deployment="{m.name}"}} {int(self._health[m.name].healthy)}'
+                  for m in self.members]
+        lines += ["# HELP ecgw_edge_deployment_in_flight Calls in flight to the edge deployment (this worker)",
+                  "# TYPE ecgw_edge_deployment_in_flight gauge"]
+        lines += [f'ecgw_edge_deployment_in_flight{{deployment="{m.name}"}} {self._health[m.name].in_flight}'
+                  for m in self.members]
+        lines += ["# HELP ecgw_edge_deployment_ejections_total Times the edge deployment was ejected (this worker)",
+                  "# TYPE ecgw_edge_deployment_ejections_total counter"]
+        lines += [f'ecgw_edge_deployment_ejections_total{{deployment="{m.name}"}} {self._health[m.name].ejections}'
+                  for m in self.members]
+        return ("\n".join(lines) + "\n").encode()

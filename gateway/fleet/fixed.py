@@ -1,0 +1,38 @@
+"""One given upstream as a managed pool (the ones tests and benchmarks hand to ``build_services``)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from router.channels import Upstream
+from router.fleet import Single
+
+log = logging.getLogger("ecgw")
+
+
+class ReadyUpstream(Upstream, Protocol):
+    async def ready(self) -> tuple[bool, str]: ...
+
+
+class Fixed(Single):
+    def __init__(self, upstream: ReadyUpstream, name: str = "default", *, salted: bool = False) -> None:
+        super().__init__(upstream, name, salted=salted)
+        self._ready_upstream = upstream
+
+    async def start(self) -> None:
+        return None
+
+    async def ready(self) -> tuple[bool, str]:
+        return await self._ready_upstream.ready()
+
+    def status(self) -> dict[str, dict[str, object]]:
+        return {}
+
+    def exposition(self) -> bytes:
+        return b""
+
+    async def aclose(self) -> None:
+        closer = getattr(self.upstream, "aclose", None)  # a test's double may hold nothing to close
+        if closer is not None:
+            await closer()
