@@ -12,8 +12,10 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import create_engine
 
+from accounting.errors import EcgwError
 
-class StoreUnavailable(RuntimeError):
+
+class StoreUnavailable(EcgwError, RuntimeError):
     """The metering database cannot be reached or used; the message names the URL with its password hidden."""
 
 

@@ -20,12 +20,14 @@ from accounting.calls import Meter
 from accounting.database import StoreUnavailable
 from accounting.factory import build_meter
 from accounting.store import UsageStore
+from accounting.writer import StoreMeter
 from gateway.admin.database import AdminDatabase
 from gateway.admin.routes import admin_routes
 from gateway.admin.virtual_keys import VirtualKeys
 from gateway.api import healthz, list_models, readyz
 from gateway.body import BodyReader
 from gateway.budgets import budget_endpoint, build_budgets, check_limits
+from gateway.dashboard.access import UiSessions
 from gateway.dashboard.routes import dashboard_routes
 from gateway.doors import Doors, ManagedUpstream
 from gateway.errors import ClientError, StartupError, error_response
@@ -49,13 +51,13 @@ from gateway.surfaces.chat import ChatSurface
 from gateway.surfaces.messages import CountTokens, MessagesSurface, native_anthropic
 from gateway.surfaces.messages import error_body as messages_error_body
 from gateway.surfaces.responses import responses_endpoint
-from gateway.tenancy import RequestTenancy, Tenancy
+from gateway.tenancy import RequestTenancy, Tenancy, owner_of
 from gateway.tracing import SessionHasher, Tracing, build_tracing
 from gateway.upstreams.provider_request import ProviderTransport
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
+from privacy import Protector
 from privacy.factory import build_protector
-from privacy.protection import Protector
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
 from router.policies import builtin_policies
 from router.policies.random_matched import CloudRateSource
 from router.policy import PolicyRegistry
@@ -104,9 +106,9 @@ def check_secrets(settings: Settings) -> Keys:
 
         async def verify() -> None:
             try:
-                await store.verify()  # type: ignore[attr-defined]
+                await store.verify()
             finally:
-                await store.aclose()  # type: ignore[attr-defined]
+                await store.aclose()
 
         try:
             asyncio.run(verify())
@@ -123,9 +125,9 @@ def check_secrets(settings: Settings) -> Keys:
 def measured_rates(meter: Meter) -> CloudRateSource | None:
     """Arms' measured cloud-call rates from the metering store, for ``random-matched``'s ``match`` knob (read at
     most once a minute per arm). None when metering keeps no store; a failed read falls back to the knob's p."""
-    store = getattr(meter, "store", None)
-    if not isinstance(store, UsageStore):
+    if not isinstance(meter, StoreMeter):
         return None
+    store: UsageStore = meter.store
 
     def counts_of(experiment: str, arm: str) -> tuple[int, int] | None:
         try:
@@ -215,7 +217,7 @@ def build_services(
     protector = protector or build_protector(settings.privacy, database_url=settings.database_url,
                                              sessions=sessions, edge=edge_endpoint(settings.edge),
                                              hash_key=keys.derive("audit"),
-                                             seal_key=keys.derive("audit-body"),
+                                             seal_key=keys.derive("audit-body"), scope_of=owner_of,
                                              sign_key=keys.derive("audit-sign"))
     return Services(
         config=config,
@@ -225,6 +227,7 @@ def build_services(
         meter=meter,
         sessions=sessions,
         session_hash=SessionHasher(keys.derive("session-trace")),
+        dashboard_key=keys.derive("dashboard"),
         reloader=Reloader(config, sessions, path=config_path, overrides=overrides, poll_s=reload_poll_s),
         admin_db=admin_db,
         virtual_keys=virtual_keys,
@@ -289,9 +292,7 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
         if (workers := multiprocess_exposition()) is not None:  # several workers: all of them, summed
             return Response(workers, media_type=CONTENT_TYPE_LATEST)
         metering = await metering_metrics(request)
-        privacy_metrics = getattr(services.protector, "metrics", None)  # the last check's hits (privacy.metrics)
-        extra = privacy_metrics.exposition() if privacy_metrics is not None else b""
-        extra += services.doors.exposition()
+        extra = services.protector.exposition() + services.doors.exposition()  # the last check's hits, the boundary's
         return Response(request_metrics.exposition() + bytes(metering.body) + extra, media_type=metering.media_type)
 
     routes = [
@@ -309,7 +310,7 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
         Route("/v1/budget", budget_endpoint(services.budgets, session_of=tenancy.own), methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/usage/requests", usage_requests_endpoint(services.meter, reader, scope=tenancy.usage_scope), methods=["POST"]),
-        *dashboard_routes(services, reader),
+        *dashboard_routes(services, reader, UiSessions(services.dashboard_key)),
         # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", CountTokens(reader).handle, methods=["POST"]),

@@ -17,7 +17,7 @@ from gateway.errors import error_response
 from gateway.jsonio import dumps
 from gateway.settings import ConfigError, Settings
 from gateway.tenancy import Identity
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
 from router.budgets.errors import BudgetUnavailable
 from router.budgets.ledger import Rows, Seeder, no_seed
 from router.budgets.limits import Budgets

@@ -23,13 +23,13 @@ from gateway.tenancy import Identity
 from privacy.errors import PrivacyBlocked
 from router.budgets.errors import KEPT_ON_EDGE, OverBudget, fallback_of
 from router.budgets.limits import NO_SPEND, Spend
+from router.chat_shapes import aclose, chunks_to_completion, completion_to_chunks
 from router.context import CallContext, RouteTracker
 from router.fleet import TARGET_KNOB, without_target
 from router.policies.edge_only import EdgeOnly
 from router.policy import Policy
 from router.spans import NO_SPAN, Span, make_current
 from router.step import SessionState, Step
-from router.wire import aclose, chunks_to_completion, completion_to_chunks
 
 log = logging.getLogger("ecgw")
 
@@ -118,6 +118,7 @@ class StepPipeline:
         session = SessionState(session_id, s.sessions)
         outcome.session_hash = s.session_hash(session_id)
         outcome.span.set("ecgw.session", outcome.session_hash)
+        outcome.span.set("gen_ai.conversation.id", outcome.session_hash)  # the keyed hash, never the id
         decision = await s.chooser.decide(headers, body, session)
         policy_name = outcome.policy = decision.policy
         if identity.policies is not None and policy_name not in identity.policies:

@@ -34,7 +34,7 @@ from gateway.errors import error_response
 from gateway.sealing import SealedStore
 from gateway.settings import ConfigError, Settings, load_settings
 from gateway.snapshot import Configuration
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
 
 log = logging.getLogger("ecgw")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from accounting.calls import Meter
 from gateway.admin.database import AdminDatabase
@@ -16,8 +15,8 @@ from gateway.settings import Settings
 from gateway.snapshot import Configuration
 from gateway.tenancy import Tenancy
 from gateway.tracing import NoTracing, SessionHasher, Tracing
-from privacy.protection import Protector
-from privacy.vault import SessionStore
+from privacy import Protector
+from privacy.session_store import SessionStore
 from router.budgets.limits import Budgets
 from router.policy import PolicyRegistry
 
@@ -40,6 +39,7 @@ class Services:
     reloader: Reloader
     admin_db: AdminDatabase
     virtual_keys: VirtualKeys
+    dashboard_key: bytes = field(repr=False)  # signs the dashboard's sign-in sessions (from the secrets key)
     tracing: Tracing = field(default_factory=NoTracing)
     budgets: Budgets | None = None  # None: no limits configured
 
@@ -61,27 +61,22 @@ class Services:
 
     async def start(self) -> None:
         """Start background parts (the meter's writer, …) that need the running event loop."""
-        verify: Any = getattr(self.sessions, "verify", None)  # an encrypted store: the key opens it
-        if verify is not None:
-            await verify()
+        await self.sessions.verify()  # an encrypted store: the key opens it
         await self.reloader.start()
         await self.virtual_keys.start()
         await self.doors.start()  # the edge pool's health checks
-        for part in (self.meter, self.protector):
-            starter: Any = getattr(part, "start", None)
-            if starter is not None:
-                await starter()
+        await self.meter.start()
+        await self.protector.start()
 
     async def aclose(self) -> None:
         """Flush and close, in the order that loses nothing: upstreams first, then the meter."""
         await self.reloader.aclose()
         await self.virtual_keys.aclose()
-        for part in (self.doors, self.protector, self.meter, self.sessions):
-            closer: Any = getattr(part, "aclose", None)
-            if closer is None:
-                continue
+        parts: tuple[Doors | Protector | Meter | SessionStore, ...] = (self.doors, self.protector, self.meter,
+                                                                        self.sessions)
+        for part in parts:
             try:
-                await closer()
+                await part.aclose()
             except Exception:  # one part failing to close must not keep the meter from flushing
                 log.exception("closing %s failed", type(part).__name__)
         self.tracing.shutdown()  # exports the spans still batched

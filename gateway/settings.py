@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
+from accounting.errors import EcgwError
 from accounting.settings import AccountingSettings
 from gateway.upstreams.provider_request import check_extra_body_fields
 from privacy.detect import EdgeEndpoint
@@ -33,7 +34,7 @@ from router.budgets.settings import LimitsSettings
 from router.experiments import ExperimentsSettings
 
 
-class ConfigError(Exception):
+class ConfigError(EcgwError):
     """A configuration that cannot work; the message names the key, the value and what is expected. ``param`` is
     the first bad key as a dotted path (``server.api_keys.0.key_env``) when one is known."""
 
@@ -120,6 +121,7 @@ class ServerSettings(_Section):
     admin_keys: list[KeyEntry] = Field(default_factory=list)  # may also read every tenant's reports
     max_body_bytes: int = Field(32 * 1024 * 1024, gt=0)
     max_json_depth: int = Field(64, ge=8, le=512)  # deeper request bodies get HTTP 400 (gateway.body)
+    behind_tls_proxy: bool = False  # a proxy in front ends TLS: the dashboard's cookie is marked Secure
     workers: int | None = Field(None, ge=1)  # None: one per core, at most DEFAULT_MAX_WORKERS
     log_format: Literal["text", "json"] = "text"
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -103,6 +104,16 @@ def owner_moves(server: ServerSettings, owner_key: bytes) -> dict[str, str]:
             for k in (*server.keys(), *server.admins()) if k.named}
 
 
+_OWNER_PART = re.compile(r"[otk]\.[^/]+(?=/)")  # bare key's hash, tenant, bound key's hash — then "/"
+
+
+def owner_of(session_id: str) -> str:
+    """The owner of an internal session id (``o.<hash>/…``, ``t.<tenant>/…``, ``k.<hash>/…``); "" for the ids of
+    single-tenant mode. Privacy shares detections within one owner only (``privacy.protector``'s ``scope_of``)."""
+    match = _OWNER_PART.match(session_id)
+    return match.group(0) if match else ""
+
+
 MAX_SESSION_ID = 512  # characters; a session id is echoed in a header and kept in every record
 
 
@@ -145,10 +156,6 @@ class Tenancy:
             owner = "k." + _hash(owner_key, "bound\0" + bound, _OWNER_HEX)
             self._identities[secret] = Identity(secret, owner, bound_session=bound, name=secret, label=owner)
 
-    @property
-    def multi_tenant(self) -> bool:
-        return bool(self._identities)
-
     def authenticate(self, headers: Mapping[str, str]) -> Identity:
         """The caller; ``ClientError`` 401 (OpenAI's shape) when keys are configured and this one is not."""
         key = presented_key(headers)
@@ -175,8 +182,8 @@ class Tenancy:
         if identity.bound_session is not None:
             client = identity.bound_session
         else:
-            client, source = identify_session(headers, body, api_key=None, session_keys={},
-                                              fingerprint_fallback=self._sessions.fingerprint_fallback, hint=hint)
+            client, source = identify_session(headers, body, fingerprint_fallback=self._sessions.fingerprint_fallback,
+                                              hint=hint)
             if source in ("user", "metadata"):
                 client = "u-" + _hash(self._id_key, checked_id(client), _ID_HEX)
             elif source in ("header", "surface"):

@@ -111,6 +111,8 @@ class AuditStore:
             self.write_usage(record["call_id"], record["usage"])
         elif kind == "units":
             self.write_units(record["session_id"], [PrivacyUnit(**u) for u in record["units"]])
+        elif kind == "tool_restore":  # a credential restored into (or withheld from) a tool call's arguments
+            self.write_findings([finding_row(**f) for f in record["findings"]])
         elif kind == "egress":
             self.write_egress(record["rows"])
         elif kind == "checkpoint":
@@ -128,6 +130,12 @@ class AuditStore:
             if findings:
                 conn.execute(rows.insert(), findings)
             chain.append(conn, "call", call["id"], chain.call_digest(call, findings), call["created_at"])
+
+    def write_findings(self, findings: list[dict[str, Any]]) -> None:
+        """Findings of a call written before them (what restore did with its answer)."""
+        self.ensure()
+        with self.engine.begin() as conn:
+            conn.execute(PrivacyFinding.__table__.insert(), findings)  # type: ignore[attr-defined]
 
     def write_usage(self, call_id: str, usage: dict[str, Any]) -> None:
         calls = PrivacyCall.__table__  # type: ignore[attr-defined]

@@ -23,14 +23,14 @@ from privacy.detect.patterns import PatternDetector
 from privacy.detect.people import PeopleDetector, shared_people
 from privacy.detect.phones import PhoneDetector
 from privacy.detect.prose import clauses, prose_segments
-from privacy.detect.secrets import SecretDetector
+from privacy.detect.secrets import SecretDetector, is_credential_type
 from privacy.detect.units import SPREAD_MIN, Unit, UnitMatcher, UnitsDocument, squeezed, units_of
 
 __all__ = [
     "SPREAD_MIN", "DetectionError", "EdgeEndpoint", "EdgeSpanLister", "Entity", "EntityRecognizer", "Finding",
     "HttpEdgeChat", "IdentifierDetector", "LabelledValueDetector", "LayeredDetector", "Lexicon", "PatternDetector",
     "PeopleDetector", "PhoneDetector", "SecretDetector", "SpacyRecognizer", "Target", "TextDetector", "Unit",
-    "UnitMatcher", "UnitsDocument", "canonical", "clauses", "cn_resident_id_ok", "encoded_segments", "fold", "iban_ok",
+    "UnitMatcher", "UnitsDocument", "canonical", "clauses", "cn_resident_id_ok", "encoded_segments", "fold", "iban_ok", "is_credential_type",
     "luhn_ok", "prose_segments", "shared_people", "replace_spans", "resolve_overlaps", "spans_in", "squeezed",
     "units_of", "variants",
 ]

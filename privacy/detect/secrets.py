@@ -99,3 +99,16 @@ class SecretDetector:
             out.append(Finding(type="PASSWORD", start=start, end=end, value=value, layer="secrets",
                                key=f"PASSWORD:{value}"))
         return out
+
+
+_CREDENTIAL_WORD = re.compile(r"(?:^|_)(?:PASSWORD|PASSWD|PWD|PASSPHRASE|SECRET|TOKEN|KEY|PIN|CREDENTIALS?|OTP|"
+                              r"WEBHOOK|AUTH)(?:_|$)")
+
+
+def is_credential_type(type_: str) -> bool:
+    """Whether a placeholder type names a credential or key (this layer's types, and a listed unit's field such as
+    ``password``, ``api_key`` or ``pin``) rather than a name, an address or an id."""
+    return type_ in _CREDENTIAL_TYPES or bool(_CREDENTIAL_WORD.search(type_))
+
+
+_CREDENTIAL_TYPES = frozenset({rule.type for rule in RULES} | {"PASSWORD"})
