@@ -49,6 +49,7 @@ clean: ## remove .venv and the tool caches (not ~/.cache/ecgw)
 # Gateway overhead against a direct call and LiteLLM's proxy; appends to benchmarks/RESULTS.md.
 bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy
 	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.targets
 
 .PHONY: help
 help: ## list the targets

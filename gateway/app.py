@@ -27,6 +27,7 @@ from gateway.admin.virtual_keys import VirtualKeys
 from gateway.api import healthz, list_models, readyz
 from gateway.body import BodyReader
 from gateway.budgets import budget_endpoint, build_budgets, check_limits
+from gateway.dashboard.access import UiSessions
 from gateway.dashboard.routes import dashboard_routes
 from gateway.doors import Doors, ManagedUpstream
 from gateway.errors import ClientError, StartupError, error_response
@@ -50,7 +51,7 @@ from gateway.surfaces.chat import ChatSurface
 from gateway.surfaces.messages import CountTokens, MessagesSurface, native_anthropic
 from gateway.surfaces.messages import error_body as messages_error_body
 from gateway.surfaces.responses import responses_endpoint
-from gateway.tenancy import RequestTenancy, Tenancy
+from gateway.tenancy import RequestTenancy, Tenancy, owner_of
 from gateway.tracing import SessionHasher, Tracing, build_tracing
 from gateway.upstreams.provider_request import ProviderTransport
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
@@ -216,7 +217,7 @@ def build_services(
     protector = protector or build_protector(settings.privacy, database_url=settings.database_url,
                                              sessions=sessions, edge=edge_endpoint(settings.edge),
                                              hash_key=keys.derive("audit"),
-                                             seal_key=keys.derive("audit-body"))
+                                             seal_key=keys.derive("audit-body"), scope_of=owner_of)
     return Services(
         config=config,
         doors=Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
@@ -225,6 +226,7 @@ def build_services(
         meter=meter,
         sessions=sessions,
         session_hash=SessionHasher(keys.derive("session-trace")),
+        dashboard_key=keys.derive("dashboard"),
         reloader=Reloader(config, sessions, path=config_path, overrides=overrides, poll_s=reload_poll_s),
         admin_db=admin_db,
         virtual_keys=virtual_keys,
@@ -307,7 +309,7 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
         Route("/v1/budget", budget_endpoint(services.budgets, session_of=tenancy.own), methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/usage/requests", usage_requests_endpoint(services.meter, reader, scope=tenancy.usage_scope), methods=["POST"]),
-        *dashboard_routes(services, reader),
+        *dashboard_routes(services, reader, UiSessions(services.dashboard_key)),
         # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", CountTokens(reader).handle, methods=["POST"]),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -101,6 +102,16 @@ def owner_moves(server: ServerSettings, owner_key: bytes) -> dict[str, str]:
     """``{old owner: new owner}`` for every named key: the hash its secret had as a bare key, and its tenant."""
     return {bare_owner(owner_key, k.secret): tenant_owner(k.tenant)
             for k in (*server.keys(), *server.admins()) if k.named}
+
+
+_OWNER_PART = re.compile(r"[otk]\.[^/]+(?=/)")  # bare key's hash, tenant, bound key's hash — then "/"
+
+
+def owner_of(session_id: str) -> str:
+    """The owner of an internal session id (``o.<hash>/…``, ``t.<tenant>/…``, ``k.<hash>/…``); "" for the ids of
+    single-tenant mode. Privacy shares detections within one owner only (``privacy.protector``'s ``scope_of``)."""
+    match = _OWNER_PART.match(session_id)
+    return match.group(0) if match else ""
 
 
 MAX_SESSION_ID = 512  # characters; a session id is echoed in a header and kept in every record

@@ -319,7 +319,8 @@ class EgressCheck:
         return part
 
     def scan(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
-             session_id: str = "") -> list[EgressHit]:
+             session_id: str = "", owner: str = "") -> list[EgressHit]:
+        """``owner``: whose session this is (the gateway's tenant): cached results are shared within one owner."""
         hits: list[EgressHit] = []
         raw_to_key = self._searchable(session_id, vault)
         ordered = list(raw_to_key)
@@ -330,6 +331,7 @@ class EgressCheck:
             scope = "-\0files"
         else:  # results that depend on the session's own units are the session's: never shared with another
             scope = f"{units_version}\0{session_id}"
+        scope = f"{owner}\0{scope}"  # and never across owners: a fast answer would say another sent this text
         spread = self._spread_of(units)
         chain: bytes | None = b""
         state, spread_hits = START, frozenset[int]()

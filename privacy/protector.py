@@ -77,8 +77,11 @@ class PrivacyProtector:
     def __init__(self, settings: PrivacySettings, *, sessions: SessionStore, scrubber: Scrubber,
                  units: UnitRegistry, audit: AuditWriter | None, hasher: Hasher | None,
                  last_check: LastCheck | None = None, metrics: PrivacyMetrics | None = None,
-                 sealer: Sealer | None = None) -> None:
+                 sealer: Sealer | None = None, scope_of: Callable[[str], str] | None = None) -> None:
+        """``scope_of``: the owner of a session id (``gateway.tenancy``): detections are shared within one owner's
+        sessions only. None: one owner (single-tenant, ``ecgw scrub``)."""
         self._settings = settings
+        self._scope_of = scope_of
         self._last_check = last_check
         self.metrics = metrics
         self._sessions = sessions
@@ -108,6 +111,7 @@ class PrivacyProtector:
         if binary and self._settings.images == "block":
             raise PrivacyBlocked(f"{binary[0]} is not text and privacy.images is 'block'; it stays on the edge")
         version, matcher = await self.units.matcher(session_id)
+        scope = self._scope_of(session_id) if self._scope_of is not None else ""
         results: list[ScrubResult | None] = []
         misses: list[int] = []
         keys = []
@@ -124,9 +128,9 @@ class PrivacyProtector:
             prepared = [prepare(slots[i].text, slots[i].kind, all_numbers=matcher is not None) for i in misses]
             size = sum(len(slots[i].text) for i in misses)
             if size > _INLINE_CHARS:
-                found = await asyncio.to_thread(self._scrubber.detect, prepared, matcher)
+                found = await asyncio.to_thread(self._scrubber.detect, prepared, matcher, scope=scope)
             else:
-                found = self._scrubber.detect(prepared, matcher)
+                found = self._scrubber.detect(prepared, matcher, scope=scope)
 
         def apply(vault: Vault) -> list[ScrubResult]:
             return [self._scrubber.apply(p, f, vault) for p, f in zip(prepared, found, strict=True)]
@@ -154,7 +158,8 @@ class PrivacyProtector:
             audited = {a.finding.value for _, done in by_slot for a in done if a.action == "audit"}
             # What it replaces takes placeholders from the freshest vault, in one atomic update like the above.
             vault, settled = await allocate(self._sessions, session_id, lambda fresh: last_check.settle(
-                scanned, matcher, fresh, units_version=version, session_id=session_id, audited=audited))
+                scanned, matcher, fresh, units_version=version, session_id=session_id, owner=scope,
+                audited=audited))
             last_check.count(settled)
             copy_ = settled.body
             given |= settled.given
