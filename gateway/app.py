@@ -217,7 +217,8 @@ def build_services(
     protector = protector or build_protector(settings.privacy, database_url=settings.database_url,
                                              sessions=sessions, edge=edge_endpoint(settings.edge),
                                              hash_key=keys.derive("audit"),
-                                             seal_key=keys.derive("audit-body"), scope_of=owner_of)
+                                             seal_key=keys.derive("audit-body"), scope_of=owner_of,
+                                             sign_key=keys.derive("audit-sign"))
     return Services(
         config=config,
         doors=Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
