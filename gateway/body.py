@@ -57,7 +57,7 @@ class BodyReader:
         try:
             body = loads(raw)
         except JSONDecodeError as exc:
-            raise bad(f"The request body is not valid JSON ({exc}).", "body") from None
+            raise bad(f"The request body is not valid JSON ({exc}); send {expect}.", "body") from None
         if not isinstance(body, dict):
             raise bad(f"The request body must be a JSON object: {expect}.", "body")
         if too_deep(body, self.max_depth):
