@@ -31,8 +31,9 @@ install: $(STAMP) ## create .venv and install the project from requirements.lock
 serve: $(STAMP) ## serve http://127.0.0.1:4000/v1 (config.yaml; CONFIG=FILE for another), launching a local edge model if none answers
 	$(VENV)/bin/ecgw serve --config $(CONFIG)
 
-# Starts the real small model (and PostgreSQL) the suite needs, runs every test, stops them.
-test: $(STAMP) ## run the whole test suite with the real services it needs
+# Lint and typecheck first (so what holds today cannot lapse), then starts the real small model (and PostgreSQL)
+# the suite needs, runs every test, stops them.
+test: $(STAMP) lint typecheck ## lint, typecheck, then the whole test suite with the real services it needs
 	scripts/test.sh
 
 lint: $(STAMP) ## ruff and the import contracts (import-linter)

@@ -61,6 +61,14 @@ class Meter(Protocol):
 
     def settle(self, request_id: str, session_id: str) -> None: ...
 
+    async def start(self) -> None:
+        """Start what needs the running event loop (a background writer); called once, before the first call."""
+        ...
+
+    async def aclose(self) -> None:
+        """Flush what is queued and stop; nothing recorded before is lost."""
+        ...
+
 
 class NullMeter:
     """Records nothing (metering switched off)."""
@@ -72,6 +80,12 @@ class NullMeter:
         return None
 
     def settle(self, request_id: str, session_id: str) -> None:
+        return None
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
         return None
 
 
@@ -90,3 +104,9 @@ class MemoryMeter:
 
     def settle(self, request_id: str, session_id: str) -> None:
         return None  # nothing is stored, so nothing is ever pending
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from sqlalchemy import event
@@ -11,8 +12,10 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import create_engine
 
+from accounting.errors import EcgwError
 
-class StoreUnavailable(RuntimeError):
+
+class StoreUnavailable(EcgwError, RuntimeError):
     """The metering database cannot be reached or used; the message names the URL with its password hidden."""
 
 
@@ -50,10 +53,26 @@ def _sqlite_begin(conn: Any) -> None:
     conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
 
 
+def create_private(path: str) -> None:
+    """Create the SQLite file at ``path`` readable by its owner only (0600) before SQLite opens it — SQLite's own
+    default follows the umask (0644: every local user could read metering, audit or session rows); its WAL and
+    shared-memory files take the database file's mode. A file that exists is left as its operator set it."""
+    if path in ("", ":memory:") or path.startswith("file:"):
+        return
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
+    except OSError:  # a missing folder, say: SQLite's own open says so, with the path
+        pass
+
+
 def make_engine(database_url: str) -> Engine:
     url = _url(database_url)
     if url.get_backend_name() == "sqlite":
         memory = url.database in (None, "", ":memory:")
+        if not memory and url.database:
+            create_private(url.database)
         engine = create_engine(url, connect_args={"check_same_thread": False},
                                poolclass=StaticPool if memory else None)
         event.listen(engine, "connect", _sqlite_pragmas)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from sqlalchemy import Boolean, Column, Connection, Float, Index, Integer, MetaData, String, Table, Text, select, text
 from sqlalchemy.engine import Engine
 
+from accounting.errors import EcgwError
+
 VERSION_TABLE = "ecgw_schema_version"
 _LOCK_KEY = 0x6563677701  # "ecgw" + 1: the advisory lock id for migrations
 
@@ -131,7 +133,7 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
-class SchemaTooNew(RuntimeError):
+class SchemaTooNew(EcgwError, RuntimeError):
     pass
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from accounting.errors import EcgwError
 from accounting.store import GROUPS, UsageStore
 
 FORMATS = ("table", "json", "csv", "md")
@@ -30,7 +31,7 @@ _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-class BadReportRequest(ValueError):
+class BadReportRequest(EcgwError, ValueError):
     pass
 
 

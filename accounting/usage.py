@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from accounting.errors import EcgwError
 
-class MalformedUsage(ValueError):
+
+class MalformedUsage(EcgwError, ValueError):
     """The upstream's usage cannot be trusted (wrong types, negative counts)."""
 
 

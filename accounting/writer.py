@@ -36,7 +36,7 @@ T = TypeVar("T")
 
 
 class StoreMeter:
-    """A ``Meter`` that keeps what it records, and so also ``accounting.reporting.UsageReports``."""
+    """A ``Meter`` that keeps what it records, and so also ``accounting.report_source.UsageReports``."""
 
     def __init__(self, store: UsageStore, builder: RecordBuilder, metrics: MeteringMetrics,
                  settings: WriterSettings, *, spill_path: Path | None = None,

@@ -27,9 +27,6 @@ class SensitiveItem:
     name: str
     fields: tuple[SensitiveField, ...]
 
-    def unit_ids(self) -> tuple[str, ...]:
-        return tuple(f"{self.entity_id}.{f.field}" for f in self.fields)
-
 
 def parse_sensitive_items(data: Any, path: Path) -> list[SensitiveItem]:
     if not isinstance(data, dict) or not isinstance(data.get("items"), list):

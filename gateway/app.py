@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
@@ -19,6 +20,10 @@ from accounting.calls import Meter
 from accounting.database import StoreUnavailable
 from accounting.factory import build_meter
 from accounting.store import UsageStore
+from accounting.writer import StoreMeter
+from gateway.admin.database import AdminDatabase
+from gateway.admin.routes import admin_routes
+from gateway.admin.virtual_keys import VirtualKeys
 from gateway.api import healthz, list_models, readyz
 from gateway.body import BodyReader
 from gateway.budgets import budget_endpoint, build_budgets, check_limits
@@ -34,22 +39,24 @@ from gateway.owner_migration import migrate_owners
 from gateway.pipeline import StepPipeline
 from gateway.policy_choice import PolicyChooser
 from gateway.privacy_routes import session_privacy_endpoint, units_endpoint
+from gateway.reload import POLL_S, Reloader, on_sighup
 from gateway.sealing import SealBroken, SealedStore
 from gateway.service import Services
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from gateway.settings import CloudSettings, ConfigError, Settings, edge_endpoint
+from gateway.snapshot import Configuration, Snapshot, SnapshotPart
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
 from gateway.surfaces.messages import CountTokens, MessagesSurface, native_anthropic
 from gateway.surfaces.messages import error_body as messages_error_body
 from gateway.surfaces.responses import responses_endpoint
-from gateway.tenancy import RequestTenancy, Tenancy
+from gateway.tenancy import RequestTenancy, Tenancy, owner_of
 from gateway.tracing import SessionHasher, Tracing, build_tracing
 from gateway.upstreams.provider_request import ProviderTransport
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
+from privacy import Protector
 from privacy.factory import build_protector
-from privacy.protection import Protector
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
 from router.policies import builtin_policies
 from router.policies.random_matched import CloudRateSource
 from router.policy import PolicyRegistry
@@ -98,9 +105,9 @@ def check_secrets(settings: Settings) -> Keys:
 
         async def verify() -> None:
             try:
-                await store.verify()  # type: ignore[attr-defined]
+                await store.verify()
             finally:
-                await store.aclose()  # type: ignore[attr-defined]
+                await store.aclose()
 
         try:
             asyncio.run(verify())
@@ -117,9 +124,9 @@ def check_secrets(settings: Settings) -> Keys:
 def measured_rates(meter: Meter) -> CloudRateSource | None:
     """Arms' measured cloud-call rates from the metering store, for ``random-matched``'s ``match`` knob (read at
     most once a minute per arm). None when metering keeps no store; a failed read falls back to the knob's p."""
-    store = getattr(meter, "store", None)
-    if not isinstance(store, UsageStore):
+    if not isinstance(meter, StoreMeter):
         return None
+    store: UsageStore = meter.store
 
     def counts_of(experiment: str, arm: str) -> tuple[int, int] | None:
         try:
@@ -138,13 +145,19 @@ def build_router(settings: Settings, *, cloud_rates: CloudRateSource | None = No
     """Every policy built with its knobs and every experiment arm checked; cheap (no litellm), so ``ecgw serve``
     also calls it before it starts workers. A bad value raises ``ConfigError`` naming the key."""
     registry = PolicyRegistry(builtin_policies(cloud_rates=cloud_rates), settings.policy.knobs)
+    for name in settings.policy.knobs:
+        if name not in registry:
+            raise ConfigError(f"policy.knobs.{name}: there is no policy {name!r}; the policies are "
+                              f"{', '.join(registry.names)}", param=f"policy.knobs.{name}")
     try:
         cloud = settings.cloud
         chooser = PolicyChooser(registry, settings.policy.default, edge_model=settings.edge.members()[0].model,
                                 cloud_model=cloud.named_targets()[cloud.primary].model,
                                 experiments=settings.experiments, cloud_aliases=cloud.model_aliases)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    except ConfigError:
+        raise
+    except ValueError as exc:  # the experiments' own checks (experiments.active, the arms' weights)
+        raise ConfigError(str(exc), param="experiments") from None
     return registry, chooser
 
 
@@ -176,28 +189,45 @@ def build_services(
     sessions: SessionStore | None = None,
     tracing: Tracing | None = None,
     clock: Callable[[], float] | None = None,
+    config_path: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    parts: Sequence[SnapshotPart] = (),
+    reload_poll_s: float = POLL_S,
 ) -> Services:
-    """Every part, built once; ``clock`` (unix seconds) is what budgets and rate limits read the time from."""
+    """Every part, built once; ``clock`` (unix seconds) is what budgets and rate limits read the time from.
+    ``config_path`` and ``overrides``: where a reload reads the configuration again (the file ``settings`` came
+    from, and the command line's values over it); ``parts``: what else a snapshot builds (``gateway.snapshot``)."""
     meter = meter or build_meter(settings.accounting, database_url=settings.database_url)
-    registry, chooser = build_router(settings, cloud_rates=measured_rates(meter))
+    rates = measured_rates(meter)
     keys = load_keys(settings, persistent_sessions=sessions is None and session_store_kind(settings) != "memory")
+    owner_key, session_id_key = keys.derive("owner"), keys.derive("session-id")
+    admin_db = AdminDatabase.from_url(settings.database_url)
+    virtual_keys = VirtualKeys(admin_db, keys.derive("virtual-keys"), poll_s=reload_poll_s)
+
+    def snapshot(of: Settings, version: int) -> Snapshot:
+        registry, chooser = build_router(of, cloud_rates=rates)
+        return Snapshot(version, of, registry, chooser,
+                        Tenancy(of.server, of.sessions, owner_key=owner_key, session_id_key=session_id_key,
+                                runtime=virtual_keys),
+                        {part.name: part.build(of) for part in parts})
+
+    config = Configuration(snapshot(settings, 0), snapshot, parts=parts)
     sessions = sessions or build_session_store(settings, keys)
     protector = protector or build_protector(settings.privacy, database_url=settings.database_url,
                                              sessions=sessions, edge=edge_endpoint(settings.edge),
                                              hash_key=keys.derive("audit"),
-                                             seal_key=keys.derive("audit-body"))
+                                             seal_key=keys.derive("audit-body"), scope_of=owner_of)
     return Services(
-        settings=settings,
+        config=config,
         doors=Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
                           cloud_transport=cloud_transport),
-        policies=registry,
-        chooser=chooser,
         protector=protector,
         meter=meter,
         sessions=sessions,
-        tenancy=Tenancy(settings.server, settings.sessions, owner_key=keys.derive("owner"),
-                        session_id_key=keys.derive("session-id")),
         session_hash=SessionHasher(keys.derive("session-trace")),
+        reloader=Reloader(config, sessions, path=config_path, overrides=overrides, poll_s=reload_poll_s),
+        admin_db=admin_db,
+        virtual_keys=virtual_keys,
         tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
                                          service_name=settings.observability.service_name),
         budgets=build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"),
@@ -213,12 +243,16 @@ def refusal(path: str, failure: Failure) -> Response:
     return error_response(failure.status, failure.message, failure.type, param=failure.param, code=failure.code)
 
 
-def create_app(settings: Settings, *, services: Services | None = None) -> Starlette:
-    services = services or build_services(settings)
+def create_app(settings: Settings, *, services: Services | None = None, config_path: str | None = None,
+               overrides: Mapping[str, Any] | None = None, reload_on_sighup: bool = False) -> Starlette:
+    """``reload_on_sighup``: this process is ``ecgw serve`` with one worker, so SIGHUP is its to take."""
+    services = services or build_services(settings, config_path=config_path, overrides=overrides)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await services.start()
+        if reload_on_sighup:
+            on_sighup(services.reloader)
         try:
             yield
         finally:
@@ -255,9 +289,7 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         if (workers := multiprocess_exposition()) is not None:  # several workers: all of them, summed
             return Response(workers, media_type=CONTENT_TYPE_LATEST)
         metering = await metering_metrics(request)
-        privacy_metrics = getattr(services.protector, "metrics", None)  # the last check's hits (privacy.metrics)
-        extra = privacy_metrics.exposition() if privacy_metrics is not None else b""
-        extra += services.doors.exposition()
+        extra = services.protector.exposition() + services.doors.exposition()  # the last check's hits, the boundary's
         return Response(request_metrics.exposition() + bytes(metering.body) + extra, media_type=metering.media_type)
 
     routes = [
@@ -279,11 +311,12 @@ def create_app(settings: Settings, *, services: Services | None = None) -> Starl
         # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", CountTokens(reader).handle, methods=["POST"]),
+        *admin_routes(services.admin_db, services.virtual_keys, services.config, services.reloader),
     ]
     # Plain Starlette: the chat route is the hot path of every agent step, and FastAPI's extra per-request
     # middleware (telemetry, body limit, exit stacks) buys nothing for raw-Request endpoints.
     app = Starlette(routes=routes, lifespan=lifespan,
-                    middleware=[Middleware(Gatekeeper, tenancy=services.tenancy,
+                    middleware=[Middleware(Gatekeeper, config=services.config,
                                            max_body_bytes=services.settings.server.max_body_bytes, render=refusal)],
                     exception_handlers={HTTPException: http_error, ClientError: refused, Exception: unexpected})
     app.state.services = services

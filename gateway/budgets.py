@@ -17,7 +17,7 @@ from gateway.errors import error_response
 from gateway.jsonio import dumps
 from gateway.settings import ConfigError, Settings
 from gateway.tenancy import Identity
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
 from router.budgets.errors import BudgetUnavailable
 from router.budgets.ledger import Rows, Seeder, no_seed
 from router.budgets.limits import Budgets
@@ -26,8 +26,9 @@ from router.experiments import ExperimentsSettings
 
 
 def key_name(identity: Identity) -> str | None:
-    """The name limits know a caller by: a bare key is its own name (None: no keys configured)."""
-    return identity.key if identity.owner is not None else None
+    """The name limits know a caller by: a named key's ``name``, a bare key itself, a virtual key's id (None: no
+    keys configured)."""
+    return identity.name if identity.owner is not None else None
 
 
 def prices_of(settings: Settings) -> Prices:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.metadata
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -22,7 +24,8 @@ from gateway.settings import ConfigError, Settings, load_settings, missing_cloud
 CONFIG_ENV = "ECGW_CONFIG_FILE"
 
 # Packages that add sub-commands: each module has ``register(subparsers)``.
-COMMAND_MODULES: tuple[str, ...] = ("accounting.cli", "gateway.privacy_commands", "gateway.policy_commands", "eval.cli")
+COMMAND_MODULES: tuple[str, ...] = ("accounting.cli", "gateway.privacy_commands", "gateway.policy_commands",
+                                     "gateway.key_commands", "eval.cli")
 
 
 def config_path(given: str | None) -> str | None:
@@ -34,7 +37,7 @@ def config_path(given: str | None) -> str | None:
     return "config.yaml" if Path("config.yaml").is_file() else None
 
 
-def _settings_from(args: argparse.Namespace) -> Settings:
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     server: dict[str, Any] = {}
     if getattr(args, "host", None):
         server["host"] = args.host
@@ -42,7 +45,29 @@ def _settings_from(args: argparse.Namespace) -> Settings:
         server["port"] = args.port
     if getattr(args, "workers", None):
         server["workers"] = args.workers
-    return load_settings(args.config, **({"server": server} if server else {}))
+    return {"server": server} if server else {}
+
+
+def _settings_from(args: argparse.Namespace) -> Settings:
+    return load_settings(args.config, **_overrides(args))
+
+
+def _supervise(args: argparse.Namespace, settings: Settings, workers: int) -> None:
+    """uvicorn's multi-worker supervisor, except that SIGHUP reloads the configuration (``gateway.reload``)
+    instead of restarting every worker, which would drop their streams."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    from gateway.reload import reload_supervised
+
+    class Supervisor(Multiprocess):
+        def handle_hup(self) -> None:
+            reload_supervised(settings, args.config, _overrides(args))
+
+    config = uvicorn.Config("gateway.cli:app_factory", factory=True, host=settings.server.host,
+                            port=settings.server.port, workers=workers, log_level="warning")
+    with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run
+        Supervisor(config, sockets=[config.bind_socket()]).run()
 
 
 def app_factory() -> Any:
@@ -50,9 +75,10 @@ def app_factory() -> Any:
     from gateway.app import create_app
 
     prepare_offline_environment()  # a worker process starts here
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the supervisor takes SIGHUP; workers learn of it by the store
     settings = load_settings(os.environ.get(CONFIG_ENV))
     configure_logging(settings.server.log_format)
-    return create_app(settings)
+    return create_app(settings, config_path=os.environ.get(CONFIG_ENV))
 
 
 def _store_name(settings: Settings) -> str:
@@ -95,6 +121,7 @@ def _fleet(settings: Settings) -> str:
 
 
 def serve(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until it serves, there is nothing to reload
     args.config = config_path(args.config)
     settings = _settings_from(args)
     from gateway.app import preflight
@@ -128,12 +155,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
               f"(default policy {settings.policy.default}, {_fleet(settings)}, "
               f"sessions in {_store_name(settings)})", file=sys.stderr)
         with _multiprocess_metrics():
-            uvicorn.run("gateway.cli:app_factory", factory=True, host=settings.server.host,
-                        port=settings.server.port, workers=workers, log_level="warning")
+            _supervise(args, settings, workers)
         return 0
     from gateway.app import create_app
 
-    app = create_app(settings)
+    app = create_app(settings, config_path=args.config, overrides=_overrides(args), reload_on_sighup=True)
     print(f"ecgw listening on http://{settings.server.host}:{settings.server.port}/v1 "
           f"(default policy {settings.policy.default}, {_fleet(settings)})", file=sys.stderr)
     uvicorn.run(app, host=settings.server.host, port=settings.server.port, log_level="warning")

@@ -17,7 +17,7 @@ from gateway.fleet.fixed import Fixed
 from gateway.settings import CloudSettings, Settings
 from gateway.upstreams.boundary import DroppedFields, ProviderBoundary
 from gateway.upstreams.provider_request import ProviderTransport, RequestShape
-from privacy.protection import Protector
+from privacy import Protector
 from router.budgets.limits import NO_SPEND, Spend
 from router.channels import CloudChannel, EdgeChannel, Upstream
 from router.context import CallContext, RouteTracker

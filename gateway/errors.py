@@ -6,14 +6,15 @@ from typing import Any
 
 from starlette.responses import Response
 
+from accounting.errors import EcgwError
 from gateway.jsonio import dumps
 
 
-class StartupError(Exception):
+class StartupError(EcgwError):
     """Something the gateway needs at start is not there (e.g. the metering database); the message says what."""
 
 
-class ClientError(Exception):
+class ClientError(EcgwError):
     """Bad input from the client; ``status`` and ``message`` go back as they are."""
 
     def __init__(self, status: int, message: str, *, type_: str = "invalid_request_error",

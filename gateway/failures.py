@@ -7,7 +7,8 @@ import logging
 from dataclasses import dataclass, field
 
 from gateway.errors import ClientError
-from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
+from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from privacy.session_store import SessionStoreUnavailable
 from router.budgets.errors import BudgetUnavailable, OverBudget, RateLimited
 from router.errors import UpstreamError
 

@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.errors import ClientError
 from gateway.failures import Failure, client_failure
-from gateway.tenancy import Tenancy
+from gateway.snapshot import Configuration
 
 OPEN = ("/healthz", "/readyz", "/metrics", "/ui")
 REQUEST_ID_HEADER = "x-ecgw-request-id"
@@ -30,9 +30,9 @@ def too_large(limit: int, declared: int | None = None) -> ClientError:
 
 
 class Gatekeeper:
-    def __init__(self, app: ASGIApp, *, tenancy: Tenancy, max_body_bytes: int, render: Render) -> None:
+    def __init__(self, app: ASGIApp, *, config: Configuration, max_body_bytes: int, render: Render) -> None:
         self._app = app
-        self._tenancy = tenancy
+        self._config = config
         self._limit = max_body_bytes
         self._render = render
 
@@ -46,16 +46,17 @@ class Gatekeeper:
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
         send = _with_request_id(send, request_id)
-        try:
-            declared = headers.get("content-length")
-            if declared and declared.isdigit() and int(declared) > self._limit:
-                raise too_large(self._limit, int(declared))
-            if not path.startswith(OPEN):
-                state["identity"] = self._tenancy.authenticate(headers)
-        except ClientError as exc:
-            await self._render(path, client_failure(exc))(scope, receive, send)
-            return
-        await self._app(scope, self._limited(receive), send)
+        with self._config.pinned() as snapshot:  # the whole request, its stream included, on one snapshot
+            try:
+                declared = headers.get("content-length")
+                if declared and declared.isdigit() and int(declared) > self._limit:
+                    raise too_large(self._limit, int(declared))
+                if not path.startswith(OPEN):
+                    state["identity"] = snapshot.tenancy.authenticate(headers)
+            except ClientError as exc:
+                await self._render(path, client_failure(exc))(scope, receive, send)
+                return
+            await self._app(scope, self._limited(receive), send)
 
     def _limited(self, receive: Receive) -> Receive:
         """``receive`` that refuses a body growing past the limit (one sent without a Content-Length): the reader

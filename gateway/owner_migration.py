@@ -30,7 +30,7 @@ from gateway.keys import Keys
 from gateway.sealing import SealedStore
 from gateway.settings import Settings
 from gateway.tenancy import owner_moves
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
 
 log = logging.getLogger("ecgw")
 

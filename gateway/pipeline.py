@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 from accounting.calls import StepRecord
 from gateway.budgets import key_name
+from gateway.errors import ClientError
 from gateway.logs import log_request
 from gateway.metrics import RequestMetrics
 from gateway.policy_choice import PolicyDecision
@@ -22,13 +23,13 @@ from gateway.tenancy import Identity
 from privacy.errors import PrivacyBlocked
 from router.budgets.errors import KEPT_ON_EDGE, OverBudget, fallback_of
 from router.budgets.limits import NO_SPEND, Spend
+from router.chat_shapes import aclose, chunks_to_completion, completion_to_chunks
 from router.context import CallContext, RouteTracker
 from router.fleet import TARGET_KNOB, without_target
 from router.policies.edge_only import EdgeOnly
 from router.policy import Policy
 from router.spans import NO_SPAN, Span, make_current
 from router.step import SessionState, Step
-from router.wire import aclose, chunks_to_completion, completion_to_chunks
 
 log = logging.getLogger("ecgw")
 
@@ -117,8 +118,13 @@ class StepPipeline:
         session = SessionState(session_id, s.sessions)
         outcome.session_hash = s.session_hash(session_id)
         outcome.span.set("ecgw.session", outcome.session_hash)
+        outcome.span.set("gen_ai.conversation.id", outcome.session_hash)  # the keyed hash, never the id
         decision = await s.chooser.decide(headers, body, session)
         policy_name = outcome.policy = decision.policy
+        if identity.policies is not None and policy_name not in identity.policies:
+            raise ClientError(403, f"This key may use the policies {', '.join(identity.policies)}, not "
+                                   f"{policy_name} (chosen for this step); name one of them in 'model'.",
+                              type_="permission_error", param="model", code="policy_not_allowed")
         outcome.arm = decision.arm
         context = CallContext(request_id=request_id, session_id=session_id, policy=policy_name,
                               experiment=decision.experiment, arm=decision.arm, owner=identity.owner)

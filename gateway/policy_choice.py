@@ -36,7 +36,8 @@ class PolicyChooser:
                  experiments: ExperimentsSettings | None = None, cloud_aliases: Mapping[str, str] | None = None
                  ) -> None:
         if default not in registry:
-            raise ConfigError(f"policy.default is {default!r}; expected one of {', '.join(registry.names)}")
+            raise ConfigError(f"policy.default is {default!r}; expected one of {', '.join(registry.names)}",
+                              param="policy.default")
         self._registry = registry
         self._default = default
         # A client that names one of the configured models directly gets that side, unprotected by no policy.
@@ -48,7 +49,7 @@ class PolicyChooser:
             try:
                 registry.get(name)  # builds every policy now: bad knobs fail at startup, naming the key
             except ValueError as exc:
-                raise ConfigError(str(exc)) from None
+                raise ConfigError(str(exc), param=f"policy.knobs.{name}") from None
         self._check_experiments()
 
     def _check_experiments(self) -> None:
@@ -58,14 +59,14 @@ class PolicyChooser:
                 where = f"experiments.definitions.{name}.arms.{arm_name}"
                 if arm.policy not in self._registry:
                     raise ConfigError(f"{where}.policy is {arm.policy!r}; expected one of "
-                                     f"{', '.join(self._registry.names)}")
+                                      f"{', '.join(self._registry.names)}", param=f"{where}.policy")
                 checker = getattr(self._registry.get(arm.policy), "check_overrides", None)
                 knobs = without_target(arm.knobs)
                 if knobs and checker is not None:
                     try:
                         checker(knobs)
                     except ValueError as exc:
-                        raise ConfigError(f"{where}.knobs: {exc}") from None
+                        raise ConfigError(f"{where}.knobs: {exc}", param=f"{where}.knobs") from None
 
     def _check(self, name: str, where: str) -> str:
         if name not in self._registry:

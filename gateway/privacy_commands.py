@@ -7,13 +7,13 @@ import asyncio
 import json
 import secrets
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from gateway.sessions import MemorySessionStore
 from privacy.detect import EdgeEndpoint
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
 from privacy.settings import PrivacySettings
@@ -21,23 +21,6 @@ from privacy.settings import PrivacySettings
 EXIT_INVALID = 2
 EXIT_BLOCKED = 3
 EXIT_UNAVAILABLE = 4
-
-
-class _Store:
-    def __init__(self) -> None:
-        self._data: dict[tuple[str, str], str] = {}
-
-    async def get(self, session_id: str, key: str) -> Any | None:
-        raw = self._data.get((session_id, key))
-        return None if raw is None else json.loads(raw)
-
-    async def set(self, session_id: str, key: str, value: Any) -> None:
-        self._data[(session_id, key)] = json.dumps(value)
-
-    async def update(self, session_id: str, key: str, fn: Callable[[Any | None], Any]) -> Any:
-        new = fn(await self.get(session_id, key))
-        await self.set(session_id, key, new)
-        return new
 
 
 def _config(path: str | None) -> tuple[PrivacySettings, str]:
@@ -86,7 +69,7 @@ def scrub(args: argparse.Namespace) -> int:
     if not settings.enabled:
         sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
         return 0
-    protector = build_privacy_protector(settings, database_url=None, sessions=_Store(), edge=edge)
+    protector = build_privacy_protector(settings, database_url=None, sessions=MemorySessionStore(), edge=edge)
 
     async def run() -> Any:
         if units is not None:

@@ -13,9 +13,9 @@ from starlette.responses import JSONResponse, Response
 
 from gateway.body import BodyReader
 from gateway.errors import ClientError, error_response
+from privacy import Protector, SessionPrivacy
 from privacy.detect import UnitsDocument
 from privacy.errors import PrivacyUnavailable
-from privacy.protection import Protector, SessionPrivacy
 
 
 def _error(status: int, message: str, code: str) -> Response:

@@ -19,7 +19,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.exceptions import RedisError
 
 from gateway.jsonio import dumps, loads
-from router.errors import SessionStoreUnavailable
+from privacy.session_store import SessionStoreUnavailable
 
 _CAS = """
 local current = redis.call('HGET', KEYS[1], ARGV[1])
@@ -142,6 +142,9 @@ class RedisSessionStore:
             return bool(await self._redis.ping())
         except RedisError:
             return False
+
+    async def verify(self) -> None:
+        return None  # plain values: nothing sealed to open (``SealedStore`` checks its key)
 
     async def aclose(self) -> None:
         await self._redis.aclose()

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from privacy.seal import SealBroken, Sealer
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
 
 __all__ = ["SealBroken", "SealedStore"]
 
@@ -79,6 +79,4 @@ class SealedStore:
         await self.inner.set(_CHECK_SESSION, _CHECK_KEY, self.seal(_CHECK_SESSION, _CHECK_KEY, _CHECK_VALUE))
 
     async def aclose(self) -> None:
-        closer = getattr(self.inner, "aclose", None)
-        if closer is not None:
-            await closer()
+        await self.inner.aclose()

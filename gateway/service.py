@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from accounting.calls import Meter
+from gateway.admin.database import AdminDatabase
+from gateway.admin.virtual_keys import VirtualKeys
 from gateway.doors import Doors
 from gateway.policy_choice import PolicyChooser
+from gateway.reload import Reloader
 from gateway.settings import Settings
+from gateway.snapshot import Configuration
 from gateway.tenancy import Tenancy
 from gateway.tracing import NoTracing, SessionHasher, Tracing
-from privacy.protection import Protector
-from privacy.vault import SessionStore
+from privacy import Protector
+from privacy.session_store import SessionStore
 from router.budgets.limits import Budgets
 from router.policy import PolicyRegistry
 
@@ -23,39 +26,56 @@ log = logging.getLogger("ecgw")
 @dataclass
 class Services:
     """Everything a request needs. The upstreams are not among them: only ``doors`` holds them, and it hands
-    out channels, so the cloud is reachable only through ``CloudChannel``."""
+    out channels, so the cloud is reachable only through ``CloudChannel``. What a reload may change (settings,
+    policies, the chooser, the keys) comes from the configuration's snapshot: inside a request, the one it
+    started with (``gateway.snapshot``)."""
 
-    settings: Settings
+    config: Configuration
     doors: Doors
-    policies: PolicyRegistry
-    chooser: PolicyChooser
     protector: Protector
     meter: Meter
     sessions: SessionStore
-    tenancy: Tenancy
     session_hash: SessionHasher  # the session as logs and spans carry it
+    reloader: Reloader
+    admin_db: AdminDatabase
+    virtual_keys: VirtualKeys
     tracing: Tracing = field(default_factory=NoTracing)
     budgets: Budgets | None = None  # None: no limits configured
 
+    @property
+    def settings(self) -> Settings:
+        return self.config.current().settings
+
+    @property
+    def policies(self) -> PolicyRegistry:
+        return self.config.current().policies
+
+    @property
+    def chooser(self) -> PolicyChooser:
+        return self.config.current().chooser
+
+    @property
+    def tenancy(self) -> Tenancy:
+        return self.config.current().tenancy
+
     async def start(self) -> None:
         """Start background parts (the meter's writer, …) that need the running event loop."""
-        verify: Any = getattr(self.sessions, "verify", None)  # an encrypted store: the key opens it
-        if verify is not None:
-            await verify()
+        await self.sessions.verify()  # an encrypted store: the key opens it
+        await self.reloader.start()
+        await self.virtual_keys.start()
         await self.doors.start()  # the edge pool's health checks
-        for part in (self.meter, self.protector):
-            starter: Any = getattr(part, "start", None)
-            if starter is not None:
-                await starter()
+        await self.meter.start()
+        await self.protector.start()
 
     async def aclose(self) -> None:
         """Flush and close, in the order that loses nothing: upstreams first, then the meter."""
-        for part in (self.doors, self.protector, self.meter, self.sessions):
-            closer: Any = getattr(part, "aclose", None)
-            if closer is None:
-                continue
+        await self.reloader.aclose()
+        await self.virtual_keys.aclose()
+        parts: tuple[Doors | Protector | Meter | SessionStore, ...] = (self.doors, self.protector, self.meter,
+                                                                        self.sessions)
+        for part in parts:
             try:
-                await closer()
+                await part.aclose()
             except Exception:  # one part failing to close must not keep the meter from flushing
                 log.exception("closing %s failed", type(part).__name__)
         self.tracing.shutdown()  # exports the spans still batched

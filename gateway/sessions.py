@@ -10,23 +10,22 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from accounting.database import create_private
 from gateway.jsonio import dumps, loads
-from router.errors import SessionStoreUnavailable
+from privacy.session_store import SessionStoreUnavailable
 
 
 def identify_session(
     headers: Mapping[str, str],
     body: Mapping[str, Any],
     *,
-    api_key: str | None,
-    session_keys: Mapping[str, str],
     fingerprint_fallback: bool = True,
     hint: str | None = None,
 ) -> tuple[str, str]:
     """``(session_id, source)``, in order: ``X-Session-Id`` header; the surface's own session header
-    (``hint``: Claude Code's, Codex's); ``metadata.session_id``; ``user``; a virtual key bound to a session;
-    a fingerprint of the first system and user messages (fragile: two different runs of the same task share
-    it)."""
+    (``hint``: Claude Code's, Codex's); ``metadata.session_id``; ``user``; a fingerprint of the first system and
+    user messages (fragile: two different runs of the same task share it). A key bound to a session never gets
+    here: tenancy gives its session before asking (``Tenancy.session``)."""
     header = headers.get("x-session-id")
     if header:
         return header, "header"
@@ -38,8 +37,6 @@ def identify_session(
     user = body.get("user")
     if isinstance(user, str) and user:
         return user, "user"
-    if api_key and api_key in session_keys:
-        return session_keys[api_key], "key"
     return fingerprint(body) if fingerprint_fallback else "anonymous", "fingerprint"
 
 
@@ -112,9 +109,14 @@ class MemorySessionStore:
             self._data.pop(sid, None)
         return len(stale)
 
+    async def verify(self) -> None:
+        return None  # nothing persists, so nothing sealed to open
+
+    async def aclose(self) -> None:
+        return None
+
 
 _BUSY_RETRIES = 5  # BEGIN IMMEDIATE attempts (each waits up to the 5 s busy timeout) before a 503
-
 
 class SQLiteSessionStore:
     """Session state in a SQLite file (WAL), shared by every worker on one machine, so that the next step of
@@ -130,6 +132,7 @@ class SQLiteSessionStore:
         self._ttl = ttl_s
         self._clock = clock
         self._writes = 0
+        create_private(path)  # 0600: sealed values, but session ids and timestamps too
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=5.0)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -236,6 +239,9 @@ class SQLiteSessionStore:
                 raise
 
         await self._call(work)
+
+    async def verify(self) -> None:
+        return None  # plain values: nothing sealed to open (``SealedStore`` checks its key)
 
     async def aclose(self) -> None:
         self._executor.shutdown(wait=True)

@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
+from accounting.errors import EcgwError
 from accounting.settings import AccountingSettings
 from gateway.upstreams.provider_request import check_extra_body_fields
 from privacy.detect import EdgeEndpoint
@@ -33,7 +34,7 @@ from router.budgets.settings import LimitsSettings
 from router.experiments import ExperimentsSettings
 
 
-class ConfigError(Exception):
+class ConfigError(EcgwError):
     """A configuration that cannot work; the message names the key, the value and what is expected. ``param`` is
     the first bad key as a dotted path (``server.api_keys.0.key_env``) when one is known."""
 

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping
+import re
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.requests import Request
 
@@ -32,6 +34,22 @@ from gateway.settings import ApiKey, ServerSettings, SessionSettings
 
 _OWNER_HEX = 24  # 96 bits of the owner's keyed hash
 _ID_HEX = 24
+
+
+@dataclass(frozen=True)
+class RuntimeKey:
+    """A virtual key as authentication sees it (``gateway.admin.virtual_keys``)."""
+
+    id: str
+    tenant: str
+    session: str | None = None
+    policies: tuple[str, ...] | None = None  # None: every policy
+    limits: Mapping[str, Any] | None = None
+    expires_at: float | None = None
+
+
+class RuntimeKeys(Protocol):
+    def find(self, secret: str) -> RuntimeKey | None: ...
 
 
 @dataclass(frozen=True)
@@ -47,6 +65,8 @@ class Identity:
     name: str | None = field(default=None, repr=False)
     tenant: str | None = field(default=None, repr=False)
     label: str | None = None
+    policies: tuple[str, ...] | None = None  # a virtual key's allowed policies; None: every policy
+    limits: Mapping[str, Any] | None = field(default=None, repr=False)  # a virtual key's limits (the budgets')
 
     @property
     def prefix(self) -> str:
@@ -84,10 +104,45 @@ def owner_moves(server: ServerSettings, owner_key: bytes) -> dict[str, str]:
             for k in (*server.keys(), *server.admins()) if k.named}
 
 
+_OWNER_PART = re.compile(r"[otk]\.[^/]+(?=/)")  # bare key's hash, tenant, bound key's hash — then "/"
+
+
+def owner_of(session_id: str) -> str:
+    """The owner of an internal session id (``o.<hash>/…``, ``t.<tenant>/…``, ``k.<hash>/…``); "" for the ids of
+    single-tenant mode. Privacy shares detections within one owner only (``privacy.protector``'s ``scope_of``)."""
+    match = _OWNER_PART.match(session_id)
+    return match.group(0) if match else ""
+
+
+MAX_SESSION_ID = 512  # characters; a session id is echoed in a header and kept in every record
+
+
+def checked_id(client_id: str) -> str:
+    """A client's session id, refused (400) when it is longer than ``MAX_SESSION_ID``."""
+    if len(client_id) > MAX_SESSION_ID:
+        raise ClientError(400, f"The session id is {len(client_id)} characters long; use at most {MAX_SESSION_ID}.",
+                          param="session_id", code="invalid_session_id")
+    return client_id
+
+
+def from_header(value: str) -> str:
+    """A header value as the client wrote it: HTTP headers arrive decoded as Latin-1, so UTF-8 ids (``café``) are
+    read back as UTF-8 rather than kept as mojibake (which the echo would then percent-encode twice)."""
+    if value.isascii():
+        return value
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
+
+
 class Tenancy:
     def __init__(self, server: ServerSettings, sessions: SessionSettings, *, owner_key: bytes,
-                 session_id_key: bytes) -> None:
+                 session_id_key: bytes, runtime: RuntimeKeys | None = None, clock: Callable[[], float] = time.time
+                 ) -> None:
         self._sessions = sessions
+        self._runtime = runtime
+        self._clock = clock
         self._id_key = session_id_key
         # Every configured key's identity, worked out once: a request then costs one dict lookup, no hashing.
         self._identities: dict[str, Identity] = {}
@@ -99,11 +154,7 @@ class Tenancy:
                                                     tenant=key.tenant, label=label)
         for secret, bound in server.session_keys.items():  # every key bound to one session shares it
             owner = "k." + _hash(owner_key, "bound\0" + bound, _OWNER_HEX)
-            self._identities[secret] = Identity(secret, owner, bound_session=bound, label=owner)
-
-    @property
-    def multi_tenant(self) -> bool:
-        return bool(self._identities)
+            self._identities[secret] = Identity(secret, owner, bound_session=bound, name=secret, label=owner)
 
     def authenticate(self, headers: Mapping[str, str]) -> Identity:
         """The caller; ``ClientError`` 401 (OpenAI's shape) when keys are configured and this one is not."""
@@ -114,6 +165,12 @@ class Tenancy:
             raise ClientError(401, "Missing API key: send 'Authorization: Bearer <key>' with a key from "
                                    "server.api_keys.", type_="authentication_error", code="invalid_api_key")
         identity = self._identities.get(key)
+        if identity is None and self._runtime is not None and (found := self._runtime.find(key)) is not None:
+            if found.expires_at is not None and found.expires_at <= self._clock():
+                raise ClientError(401, f"The API key {found.id} has expired; ask an admin for a new one.",
+                                  type_="authentication_error", code="expired_api_key")
+            return Identity(key, tenant_owner(found.tenant), bound_session=found.session, name=found.id,
+                            tenant=found.tenant, label=found.id, policies=found.policies, limits=found.limits)
         if identity is None:
             raise ClientError(401, "Invalid API key: use a key listed in server.api_keys.",
                               type_="authentication_error", code="invalid_api_key")
@@ -125,16 +182,18 @@ class Tenancy:
         if identity.bound_session is not None:
             client = identity.bound_session
         else:
-            client, source = identify_session(headers, body, api_key=None, session_keys={},
-                                              fingerprint_fallback=self._sessions.fingerprint_fallback, hint=hint)
+            client, source = identify_session(headers, body, fingerprint_fallback=self._sessions.fingerprint_fallback,
+                                              hint=hint)
             if source in ("user", "metadata"):
-                client = "u-" + _hash(self._id_key, client, _ID_HEX)
+                client = "u-" + _hash(self._id_key, checked_id(client), _ID_HEX)
+            elif source in ("header", "surface"):
+                client = checked_id(from_header(client))
         return identity.prefix + client, client
 
     def named(self, identity: Identity, client_id: str) -> str:
         """The internal id of a session a request names in its path (units, privacy report): always the caller's
         own, so naming another owner's id reaches an independent, empty session."""
-        return identity.prefix + client_id
+        return identity.prefix + checked_id(client_id)
 
     def readable(self, identity: Identity, client_id: str) -> str:
         """Like ``named``, except that an admin names any session by its internal id."""

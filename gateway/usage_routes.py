@@ -15,7 +15,7 @@ from starlette.responses import Response
 from accounting.calls import Meter
 from accounting.database import StoreUnavailable
 from accounting.metrics import CONTENT_TYPE
-from accounting.reporting import UsageReports
+from accounting.report_source import UsageReports
 from accounting.reports import FORMATS, BadReportRequest, parse_since, render
 from accounting.settlement import MAX_REQUEST_IDS
 from accounting.store import GROUPS

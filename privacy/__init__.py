@@ -1,6 +1,7 @@
 """Detection, reversible pseudonymisation, restore (streaming too), audit of cloud-bound payloads."""
 
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
-from privacy.protection import PassThroughProtector, Protection, Protector, StreamRestorer
+from privacy.hook import PassThroughProtector, Protection, Protector, SessionPrivacy, StreamRestorer
 
-__all__ = ["PassThroughProtector", "PrivacyBlocked", "PrivacyUnavailable", "Protection", "Protector", "StreamRestorer"]
+__all__ = ["PassThroughProtector", "PrivacyBlocked", "PrivacyUnavailable", "Protection", "Protector", "SessionPrivacy",
+           "StreamRestorer"]

@@ -2,17 +2,20 @@
 
 After protection, every key and value of the body (numbers as text, JSON strings inside strings included) is
 scanned again with the units, secrets and pattern layers, in each surface form it could be read in (NFKC,
-zero-width characters removed, HTML entities, %-escapes, ``\\u`` escapes, base64 segments that decode to text), and
-across the boundary of adjacent content parts and adjacent messages. The values the session's vault already
-replaced elsewhere are searched too. A hit found literally is pseudonymised where it stands (every occurrence, keys
-and numbers included); a hit only an encoding or a split reveals cannot be placed, so the step does not leave
-(``PrivacyBlocked``).
+look-alikes read as ASCII, invisible characters removed, HTML entities, %-escapes, ``\\u`` escapes, base64 — MIME
+wrapped or nested —, hex and base32 segments that decode to text), across the boundary of adjacent content parts
+and adjacent messages, and — for listed values of ≥ 8 non-space characters — across every string of the body in
+order (``privacy.spread``). The values the session's vault already replaced elsewhere are searched too. A hit found
+literally is pseudonymised where it stands (every occurrence, keys and numbers included: a number that holds the
+value, ``-539487261`` or ``539487261.0``, becomes the placeholder's text); a hit only an encoding or a split
+reveals cannot be placed, so the step does not leave (``PrivacyBlocked``).
 
 A step costs only what is new: detector results are cached per string and per top-level part of the body (each
 message, each other top-level key) by content, units version and label; listed units are the session's, so with
 session units the cache is the session's own. The search for vault values is remembered per session and part (a
 vault only grows: a part is searched for each value once). Seams between adjacent parts and messages are glued
-and checked at every step (each is cached by its own content).
+and checked at every step (each is cached by its own content). The spread search keeps its state after each part,
+keyed by the chain of the parts' hashes, so a growing conversation feeds it only its new strings.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ import functools
 import hashlib
 import json
 import re
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from privacy.detect import Finding, TextDetector, UnitMatcher, base64_segments, canonical, fold, variants
+from privacy.detect import Finding, TextDetector, UnitMatcher, canonical, encoded_segments, fold, variants
+from privacy.spread import START, Spread, State
 from privacy.vault import Vault
 
 _GLUE = 48  # characters each side of a part or message boundary
@@ -58,6 +63,55 @@ def body_leaves(value: Any, path: str, label: str | None) -> Iterator[tuple[str,
         yield path, value, label
     elif isinstance(value, int | float) and not isinstance(value, bool):
         yield path, repr(value) if isinstance(value, float) else str(value), label
+
+
+def is_key(path: str) -> bool:
+    return path.endswith("{key}")
+
+
+def spread_found(body: dict[str, Any], units: UnitMatcher | None) -> list[Finding]:
+    """The listed values spread over the body's strings (``privacy.spread``), read from scratch: the last check
+    reads the same texts part by part (``spread_texts``), remembering its state."""
+    spread = Spread.of(units)
+    if spread is None:
+        return []
+    state, found = START, set()
+    for prefix, _, leaves in body_parts(body):
+        state, done = spread.find(spread_texts((path[len(prefix):], canonical(text)) for path, text, _ in leaves()),
+                                  state)
+        found |= done
+    return spread_findings(spread, found)
+
+
+_REASONING = (".reasoning_content", ".reasoning")
+
+
+def spread_texts(leaves: Iterable[tuple[str, str]]) -> Iterator[str]:
+    """What the spread search reads of one part, from its (path suffix, canonical text) leaves, in order: keys left
+    out, a JSON document inside a string as its strings, and a message's reasoning also before the rest (a reader
+    reads it first; in the body it may stand after the content)."""
+    items = [(suffix, text) for suffix, text in leaves if not is_key(suffix)]
+    first = [text for suffix, text in items if suffix.startswith(_REASONING)]
+    for text in (*first, *(text for _, text in items)):
+        yield from _strings_in(text)
+
+
+def _strings_in(text: str) -> Iterator[str]:
+    if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
+        try:
+            document = json.loads(text)
+        except ValueError:
+            document = None
+        if isinstance(document, dict | list):
+            yield from (inner for path, inner, _ in body_leaves(document, "", None) if not is_key(path))
+            return
+    yield text
+
+
+def spread_findings(spread: Spread, found: set[int]) -> list[Finding]:
+    return [Finding(type=u.type, start=0, end=0, value=u.value, layer="units", key=f"unit:{u.unit_id}",
+                    unit_id=u.unit_id, field=u.field, dimension=u.dimension, weight=u.weight)
+            for u in (spread.units[i] for i in sorted(found))]
 
 
 def _message_text(message: Any) -> list[str]:
@@ -129,7 +183,7 @@ def _refuse(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def _parts(body: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[], Iterator[tuple[str, str, str | None]]]]]:
+def body_parts(body: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[], Iterator[tuple[str, str, str | None]]]]]:
     """(prefix, the value its content hash covers, its leaves) for each top-level part of a body: the ``messages``
     key, each message, each other top-level key with its value. The leaves' paths and labels are exactly those of
     one walk over the whole body; they are listed only for a part not seen before."""
@@ -171,6 +225,8 @@ class EgressCheck:
         self._vault_seen: OrderedDict[tuple[str, bytes], tuple[int, tuple[tuple[str, str, bool], ...]]] = \
             OrderedDict()
         self._vaults: OrderedDict[str, tuple[int, dict[str, str]]] = OrderedDict()
+        self._spreads: weakref.WeakKeyDictionary[UnitMatcher, Spread | None] = weakref.WeakKeyDictionary()
+        self._spread_states: OrderedDict[tuple[str, bytes], tuple[State, frozenset[int]]] = OrderedDict()
         self._entries = cache_entries
 
     def _cached(self, key: tuple[bytes, str]) -> _Scanned | None:
@@ -232,10 +288,10 @@ class EgressCheck:
 
     def _encoded_segments(self, text: str, label: str | None, units: UnitMatcher | None,
                           ) -> list[tuple[Finding, bool]]:
-        """Each base64 segment of ``text`` whose decoded text holds a finding, as a placeable finding of that type
+        """Each encoded segment of ``text`` whose decoded text holds a finding, as a placeable finding of that type
         whose value is the segment itself (the agent gets the segment back on restore; the cloud sees neither)."""
         out: list[tuple[Finding, bool]] = []
-        for start, end, decoded in base64_segments(text):
+        for start, end, decoded in encoded_segments(text):
             segment = text[start:end]
             for found in sorted(self._find(decoded, label, units), key=lambda f: -len(f.value)):
                 # each finding keeps its type and unit; all stand for the one segment (placed once, longest first)
@@ -263,7 +319,8 @@ class EgressCheck:
         return part
 
     def scan(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
-             session_id: str = "") -> list[EgressHit]:
+             session_id: str = "", owner: str = "") -> list[EgressHit]:
+        """``owner``: whose session this is (the gateway's tenant): cached results are shared within one owner."""
         hits: list[EgressHit] = []
         raw_to_key = self._searchable(session_id, vault)
         ordered = list(raw_to_key)
@@ -274,9 +331,16 @@ class EgressCheck:
             scope = "-\0files"
         else:  # results that depend on the session's own units are the session's: never shared with another
             scope = f"{units_version}\0{session_id}"
-        for prefix, hashed, leaves in _parts(body):
+        scope = f"{owner}\0{scope}"  # and never across owners: a fast answer would say another sent this text
+        spread = self._spread_of(units)
+        chain: bytes | None = b""
+        state, spread_hits = START, frozenset[int]()
+        for prefix, hashed, leaves in body_parts(body):
             digest = _digest(hashed)
             part = self._part(digest, leaves, prefix, units, scope)
+            if spread is not None:
+                chain, state, spread_hits = self._spread_part(spread, scope, chain, digest, part, state,
+                                                              spread_hits)
             for suffix, finding, literal in part.hits:
                 hits.append(EgressHit(prefix + suffix, finding, literal, "literal" if literal else "decoded"))
             for suffix, value, literal in self._vault_values_in(session_id, digest, part, ordered):
@@ -289,7 +353,35 @@ class EgressCheck:
             for finding in self._split(glued, boundary, units, scope):
                 if same_speaker or finding.layer == "units":
                     hits.append(EgressHit(path, finding, False, "split"))
+        if spread is not None:
+            hits += [EgressHit("(strings in order)", f, False, "split")
+                     for f in spread_findings(spread, set(spread_hits))]
         return hits
+
+    def _spread_of(self, units: UnitMatcher | None) -> Spread | None:
+        if units is None:
+            return None
+        if units not in self._spreads:
+            self._spreads[units] = Spread.of(units)
+        return self._spreads[units]
+
+    def _spread_part(self, spread: Spread, scope: str, chain: bytes | None, digest: bytes | None, part: _Part,
+                     state: State, found: frozenset[int]) -> tuple[bytes | None, State, frozenset[int]]:
+        """The spread search's state after one more part: remembered by the chain of part hashes so far."""
+        chain = (hashlib.blake2b(chain + digest, digest_size=16).digest()
+                 if chain is not None and digest is not None else None)
+        key = (scope, chain) if chain is not None else None
+        known = self._spread_states.get(key) if key is not None else None
+        if known is not None:
+            self._spread_states.move_to_end(key)  # type: ignore[arg-type]
+            return chain, known[0], known[1]
+        state, done = spread.find(spread_texts((suffix, normal) for suffix, _, normal in part.leaves), state)
+        found = found | done
+        if key is not None:
+            self._spread_states[key] = (state, found)
+            if len(self._spread_states) > self._entries:
+                self._spread_states.popitem(last=False)
+        return chain, state, found
 
     def _split(self, glued: str, boundary: int, units: UnitMatcher | None, scope: str) -> list[Finding]:
         """Findings that span the seam of two glued texts (cached like any text)."""
@@ -372,7 +464,13 @@ def place(body: dict[str, Any], replacements: list[tuple[str, str]]) -> dict[str
         if isinstance(value, str):
             return fix(value)
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return numbers.get(str(value), value)
+            # the number as the last check read it; one that holds a value (-539487261, 539487261.0) leaves as
+            # the placeholder's text
+            text = repr(value) if isinstance(value, float) else str(value)
+            if text in numbers:
+                return numbers[text]
+            placed = fix(text)
+            return value if placed == text else placed
         if isinstance(value, dict):
             items = [(fix(str(k)) if isinstance(k, str) else k, new_value(v)) for k, v in value.items()]
             if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from accounting.database import make_engine
 from privacy.audit import AuditedUnits, AuditStore, AuditWriter, Hasher
@@ -22,14 +22,15 @@ from privacy.detect import (
     shared_people,
 )
 from privacy.egress import EgressCheck
+from privacy.hook import PassThroughProtector, Protector
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
 from privacy.passthrough import RecordingPassThroughProtector
-from privacy.protection import PassThroughProtector, Protector
 from privacy.protector import PrivacyProtector
 from privacy.registry import UnitRegistry
 from privacy.scrubber import ActionTable, Scrubber, SharedDetections
 from privacy.seal import Sealer
+from privacy.session_store import SessionStore
 from privacy.settings import NerSettings, PrivacySettings
 
 _RECOGNIZERS: dict[str, SpacyRecognizer] = {}
@@ -83,9 +84,10 @@ def _audit(settings: PrivacySettings, database_url: str, hash_key: bytes | None)
     return audit, Hasher(key)
 
 
-def build_privacy_protector(settings: PrivacySettings, *, database_url: str | None, sessions: Any,
+def build_privacy_protector(settings: PrivacySettings, *, database_url: str | None, sessions: SessionStore,
                             detector: LayeredDetector | None = None, edge: EdgeEndpoint | None = None,
-                            hash_key: bytes | None = None, seal_key: bytes | None = None) -> PrivacyProtector:
+                            hash_key: bytes | None = None, seal_key: bytes | None = None,
+                            scope_of: Callable[[str], str] | None = None) -> PrivacyProtector:
     """``database_url`` None: no audit (``ecgw scrub``). ``hash_key``: the audit's HMAC key (the gateway derives
     it from its secrets key); ``privacy.hash_key`` overrides it. Never stored in the database. ``seal_key``: encrypts
     the audit's copy of each outgoing body (None: kept as sent)."""
@@ -97,7 +99,8 @@ def build_privacy_protector(settings: PrivacySettings, *, database_url: str | No
     last_check = LastCheck(build_egress_check(settings), actions, metrics) if settings.last_check else None
     return PrivacyProtector(settings, sessions=sessions, scrubber=scrubber,
                             units=UnitRegistry(sessions, settings.units_files), audit=audit, hasher=hasher,
-                            last_check=last_check, metrics=metrics, sealer=Sealer(seal_key) if seal_key else None)
+                            last_check=last_check, metrics=metrics, sealer=Sealer(seal_key) if seal_key else None,
+                            scope_of=scope_of)
 
 
 def build_egress_check(settings: PrivacySettings) -> EgressCheck:
@@ -107,10 +110,12 @@ def build_egress_check(settings: PrivacySettings) -> EgressCheck:
                        [LabelledValueDetector()], cache_entries=settings.cache_entries)
 
 
-def build_protector(settings: PrivacySettings, *, database_url: str, sessions: Any, edge: EdgeEndpoint | None = None,
-                    hash_key: bytes | None = None, seal_key: bytes | None = None) -> Protector:
+def build_protector(settings: PrivacySettings, *, database_url: str, sessions: SessionStore,
+                    edge: EdgeEndpoint | None = None, hash_key: bytes | None = None, seal_key: bytes | None = None,
+                    scope_of: Callable[[str], str] | None = None) -> Protector:
     """``sessions`` is the gateway's session store (async ``get``/``set`` of JSON values per session); ``edge``
-    the local edge model, for ``privacy.edge_detector``."""
+    the local edge model, for ``privacy.edge_detector``; ``scope_of`` the owner of a session id (detections are
+    shared within one owner)."""
     if not settings.enabled:
         if settings.audit and database_url:  # still measure what leaves (privacy.passthrough)
             audit, hasher = _audit(settings, database_url, hash_key)
@@ -118,4 +123,4 @@ def build_protector(settings: PrivacySettings, *, database_url: str, sessions: A
                                                               hasher))
         return PassThroughProtector()
     return build_privacy_protector(settings, database_url=database_url, sessions=sessions, edge=edge,
-                                   hash_key=hash_key, seal_key=seal_key)
+                                   hash_key=hash_key, seal_key=seal_key, scope_of=scope_of)

@@ -41,14 +41,15 @@ class LastCheck:
         self._metrics = metrics
 
     def settle(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
-               session_id: str = "", audited: set[str] | frozenset[str] = frozenset(),
+               session_id: str = "", owner: str = "", audited: set[str] | frozenset[str] = frozenset(),
                ) -> Settled:
         """The body with every placeable hit replaced. ``audited``: values an earlier layer let through on purpose
         (action ``audit``), left alone whatever type this check gives them, and so is a hit lying inside one (a
         phone's digits read by another detector inside an audited phone: replacing them would alter what the
         operator chose to send as it is); a hit that contains an audited value and more is another value. Raises ``PrivacyBlocked``. Free of side
         effects but the vault's (an atomic store may run it more than once): ``count`` the result once it is kept."""
-        hits = self._check.scan(body, units, vault, units_version=units_version, session_id=session_id)
+        hits = self._check.scan(body, units, vault, units_version=units_version, session_id=session_id,
+                                owner=owner)
         if not hits:
             return Settled(body)
         settled = Settled(body)

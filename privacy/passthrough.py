@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from privacy.audit import AuditedUnits, call_row
 from privacy.detect import Unit, UnitsDocument
-from privacy.protection import PassThroughProtector, Protection
+from privacy.hook import PassThroughProtector, Protection
 
 T = TypeVar("T")
 

@@ -10,18 +10,19 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from privacy.audit import AuditedUnits, AuditWriter, Hasher, Record, call_row, finding_row, safe_location, seal_body
-from privacy.detect import DetectionError, Finding, Unit, UnitsDocument
-from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
+from privacy.detect import DetectionError, Finding, Unit, UnitsDocument, is_credential_type
+from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from privacy.hook import Protection, StreamRestorer
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
-from privacy.protection import Protection, StreamRestorer
 from privacy.registry import UnitRegistry
-from privacy.restore import Restorer, given_placeholders
+from privacy.restore import Restorer, ToolSecrets, given_placeholders
 from privacy.scrubber import Applied, DetectionCache, Prepared, Scrubber, ScrubResult, prepare
 from privacy.seal import Sealer
+from privacy.session_store import SessionStore, SessionStoreUnavailable
 from privacy.settings import PrivacySettings
 from privacy.stream import RestoringStream
-from privacy.vault import SessionStore, Vault, allocate
+from privacy.vault import Vault, allocate
 from privacy.walk import collect
 
 T = TypeVar("T")
@@ -52,10 +53,11 @@ class ScrubbedRequest:
 
 
 class PrivacyProtection:
-    def __init__(self, scrubbed: ScrubbedRequest, *, on_usage: Any = None) -> None:
+    def __init__(self, scrubbed: ScrubbedRequest, *, on_usage: Any = None,
+                 tool_secrets: ToolSecrets | None = None) -> None:
         self.body = scrubbed.body
         self._scrubbed = scrubbed
-        self._restorer = Restorer(scrubbed.values)
+        self._restorer = Restorer(scrubbed.values, tool_secrets)
         self._on_usage = on_usage
 
     @property
@@ -75,8 +77,11 @@ class PrivacyProtector:
     def __init__(self, settings: PrivacySettings, *, sessions: SessionStore, scrubber: Scrubber,
                  units: UnitRegistry, audit: AuditWriter | None, hasher: Hasher | None,
                  last_check: LastCheck | None = None, metrics: PrivacyMetrics | None = None,
-                 sealer: Sealer | None = None) -> None:
+                 sealer: Sealer | None = None, scope_of: Callable[[str], str] | None = None) -> None:
+        """``scope_of``: the owner of a session id (``gateway.tenancy``): detections are shared within one owner's
+        sessions only. None: one owner (single-tenant, ``ecgw scrub``)."""
         self._settings = settings
+        self._scope_of = scope_of
         self._last_check = last_check
         self.metrics = metrics
         self._sessions = sessions
@@ -106,6 +111,7 @@ class PrivacyProtector:
         if binary and self._settings.images == "block":
             raise PrivacyBlocked(f"{binary[0]} is not text and privacy.images is 'block'; it stays on the edge")
         version, matcher = await self.units.matcher(session_id)
+        scope = self._scope_of(session_id) if self._scope_of is not None else ""
         results: list[ScrubResult | None] = []
         misses: list[int] = []
         keys = []
@@ -122,9 +128,9 @@ class PrivacyProtector:
             prepared = [prepare(slots[i].text, slots[i].kind, all_numbers=matcher is not None) for i in misses]
             size = sum(len(slots[i].text) for i in misses)
             if size > _INLINE_CHARS:
-                found = await asyncio.to_thread(self._scrubber.detect, prepared, matcher)
+                found = await asyncio.to_thread(self._scrubber.detect, prepared, matcher, scope=scope)
             else:
-                found = self._scrubber.detect(prepared, matcher)
+                found = self._scrubber.detect(prepared, matcher, scope=scope)
 
         def apply(vault: Vault) -> list[ScrubResult]:
             return [self._scrubber.apply(p, f, vault) for p, f in zip(prepared, found, strict=True)]
@@ -152,7 +158,8 @@ class PrivacyProtector:
             audited = {a.finding.value for _, done in by_slot for a in done if a.action == "audit"}
             # What it replaces takes placeholders from the freshest vault, in one atomic update like the above.
             vault, settled = await allocate(self._sessions, session_id, lambda fresh: last_check.settle(
-                scanned, matcher, fresh, units_version=version, session_id=session_id, audited=audited))
+                scanned, matcher, fresh, units_version=version, session_id=session_id, owner=scope,
+                audited=audited))
             last_check.count(settled)
             copy_ = settled.body
             given |= settled.given
@@ -180,12 +187,16 @@ class PrivacyProtector:
             if self._settings.on_privacy_error == "edge":
                 raise PrivacyBlocked(reason + "; privacy.on_privacy_error is 'edge'") from exc
             raise PrivacyUnavailable(reason) from exc
-        on_usage = None
+        on_usage = record = None
         if self._audited is not None:
             call_id = self._record(scrubbed, session_id, request_id, experiment)
             await self._audited.record_exposure(call_id, session_id, scrubbed.body)
             on_usage = _UsageRecorder(self._audited.audit, call_id)
-        return PrivacyProtection(scrubbed, on_usage=on_usage)
+            assert self._hasher is not None
+            record = _ToolRestoreRecorder(self._audited.audit, self._hasher, call_id, session_id)
+        secrets = frozenset(p for p in scrubbed.values if is_credential_type(p[1:].rsplit("_", 1)[0]))
+        tool_secrets = ToolSecrets(secrets, self._settings.restore_secrets_in_tools, record)
+        return PrivacyProtection(scrubbed, on_usage=on_usage, tool_secrets=tool_secrets)
 
     def _record(self, scrubbed: ScrubbedRequest, session_id: str, request_id: str, experiment: str | None) -> str:
         """Enqueue the audit rows; they are built (hashes, JSON) on the writer thread, off the request path."""
@@ -233,6 +244,9 @@ class PrivacyProtector:
         if self._audited is not None:
             await self._audited.aclose()
 
+    def exposition(self) -> bytes:
+        return self.metrics.exposition() if self.metrics is not None else b""
+
 
 class _UsageRecorder:
     def __init__(self, audit: AuditWriter, call_id: str) -> None:
@@ -241,4 +255,21 @@ class _UsageRecorder:
 
     def __call__(self, usage: dict[str, Any]) -> None:
         record = {"kind": "usage", "call_id": self._call_id, "usage": dict(usage)}
+        self._audit.submit(lambda: record)
+
+
+class _ToolRestoreRecorder:
+    """Audits a credential's placeholder restored into (or, with ``deny``, left in) a tool call's arguments: which
+    tool, which type, the keyed hash — never the value."""
+
+    def __init__(self, audit: AuditWriter, hasher: Hasher, call_id: str, session_id: str) -> None:
+        self._audit, self._hasher = audit, hasher
+        self._call_id, self._session_id = call_id, session_id
+
+    def __call__(self, tool: str, type_: str, value: str, restored: bool) -> None:
+        row = finding_row(call_id=self._call_id, session_id=self._session_id, type=type_, layer="restore",
+                          action="restored_into_tool" if restored else "withheld_from_tool",
+                          location=f"tool_calls[{tool}].arguments", value_hash=self._hasher(value), unit_id=None,
+                          field=None, dimension=None)
+        record = {"kind": "tool_restore", "findings": [row]}
         self._audit.submit(lambda: record)

@@ -9,7 +9,7 @@ import hashlib
 from collections import OrderedDict
 
 from privacy.detect import Unit, UnitMatcher, UnitsDocument, units_of
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
 
 UNITS_KEY = "privacy.units"
 UNITS_VERSION_KEY = "privacy.units.version"

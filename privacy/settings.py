@@ -64,6 +64,9 @@ class PrivacySettings(_Section):
     audit_retry_max_s: float = Field(30.0, gt=0)  # longest delay between retries while the database is down
     audit_shutdown_timeout_s: float = Field(30.0, ge=0)  # shutdown keeps retrying this long, then spills
     cache_entries: int = Field(50_000, gt=0)  # per-process detection cache (per session and content hash)
+    restore_secrets_in_tools: Literal["allow", "audit", "deny"] = "audit"  # a credential's or key's placeholder
+    # the cloud puts into a tool call's arguments: allow = restore it | audit = restore it and record which tool and
+    # which type (no value) | deny = leave the placeholder, and record that
     last_check: bool = True  # scan the exact outgoing body once more (every key and value, decoded forms, values
     # split across parts/messages) with units, secrets and patterns whatever `layers` says; pseudonymise what it
     # finds, or keep the step on the edge when the value cannot be replaced where it stands

@@ -24,6 +24,7 @@ class RestoringStream:
         self._buffers: dict[tuple[int, str, int], _Buffer] = {}
         self._on_usage = on_usage
         self._template: dict[str, Any] | None = None
+        self._tools: dict[tuple[int, int], str] = {}  # (choice, tool call) → its function's name
 
     def _take(self, key: tuple[int, str, int], piece: str, *, final: bool = False) -> str:
         buf = self._buffers.setdefault(key, _Buffer())
@@ -34,7 +35,8 @@ class RestoringStream:
         ready, buf.held = text[:cut], text[cut:]
         if ready:
             buf.last = ready[-1]
-        return self._r.text(ready, json_escape=bool(buf.json))
+        tool = self._tools.get((key[0], key[2]), "") if key[1] == "arguments" else None
+        return self._r.text(ready, json_escape=bool(buf.json), tool=tool)
 
     def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         if chunk.get("usage") and self._on_usage is not None:
@@ -55,6 +57,8 @@ class RestoringStream:
                     delta[field] = self._take((index, field, 0), delta[field], final=final)
             for call in delta.get("tool_calls") or ():
                 function = call.get("function")
+                if isinstance(function, dict) and isinstance(function.get("name"), str) and function["name"]:
+                    self._tools[(index, int(call.get("index") or 0))] = function["name"]
                 if isinstance(function, dict) and isinstance(function.get("arguments"), str):
                     function["arguments"] = self._take((index, "arguments", int(call.get("index") or 0)),
                                                        function["arguments"], final=final)

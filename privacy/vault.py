@@ -10,26 +10,13 @@ to two values.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
+
+from privacy.session_store import SessionStore
 
 VAULT_KEY = "privacy.vault"
 
 T = TypeVar("T")
-
-
-class SessionStore(Protocol):
-    """Per-session key/value state (plain JSON values), shared across workers and replicas when several serve; the
-    one protocol every store (memory, SQLite, Redis, the sealing wrapper) implements and every user asks for."""
-
-    async def get(self, session_id: str, key: str) -> Any | None: ...
-
-    async def set(self, session_id: str, key: str, value: Any) -> None: ...
-
-    async def update(self, session_id: str, key: str, fn: Callable[[Any | None], Any]) -> Any:
-        """Atomically replace the value with ``fn(current)`` (plain JSON, None when absent) and return what was
-        written. ``fn`` may run more than once (a conflict is retried); its last run is the one written. Raises
-        ``SessionStoreUnavailable`` when the store is down."""
-        ...
 
 
 class Vault:

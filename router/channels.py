@@ -13,7 +13,8 @@ from typing import Any, Protocol
 
 from accounting.calls import Meter, UpstreamCall
 from accounting.usage import MalformedUsage, normalise
-from privacy.protection import Protection, Protector
+from privacy import Protection, Protector
+from router import genai
 from router.budgets.ledger import Hold
 from router.budgets.limits import NO_SPEND, Spend
 from router.context import CallContext, RouteTracker
@@ -34,6 +35,10 @@ class Upstream(Protocol):
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
     def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
+
+    async def aclose(self) -> None:
+        """Close its connections; the last call on an upstream."""
+        ...
 
 
 class Channel(Protocol):
@@ -104,7 +109,7 @@ class _MeteredChannel:
     def _open(self, purpose: str) -> Span:
         """The span of one upstream call, a child of the step's current span (a no-op with tracing off)."""
         return current().child(f"ecgw.{self.side}.call", **{"ecgw.side": self.side, "ecgw.purpose": purpose,
-                                                            "ecgw.model": self.model})
+                                                            "ecgw.model": self.model, **genai.requested(self.model)})
 
     def _prepare(self, member: Member, body: dict[str, Any], plan: Sequence[Member]) -> dict[str, Any]:
         """The body as ``member`` gets it (subclasses: the edge's cache salt, a fallback's provider state)."""
@@ -133,6 +138,7 @@ class _MeteredChannel:
         except MalformedUsage:
             tokens = None
         if tokens is not None:  # also rolls up into the step's span
+            genai.used(span, tokens)
             span.add(f"ecgw.{self.side}.tokens.raw_input", tokens.raw_input)
             span.add(f"ecgw.{self.side}.tokens.cache_read", tokens.cache_read)
             span.add(f"ecgw.{self.side}.tokens.output", tokens.output)
@@ -181,6 +187,8 @@ class _MeteredChannel:
                 raise
             self._pool.end(member, None)
             latency = time.perf_counter() - t0
+            genai.answered(span, provider=member.upstream.provider, model=response.get("model"),
+                           reasons=genai.finish_reasons(response.get("choices") or ()))
             call = self._record(member=member, span=span, purpose=purpose, streamed=False, status=200,
                                 started_at=started_at, t0=t0, ttft=latency, usage=response.get("usage"), sent=sent,
                                 output_text=_completion_text(response))
@@ -199,6 +207,8 @@ class _MeteredChannel:
             ttft: float | None = None
             usage: dict[str, Any] | None = None
             parts: list[str] = []
+            reasons: list[str] = []
+            answered_model: str | None = None
             status = 499  # the consumer stopped early (client went away, or a policy cancelled the stream)
             failure: UpstreamError | None = None
             retry = False
@@ -212,6 +222,8 @@ class _MeteredChannel:
                         ttft = time.perf_counter() - t0
                     if chunk.get("usage"):
                         usage = chunk["usage"]
+                    answered_model = answered_model or chunk.get("model")
+                    reasons += genai.finish_reasons(chunk.get("choices") or ())
                     _chunk_text(chunk, parts)
                     if not delivered:  # this member answers: named before the client's headers leave
                         delivered = True
@@ -226,6 +238,7 @@ class _MeteredChannel:
             finally:
                 await upstream.aclose()
                 self._pool.end(member, failure)
+                genai.answered(span, provider=member.upstream.provider, model=answered_model, reasons=reasons)
                 call = self._record(member=member, span=span, purpose=purpose, streamed=True, status=status,
                                     started_at=started_at, t0=t0, ttft=ttft, usage=usage, sent=sent,
                                     output_text="".join(parts))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from privacy.errors import PrivacyBlocked, PrivacyUnavailable, SessionStoreUnavailable
+from accounting.errors import EcgwError
+from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from privacy.session_store import SessionStoreUnavailable
 
 __all__ = ["PrivacyBlocked", "PrivacyUnavailable", "SessionStoreUnavailable", "UpstreamError"]
 
 
-class UpstreamError(Exception):
+class UpstreamError(EcgwError):
     """An upstream (edge or cloud) failed; ``status`` is what the client should receive."""
 
     def __init__(self, status: int, message: str, *, upstream: str, type_: str = "upstream_error") -> None:

@@ -13,8 +13,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from router.chat_shapes import aclose
 from router.errors import UpstreamError
-from router.wire import aclose
 
 if TYPE_CHECKING:
     from router.channels import Upstream

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
 from router.context import CallContext, RouteTracker
 
 if TYPE_CHECKING:

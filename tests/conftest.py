@@ -13,7 +13,7 @@ from gateway.app import create_app
 from gateway.offline import prepare_offline_environment
 from gateway.service import Services
 from gateway.settings import Settings, load_settings
-from privacy.protection import Protector
+from privacy import Protector
 from tests.door import GuardedCloud, guarded_cloud, guarded_services, guarded_targets
 from tests.fakes.model_server import ModelServer
 from tests.fakes.threaded import ThreadedServer

@@ -114,3 +114,55 @@ def test_dashboard_windows_are_checked_and_bounded(admin_gw):
     for since in ("90d", "400d", "all"):  # wide windows draw a bounded number of bars
         r = httpx.get(admin_gw + "/ui/charts/rate.svg", params={"since": since}, headers=auth)
         assert r.status_code == 200 and r.text.count("<rect") <= 500
+
+
+def test_session_ids_are_bounded_and_echoed_once_encoded(gw, edge):
+    from urllib.parse import quote
+
+    auth = {"Authorization": f"Bearer {KEY}"}
+    chat = {"messages": [{"role": "user", "content": "hi"}]}
+    long_id = "s" * 513
+    r = httpx.post(gw + "/v1/chat/completions", json=chat, headers={**auth, "X-Session-Id": long_id})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "session_id" and r.headers["x-ecgw-request-id"]
+    assert "x-ecgw-session" not in r.headers
+    r = httpx.post(gw + "/v1/messages", json={**chat, "max_tokens": 5}, headers={**auth, "X-Session-Id": long_id})
+    assert r.status_code == 400 and r.json()["type"] == "error"
+    r = httpx.post(gw + "/v1/messages", json={**chat, "max_tokens": 5},
+                   headers={**auth, "X-Claude-Code-Session-Id": long_id})
+    assert r.status_code == 400
+    for path in (f"/v1/sessions/{long_id}/units", f"/v1/sessions/{long_id}/grade"):
+        r = httpx.put(gw + path, json={"items": [], "score": 1}, headers=auth)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_session_id", (path, r.text)
+    assert httpx.get(gw + f"/v1/sessions/{long_id}/privacy", headers=auth).status_code == 400
+    assert httpx.post(gw + "/v1/chat/completions", json=chat,
+                      headers={**auth, "X-Session-Id": "s" * 512}).status_code == 200
+    # a UTF-8 id in the header comes back percent-encoded once (not its Latin-1 reading encoded again)
+    session = "café-Ω-会话"
+    r = httpx.post(gw + "/v1/chat/completions", json=chat,
+                   headers=[("Authorization", f"Bearer {KEY}"), ("X-Session-Id", session.encode())])
+    assert r.status_code == 200 and r.headers["x-ecgw-session"] == quote(session, safe="")
+
+
+def test_sqlite_files_are_created_readable_by_their_owner_only(tmp_path, edge, cloud):
+    import os
+    import stat
+
+    old = os.umask(0o022)  # the usual default, under which SQLite itself creates 0644 files
+    try:
+        with running_gateway(edge, cloud, database_url=f"sqlite:///{tmp_path / 'metering.db'}",
+                             privacy={"layers": {"ner": False}},  # the audit: in the metering file
+                             sessions={"store": "sqlite", "sqlite_path": str(tmp_path / "sessions.db")},
+                             secrets={"key_file": str(tmp_path / "ecgw.key")}) as (url, _):
+            units = {"items": [{"entity_id": "c", "name": "c", "sensitive_fields": [
+                {"field": "phone", "value": "13812345678", "dimension": "contact", "weight": 1}]}]}
+            assert httpx.put(url + "/v1/sessions/s1/units", json=units).status_code == 200
+            r = httpx.post(url + "/v1/chat/completions", headers={"X-Session-Id": "s1"}, timeout=30,
+                           json={"model": "ecgw/cloud-only", "messages": [{"role": "user", "content": "13812345678"}]})
+            assert r.status_code == 200, r.text
+            assert httpx.get(url + "/v1/usage").status_code == 200
+    finally:
+        os.umask(old)
+    created = sorted(p.name for p in tmp_path.iterdir() if ".db" in p.name)
+    assert {"metering.db", "sessions.db"} <= set(created), created
+    modes = {name: stat.S_IMODE((tmp_path / name).stat().st_mode) for name in created}
+    assert all(mode == 0o600 for mode in modes.values()), {k: oct(v) for k, v in modes.items()}

@@ -289,3 +289,32 @@ def test_every_keyword_that_reaches_litellm_is_within_the_allowlist(
         assert all(tool.get("type") == "function" for tool in kwargs.get("tools") or ())
     assert litellm_calls[0]["extra_body"] == {"vendor_options": {"x": 1}}
     assert litellm_calls[0]["temperature"] == 0.3
+
+
+# --- the type itself: no code path can hand a transport a name outside the allowlist ---------------------------
+
+def test_a_provider_request_refuses_names_outside_the_allowlist():
+    from gateway.upstreams.provider_request import ProviderRequest
+
+    with pytest.raises(ValueError, match="api_base"):
+        ProviderRequest(messages=[], params={"temperature": 0.1, "api_base": "http://x"})
+    with pytest.raises(ValueError, match="chat parameters"):
+        ProviderRequest(messages=[], extra_body={"temperature": 0.1})
+    with pytest.raises(ValueError, match="tools"):
+        ProviderRequest(messages=[], params={"tools": [{"type": "mcp", "server_url": "litellm_proxy"}]})
+
+
+def test_the_shape_keeps_chat_parameters_and_named_fields_and_drops_the_rest():
+    from gateway.upstreams.provider_request import RequestShape
+
+    dropped: list[str] = []
+    shape = RequestShape(["vendor_options"], on_drop=dropped.append)
+    request = shape.request({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}],
+                             "temperature": 0.2, "vendor_options": {"a": 1}, "base_url": "http://x", "user": "u",
+                             "tools": [{"type": "function", "function": {"name": "f"}},
+                                       {"type": "mcp", "server_url": "http://x"}]})
+    assert dict(request.params) == {"temperature": 0.2, "tools": [{"type": "function", "function": {"name": "f"}}]}
+    assert dict(request.extra_body) == {"vendor_options": {"a": 1}}
+    assert sorted(dropped) == ["base_url", "tools[].type", "user"]
+    with pytest.raises(ValueError, match="chat parameter"):
+        RequestShape(["temperature"])

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
-from privacy.errors import SessionStoreUnavailable
+from privacy.session_store import SessionStoreUnavailable
 from privacy.vault import VAULT_KEY, Vault, allocate
 from tests.real_parts import redis_url
 

@@ -9,17 +9,15 @@ from gateway.sessions import fingerprint, identify_session
 MSGS = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Do the task."}]
 
 
-def ident(headers=None, body=None, key=None, keys=None):
-    return identify_session(headers or {}, body or {"messages": MSGS}, api_key=key, session_keys=keys or {})
+def ident(headers=None, body=None):
+    return identify_session(headers or {}, body or {"messages": MSGS})
 
 
-def test_identity_order_header_metadata_user_key_fingerprint():
+def test_identity_order_header_metadata_user_fingerprint():
     body = {"messages": MSGS, "metadata": {"session_id": "meta"}, "user": "usr"}
-    keys = {"sk-1": "bound"}
-    assert ident({"x-session-id": "hdr"}, body, "sk-1", keys) == ("hdr", "header")
-    assert ident({}, body, "sk-1", keys) == ("meta", "metadata")
-    assert ident({}, {"messages": MSGS, "user": "usr"}, "sk-1", keys) == ("usr", "user")
-    assert ident({}, {"messages": MSGS}, "sk-1", keys) == ("bound", "key")
+    assert ident({"x-session-id": "hdr"}, body) == ("hdr", "header")
+    assert ident({}, body) == ("meta", "metadata")
+    assert ident({}, {"messages": MSGS, "user": "usr"}) == ("usr", "user")
     session, source = ident({}, {"messages": MSGS})
     assert source == "fingerprint" and session.startswith("fp-")
 

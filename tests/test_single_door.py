@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
+from privacy import PassThroughProtector, Protection
 from privacy.errors import PrivacyUnavailable
-from privacy.protection import PassThroughProtector, Protection
 from router.channels import CloudChannel
 from router.context import CallContext, RouteTracker
 from tests.door import DoorViolation, GuardedCloud
@@ -16,7 +16,7 @@ from tests.door import DoorViolation, GuardedCloud
 CANARY = "CANARY-4111-1111"
 
 
-class CanaryProtector:
+class CanaryProtector(PassThroughProtector):
     """Replaces the canary and counts every body it protected."""
 
     def __init__(self) -> None:
@@ -31,7 +31,7 @@ class CanaryProtector:
         return await PassThroughProtector().protect(scrubbed, session_id=session_id, request_id=request_id)
 
 
-class BrokenProtector:
+class BrokenProtector(PassThroughProtector):
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None) -> Protection:
         raise PrivacyUnavailable("detector 'secrets' crashed")

@@ -1,6 +1,6 @@
 """What the dashboard shows, read once per request from the stores and shared by its JSON endpoints and its SVG
 charts. Nothing here re-derives a figure another package already reports: usage rows are ``accounting.reports``'
-(the rows of ``/v1/usage``), arms are ``router.ab``'s, exposure is ``privacy.audit.report``'s."""
+(the rows of ``/v1/usage``), arms are ``router.ab``'s, exposure is ``privacy.audit.session_report``'s."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from accounting.grades import grades_of, put_grade
-from accounting.reporting import UsageReports
+from accounting.report_source import UsageReports
 from accounting.reports import BadReportRequest, derive, usage_report
 from accounting.steps import blocked_steps, request_rate, route_mix, session_steps
 from accounting.store import UsageStore
 from gateway.dashboard.experiments import arms_report
 from gateway.service import Services
+from privacy import SessionPrivacy
 from privacy.audit import cloud_bodies, overview
-from privacy.protection import SessionPrivacy
 
 T = TypeVar("T")
 

@@ -82,8 +82,9 @@ class LaunchedEdge:
         self.supervisor.log_path.unlink(missing_ok=True)  # a failed start's log is quoted in its error already
 
     def stop_on_signals(self) -> None:
-        """SIGTERM/SIGHUP end the gateway with the edge. (uvicorn takes these signals while it serves, shuts down
-        gracefully, then raises them again, which lands here; SIGINT unwinds as KeyboardInterrupt.)"""
+        """SIGTERM ends the gateway with the edge. (uvicorn takes it while it serves, shuts down gracefully, then
+        raises it again, which lands here; SIGINT unwinds as KeyboardInterrupt.) SIGHUP reloads the configuration
+        (``gateway.reload``): it never ends the gateway nor its edge."""
 
         def handler(signum: int, frame: FrameType | None) -> None:
             self.stop()
@@ -91,8 +92,7 @@ class LaunchedEdge:
             signal.raise_signal(signum)
 
         if threading.current_thread() is threading.main_thread():  # the only thread that may set handlers
-            for sig in (signal.SIGTERM, signal.SIGHUP):
-                signal.signal(sig, handler)
+            signal.signal(signal.SIGTERM, handler)
 
 
 def _wait_ready(supervisor: Supervisor, base_url: str, ticker: Ticker, timeout_s: float) -> None:

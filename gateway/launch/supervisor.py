@@ -60,9 +60,6 @@ class Supervisor:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
-    def alive(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
     def exit_code(self) -> int | None:
         return self._process.poll() if self._process is not None else None
 

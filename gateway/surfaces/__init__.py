@@ -18,8 +18,8 @@ from gateway.failures import Failure, classify
 from gateway.metrics import RequestMetrics
 from gateway.pipeline import Outcome, Started, StepPipeline
 from gateway.tenancy import Identity
+from router.chat_shapes import aclose
 from router.spans import make_current
-from router.wire import aclose
 
 
 @dataclass

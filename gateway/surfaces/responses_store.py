@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.errors import ClientError
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
 
 STORED_RESPONSE_KEY = "stored_response"
 MAX_CHAIN = 10_000  # responses walked back from one previous_response_id (a cycle cannot be built, but be safe)

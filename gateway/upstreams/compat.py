@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.settings import CompatSettings
-from router.wire import text_of
+from router.chat_shapes import text_of
 
 
 def normalise_request(body: dict[str, Any], compat: CompatSettings) -> dict[str, Any]:

@@ -18,8 +18,8 @@ from gateway.jsonio import JSONDecodeError, dumps, loads
 from gateway.settings import EdgeDeployment, EdgeSettings
 from gateway.upstreams.compat import ToolNameDeduper, normalise_request
 from gateway.upstreams.stream_end import StreamEnd
+from router.chat_shapes import completion_to_chunks
 from router.errors import UpstreamError
-from router.wire import completion_to_chunks
 
 # The edge is tolerant: a request's fields reach it as JSON body fields (vLLM's sampling extras, chat template
 # switches), never as the URL, headers or credentials (fixed here at construction, from edge.*). These few vLLM

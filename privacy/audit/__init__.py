@@ -1,16 +1,23 @@
 """The audit: per cloud call, what was found, where and what was done (keyed hashes, never values), and what left.
 
 ``tables`` holds the tables, ``store`` the store, ``writer`` the durable background writer, ``migrations`` the schema's
-steps, ``exposure`` the egress scan of what was sent, ``report`` and ``overview`` the reads (a session's exposure,
+steps, ``exposure`` the egress scan of what was sent, ``session_report`` and ``dashboard`` the reads (a session's exposure,
 the dashboard's), ``audited`` the audit side shared by the protector and the pass-through, and ``locations`` the
 keyless paths a finding is recorded under. Code outside this folder imports the names below from here.
 """
 
 from privacy.audit.audited import AuditedUnits
+from privacy.audit.dashboard import cloud_bodies, overview
 from privacy.audit.exposure import ExposureRecorder, units_left_raw
 from privacy.audit.locations import safe_location
-from privacy.audit.overview import cloud_bodies, overview
-from privacy.audit.report import benchmark_export, session_exposure, session_report, sessions_of, to_html, to_markdown
+from privacy.audit.session_report import (
+    benchmark_export,
+    session_exposure,
+    session_report,
+    sessions_of,
+    to_html,
+    to_markdown,
+)
 from privacy.audit.store import (
     AuditStore,
     Hasher,

@@ -1,6 +1,6 @@
 """The audit side of a protector, one piece for both: the listed units a session registers (persisted as hashes),
 the exposure of each cloud call (``privacy.audit.exposure``: which units left raw in the body that went out), and the
-reads the reports make — the session's exposure (``privacy.audit.report``) and the dashboard's (``privacy.audit.overview``).
+reads the reports make — the session's exposure (``privacy.audit.session_report``) and the dashboard's (``privacy.audit.dashboard``).
 
 ``PrivacyProtector`` (protection on) and ``RecordingPassThroughProtector`` (``privacy.enabled: false``, audit on)
 hold one each, so what counts as exposure, and how it is read back, cannot drift between them.
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from privacy.audit.exposure import ExposureRecorder
-from privacy.audit.report import session_exposure
+from privacy.audit.session_report import session_exposure
 from privacy.audit.store import Hasher, body_opener, units_record
 from privacy.audit.writer import AuditWriter
 from privacy.detect import Unit, UnitsDocument
@@ -48,7 +48,7 @@ class AuditedUnits:
         self._exposure.record(call_id, session_id, dict(body), matcher)  # a copy: the upstream may set keys
 
     async def session_exposure(self, session_id: str) -> dict[str, Any]:
-        """``privacy.audit.report.session_exposure`` read on the writer thread, after every write queued before it."""
+        """``privacy.audit.session_report.session_exposure`` read on the writer thread, after every write queued before it."""
         store = self.audit.store
 
         def read() -> dict[str, Any]:

@@ -18,7 +18,9 @@ from sqlmodel import Session, select
 from privacy.audit.tables import PrivacyEgress
 from privacy.audit.writer import AuditWriter, Record
 from privacy.detect import UnitMatcher, fold, variants
-from privacy.egress import body_leaves, body_seams  # the last check's walk: one idea of where a body holds text
+
+# the last check's walk: one idea of where a body holds text
+from privacy.egress import body_leaves, body_seams, spread_found
 
 
 def exposed_unit_ids(engine: Any, session_id: str) -> set[str]:
@@ -29,8 +31,9 @@ def exposed_unit_ids(engine: Any, session_id: str) -> set[str]:
 
 def units_left_raw(body: dict[str, Any], units: UnitMatcher | None) -> list[str]:
     """Ids of the listed units whose value stands in ``body``: the last check's walk (``privacy.egress``: every key,
-    string and number, in each surface form it could be read in, and across adjacent content parts and messages)
-    with the one unit matcher (``privacy.detect.units.UnitMatcher``), so what counts as having left is decided once."""
+    string and number, in each surface form it could be read in, across adjacent content parts and messages, and
+    across every string in order) with the one unit matcher (``privacy.detect.units.UnitMatcher``), so what counts
+    as having left is decided once."""
     if units is None or not len(units):
         return []
     found: set[str] = set()
@@ -39,6 +42,7 @@ def units_left_raw(body: dict[str, Any], units: UnitMatcher | None) -> list[str]
             found.update(f.unit_id for f in units.find(fold(text) if n == 0 else form) if f.unit_id)
     for _, glued, boundary, _ in body_seams(body):
         found.update(f.unit_id for f in units.find(fold(glued)) if f.unit_id and f.start < boundary < f.end)
+    found.update(f.unit_id for f in spread_found(body, units) if f.unit_id)
     return sorted(found)
 
 

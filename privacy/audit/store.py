@@ -93,6 +93,8 @@ class AuditStore:
             self.write_usage(record["call_id"], record["usage"])
         elif kind == "units":
             self.write_units(record["session_id"], [PrivacyUnit(**u) for u in record["units"]])
+        elif kind == "tool_restore":  # a credential restored into (or withheld from) a tool call's arguments
+            self.write_findings([finding_row(**f) for f in record["findings"]])
         elif kind == "egress":
             self.write_egress(record["rows"])
         else:
@@ -108,6 +110,12 @@ class AuditStore:
             conn.execute(calls.insert(), [call])
             if findings:
                 conn.execute(rows.insert(), findings)
+
+    def write_findings(self, findings: list[dict[str, Any]]) -> None:
+        """Findings of a call written before them (what restore did with its answer)."""
+        self.ensure()
+        with self.engine.begin() as conn:
+            conn.execute(PrivacyFinding.__table__.insert(), findings)  # type: ignore[attr-defined]
 
     def write_usage(self, call_id: str, usage: dict[str, Any]) -> None:
         self.ensure()

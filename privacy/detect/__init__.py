@@ -6,7 +6,8 @@ through ``lexicon`` and ``keyhints``; ``references`` keeps the business referenc
 names by NER (``ner``), people no label states (``people``: Chinese names through ``segmenter`` and ``zh_names``,
 English ones through ``en_names``, ``given_names`` and ``org_words``, dates of birth through ``birthdates``, pay and
 home addresses) and the optional edge model (``edge_detector``), run in order by the layered detector (``detector``). ``normalise`` holds the surface forms a
-value may take (full width, escapes, base64). Code outside this folder imports the names below from here.
+value may take (full width, look-alikes, invisible characters, escapes,
+encodings). Code outside this folder imports the names below from here.
 """
 
 from privacy.detect.checksums import cn_resident_id_ok, iban_ok, luhn_ok
@@ -17,18 +18,19 @@ from privacy.detect.identifiers import IdentifierDetector
 from privacy.detect.labels import LabelledValueDetector
 from privacy.detect.lexicon import Lexicon
 from privacy.detect.ner import Entity, EntityRecognizer, SpacyRecognizer
-from privacy.detect.normalise import base64_segments, canonical, fold, variants
+from privacy.detect.normalise import canonical, encoded_segments, fold, variants
 from privacy.detect.patterns import PatternDetector
 from privacy.detect.people import PeopleDetector, shared_people
 from privacy.detect.phones import PhoneDetector
 from privacy.detect.prose import clauses, prose_segments
-from privacy.detect.secrets import SecretDetector
-from privacy.detect.units import Unit, UnitMatcher, UnitsDocument, units_of
+from privacy.detect.secrets import SecretDetector, is_credential_type
+from privacy.detect.units import SPREAD_MIN, Unit, UnitMatcher, UnitsDocument, squeezed, units_of
 
 __all__ = [
-    "DetectionError", "EdgeEndpoint", "EdgeSpanLister", "Entity", "EntityRecognizer", "Finding", "HttpEdgeChat",
-    "IdentifierDetector", "LabelledValueDetector", "LayeredDetector", "Lexicon", "PatternDetector", "PeopleDetector",
-    "PhoneDetector", "SecretDetector", "SpacyRecognizer", "Target", "TextDetector", "Unit", "UnitMatcher",
-    "UnitsDocument", "base64_segments", "canonical", "clauses", "cn_resident_id_ok", "fold", "iban_ok", "luhn_ok",
-    "prose_segments", "shared_people", "replace_spans", "resolve_overlaps", "spans_in", "units_of", "variants",
+    "SPREAD_MIN", "DetectionError", "EdgeEndpoint", "EdgeSpanLister", "Entity", "EntityRecognizer", "Finding",
+    "HttpEdgeChat", "IdentifierDetector", "LabelledValueDetector", "LayeredDetector", "Lexicon", "PatternDetector",
+    "PeopleDetector", "PhoneDetector", "SecretDetector", "SpacyRecognizer", "Target", "TextDetector", "Unit",
+    "UnitMatcher", "UnitsDocument", "canonical", "clauses", "cn_resident_id_ok", "encoded_segments", "fold", "iban_ok", "is_credential_type",
+    "luhn_ok", "prose_segments", "shared_people", "replace_spans", "resolve_overlaps", "spans_in", "squeezed",
+    "units_of", "variants",
 ]

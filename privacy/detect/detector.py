@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from accounting.errors import EcgwError
 from privacy.detect.findings import Finding, resolve_overlaps
 from privacy.detect.identifiers import IdentifierDetector
 from privacy.detect.keyhints import KeyHintDetector
@@ -21,7 +22,7 @@ from privacy.detect.units import UnitMatcher, _escaped_forms, _literal_pattern
 from privacy.settings import LayerSettings
 
 
-class DetectionError(Exception):
+class DetectionError(EcgwError):
     """A detector layer failed; the request must not leave unprotected."""
 
 
@@ -147,15 +148,16 @@ class LayeredDetector:
         self._identifiers = IdentifierDetector()
         self._phones = PhoneDetector()
 
-    def detect(self, targets: list[Target], units: UnitMatcher | None) -> list[list[Finding]]:
+    def detect(self, targets: list[Target], units: UnitMatcher | None, *, scope: str = "") -> list[list[Finding]]:
         """Findings per target, non-overlapping and sorted. Raises ``DetectionError``."""
-        return self.with_units(targets, self.detect_shared(targets), units)
+        return self.with_units(targets, self.detect_shared(targets, scope=scope), units)
 
-    def detect_shared(self, targets: list[Target]) -> list[list[Finding]]:
+    def detect_shared(self, targets: list[Target], *, scope: str = "") -> list[list[Finding]]:
         """What every layer but the listed units finds: the same for every session, so it may be cached by
-        content and shared across sessions. Raises ``DetectionError``."""
+        content and shared across the sessions of one ``scope`` (an owner: the layers' caches are keyed by it, so
+        no tenant learns from a fast answer that another sent a text). Raises ``DetectionError``."""
         try:
-            return self._detect(targets)
+            return self._detect(targets, scope)
         except DetectionError:
             raise
         except Exception as exc:
@@ -172,7 +174,7 @@ class LayeredDetector:
         except Exception as exc:
             raise DetectionError(f"{type(exc).__name__}: {exc}") from exc
 
-    def _detect(self, targets: list[Target]) -> list[list[Finding]]:
+    def _detect(self, targets: list[Target], scope: str) -> list[list[Finding]]:
         found: list[list[Finding]] = [[] for _ in targets]
         for i, target in enumerate(targets):
             text = fold(target.text)  # full-width digits and letters read as ASCII, offsets kept
@@ -191,12 +193,12 @@ class LayeredDetector:
                 shaped = [replace(f, value=target.text[f.start:f.end]) for f in shaped]
             found[i].extend(shaped)
         if self._ner is not None:
-            self._add_entities(targets, found)
+            self._add_entities(targets, found, scope)
         if self._edge is not None:
-            self._add_edge_spans(targets, found)
+            self._add_edge_spans(targets, found, scope)
         return [resolve_overlaps(_everywhere(target.text, f)) for target, f in zip(targets, found, strict=True)]
 
-    def _add_entities(self, targets: list[Target], found: list[list[Finding]]) -> None:
+    def _add_entities(self, targets: list[Target], found: list[list[Finding]], scope: str) -> None:
         assert self._ner is not None
         owners: list[int] = []
         segments: list[str] = []
@@ -209,7 +211,7 @@ class LayeredDetector:
                 segments.append(segment)
         if not segments:
             return
-        per_segment = self._ner.entities(segments)
+        per_segment = self._ner.entities(segments, scope=scope)
         values: dict[int, dict[str, tuple[str, float]]] = {}
         for owner, entities in zip(owners, per_segment, strict=True):
             for entity in entities:
@@ -221,7 +223,7 @@ class LayeredDetector:
                     found[owner].append(Finding(type=type_, start=start, end=end, value=value, layer="ner",
                                                 key=f"{type_}:{value}", score=score))
 
-    def _add_edge_spans(self, targets: list[Target], found: list[list[Finding]]) -> None:
+    def _add_edge_spans(self, targets: list[Target], found: list[list[Finding]], scope: str) -> None:
         """The edge model's verbatim spans in the prose no other layer covered, found wherever they recur."""
         assert self._edge is not None
         owners: list[int] = []
@@ -233,7 +235,7 @@ class LayeredDetector:
                     segments.append(segment)
         if not segments:
             return
-        for owner, entities in zip(owners, self._edge.entities(segments), strict=True):
+        for owner, entities in zip(owners, self._edge.entities(segments, scope=scope), strict=True):
             text = targets[owner].text
             for entity in entities:
                 for start, end in _occurrences(entity.value, text):

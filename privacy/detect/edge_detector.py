@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from accounting.errors import EcgwError
 from privacy.detect.ner import Entity
 from privacy.settings import EdgeDetectorSettings
 
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 Chat = Callable[[list[dict[str, str]]], str]  # the edge model: messages in, the assistant's text out
 
 
-class EdgeDetectorError(Exception):
+class EdgeDetectorError(EcgwError):
     """The edge model could not be asked (down, timed out, an HTTP error)."""
 
 
@@ -203,17 +204,18 @@ class EdgeSpanLister:
     def max_segment_chars(self) -> int:
         return self._settings.max_segment_chars
 
-    def entities(self, segments: list[str]) -> list[list[Entity]]:
+    def entities(self, segments: list[str], *, scope: str = "") -> list[list[Entity]]:
         unique = list(dict.fromkeys(segments))
         if len(unique) > 1 and self._settings.concurrency > 1:  # an edge server batches concurrent requests
             with ThreadPoolExecutor(min(self._settings.concurrency, len(unique))) as pool:
-                answers = dict(zip(unique, pool.map(self._segment, unique), strict=True))
+                answers = dict(zip(unique, pool.map(lambda s: self._segment(s, scope), unique), strict=True))
         else:
-            answers = {segment: self._segment(segment) for segment in unique}
+            answers = {segment: self._segment(segment, scope) for segment in unique}
         return [answers[segment] for segment in segments]
 
-    def _segment(self, segment: str) -> list[Entity]:
-        key = hashlib.blake2b(segment.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    def _segment(self, segment: str, scope: str) -> list[Entity]:
+        key = hashlib.blake2b(scope.encode("utf-8", "surrogatepass") + b"\0" + segment.encode("utf-8", "surrogatepass"),
+                              digest_size=16).digest()
         with self._lock:
             cached = self._cache.get(key)
             if cached is not None:

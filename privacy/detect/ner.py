@@ -36,7 +36,10 @@ class Entity:
 
 
 class EntityRecognizer(Protocol):
-    def entities(self, segments: list[str]) -> list[list[Entity]]: ...
+    def entities(self, segments: list[str], *, scope: str = "") -> list[list[Entity]]:
+        """Per segment, its entities. ``scope``: whose text this is (the gateway's owner): a cached result is
+        reused only within one scope, so no tenant can time another's text."""
+        ...
 
 
 _NOT_A_NAME = re.compile(r"[0-9/\\_@#$%{}<>=|:;]")
@@ -70,7 +73,7 @@ class SpacyRecognizer:
         self._wanted = frozenset(settings.entities) & PRESIDIO_SUPPORTED
         self._nlp: Any = None
         self._lock = threading.Lock()
-        self._cache: OrderedDict[str, list[Entity]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], list[Entity]] = OrderedDict()
         self._cache_entries = cache_entries
 
     def _build(self) -> Any:
@@ -90,13 +93,13 @@ class SpacyRecognizer:
         """False when no entity could pass the score threshold: then spaCy need not run at all."""
         return bool(self._wanted) and PRESIDIO_SCORE >= self._settings.min_score
 
-    def entities(self, segments: list[str]) -> list[list[Entity]]:
+    def entities(self, segments: list[str], *, scope: str = "") -> list[list[Entity]]:
         if not self.active:
             return [[] for _ in segments]
         results: dict[str, list[Entity]] = {}
         todo = []
         for segment in segments:
-            cached = self._cache.get(segment)
+            cached = self._cache.get((scope, segment))
             if cached is not None:
                 results[segment] = cached
             elif segment not in results:
@@ -109,10 +112,10 @@ class SpacyRecognizer:
                     found = [Entity(PRESIDIO_TYPES.get(ent.label_, ent.label_), ent.text, PRESIDIO_SCORE)
                              for ent in doc.ents]
                     results[text] = [e for e in found if e.type in self._wanted and _plausible(e)]
-                    self._remember(text, results[text])
+                    self._remember((scope, text), results[text])
         return [results[segment] for segment in segments]
 
-    def _remember(self, segment: str, entities: list[Entity]) -> None:
-        self._cache[segment] = entities
+    def _remember(self, key: tuple[str, str], entities: list[Entity]) -> None:
+        self._cache[key] = entities
         if len(self._cache) > self._cache_entries:
             self._cache.popitem(last=False)

@@ -1,51 +1,107 @@
-"""Surface forms of the same value: full-width characters, zero-width characters, HTML entities, %-escapes, JSON
-``\\u`` escapes, base64. ``fold`` keeps offsets (one character for one); ``variants`` yields decoded views of a
-text for a scan that only needs to know *whether* something is there.
+"""Surface forms of the same value: full-width characters, Cyrillic and Greek look-alikes, invisible characters,
+HTML entities, %-escapes, JSON ``\\u`` escapes, encodings (base64 — MIME-wrapped and nested too —, hex, base32).
+``fold`` keeps offsets (one character for one); ``variants`` yields decoded views of a text for a scan that only
+needs to know *whether* something is there.
+
+Invisible characters are Unicode's whole ``Default_Ignorable_Code_Point`` set (bidi marks, invisible operators,
+variation selectors, tag characters …), not a list kept here. Look-alikes are the Cyrillic and Greek letters and
+digits that Unicode's confusables data (UTS #39, as ``confusable_homoglyphs`` ships it) gives as confusable with one
+ASCII letter or digit: each reads as that character, one for one.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import html
+import json
 import re
 import unicodedata
 import urllib.parse
 from collections.abc import Iterator
+from importlib import resources
+
+import regex
 
 _FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 _FULL_WIDTH[0x3000] = 0x20  # ideographic space
-ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
-_ZERO_WIDTH_TABLE = dict.fromkeys(map(ord, ZERO_WIDTH))
+IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}+")
 _U_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{16,}={0,2}(?![A-Za-z0-9+/=_\-])")
+# MIME: lines of standard base64 (76 columns, or any width ≥ 16) one after another, read as one segment
+_BASE64_LINES = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{16,}(?:\r?\n[ \t]*[A-Za-z0-9+/]{2,})+={0,2}"
+                           r"(?![A-Za-z0-9+/=_\-])")
+_HEX = re.compile(r"(?<![0-9A-Za-z])(?:[0-9a-f]{2}){8,}(?![0-9A-Za-z])|(?<![0-9A-Za-z])(?:[0-9A-F]{2}){8,}"
+                  r"(?![0-9A-Za-z])")
+_BASE32 = re.compile(r"(?<![A-Za-z0-9=])[A-Z2-7]{16,}={0,6}(?![A-Za-z0-9=])")
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_NESTED = 3  # encodings inside encodings, read this deep
+
+
+@functools.cache
+def _fold_table() -> dict[int, int]:
+    """Full-width ASCII as ASCII; Cyrillic and Greek look-alikes as the ASCII letter or digit they pass for."""
+    table = dict(_FULL_WIDTH)
+    data = json.loads(resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text("utf-8"))
+    for ascii_char, glyphs in data.items():
+        if len(ascii_char) != 1 or not (ascii_char.isascii() and ascii_char.isalnum()):
+            continue
+        for glyph in glyphs:
+            char, name = glyph.get("c", ""), glyph.get("n", "")
+            if len(char) == 1 and name.startswith(("CYRILLIC ", "GREEK ")):
+                table.setdefault(ord(char), ord(ascii_char))
+    return table
 
 
 def fold(text: str) -> str:
-    """Full-width ASCII forms as ASCII, one character for one, so spans found in the result fit ``text``."""
-    return text.translate(_FULL_WIDTH)
+    """Full-width ASCII forms and Cyrillic/Greek look-alikes as ASCII, one character for one, so spans found in
+    the result fit ``text``."""
+    return text if text.isascii() else text.translate(_fold_table())
 
 
 def canonical(text: str) -> str:
-    """NFKC, zero-width characters removed, HTML entities, %-escapes and ``\\uXXXX`` escapes decoded."""
-    text = unicodedata.normalize("NFKC", text).translate(_ZERO_WIDTH_TABLE)
-    if "\\u" in text:
-        text = _U_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
-    if "&" in text:
-        text = html.unescape(text)
-    if _PERCENT.search(text):
-        text = urllib.parse.unquote(text)
-    return text
+    """NFKC, look-alikes folded, invisible characters removed, HTML entities, %-escapes and ``\\uXXXX`` escapes
+    decoded."""
+    text = decoded = _visible(text)
+    if "\\u" in decoded:
+        decoded = _U_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), decoded)
+    if "&" in decoded:
+        decoded = html.unescape(decoded)
+    if _PERCENT.search(decoded):
+        decoded = urllib.parse.unquote(decoded)
+    return text if decoded is text else _visible(decoded)
+
+
+def _visible(text: str) -> str:
+    return text if text.isascii() else fold(IGNORABLE.sub("", unicodedata.normalize("NFKC", text)))
 
 
 def _decoded_base64(segment: str) -> str | None:
+    segment = re.sub(r"\s+", "", segment)
     padded = segment + "=" * (-len(segment) % 4)
     try:
         raw = base64.b64decode(padded, altchars=b"-_" if ("-" in segment or "_" in segment) else None,
                                validate=True)
     except (binascii.Error, ValueError):
         return None
+    return _text_of(raw)
+
+
+def _decoded_hex(segment: str) -> str | None:
+    return _text_of(bytes.fromhex(segment))
+
+
+def _decoded_base32(segment: str) -> str | None:
+    bare = segment.rstrip("=")
+    try:
+        raw = base64.b32decode(bare + "=" * (-len(bare) % 8))
+    except (binascii.Error, ValueError):
+        return None
+    return _text_of(raw)
+
+
+def _text_of(raw: bytes) -> str | None:
     try:
         decoded = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -54,22 +110,42 @@ def _decoded_base64(segment: str) -> str | None:
     return decoded if decoded and printable >= 0.9 * len(decoded) else None
 
 
-def base64_segments(text: str) -> Iterator[tuple[int, int, str]]:
-    """(start, end, decoded canonical text) of each base64 segment of ``text`` that decodes to text: the segment
+_DECODERS = ((_BASE64_LINES, _decoded_base64), (_BASE64, _decoded_base64), (_HEX, _decoded_hex),
+             (_BASE32, _decoded_base32))
+
+
+def _segments(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, decoded text) of each encoded segment of ``text`` that decodes to text (a MIME block also as
+    its lines, each of which may decode alone)."""
+    for pattern, decode in _DECODERS:
+        for m in pattern.finditer(text):
+            decoded = decode(m.group(0))
+            if decoded is not None:
+                yield m.start(), m.end(), decoded
+
+
+def _decodings(text: str, depth: int) -> Iterator[str]:
+    """Canonical text of each encoded segment of ``text``, and of the segments inside those, ``depth`` deep."""
+    for _, _, decoded in _segments(text):
+        normal = canonical(decoded)
+        yield normal
+        if depth > 1:
+            yield from _decodings(normal, depth - 1)
+
+
+def encoded_segments(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, everything it decodes to) of each encoded segment of ``text`` that decodes to text: the segment
     itself stands literally in ``text``, so a value found in it can be replaced by replacing the whole segment."""
-    for m in _BASE64.finditer(text):
-        decoded = _decoded_base64(m.group(0))
-        if decoded is not None:
-            yield m.start(), m.end(), canonical(decoded)
+    for start, end, decoded in _segments(text):
+        normal = canonical(decoded)
+        yield start, end, "\n".join([normal, *_decodings(normal, _NESTED - 1)])
 
 
 def variants(text: str) -> Iterator[str]:
-    """``text`` itself, its canonical form if different, and each base64 segment that decodes to text."""
+    """``text`` itself, its canonical form if different, and each encoded segment that decodes to text (encodings
+    inside encodings too)."""
     yield text
     normal = canonical(text)
     if normal != text:
         yield normal
-    for m in _BASE64.finditer(normal):
-        decoded = _decoded_base64(m.group(0))
-        if decoded is not None:
-            yield canonical(decoded)
+    yield from _decodings(normal, _NESTED)

@@ -69,7 +69,9 @@ RULES: tuple[PatternRule, ...] = (
                 canonical=_digits),
     PatternRule("IBAN_CODE", re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?"
                                         r"(?![A-Za-z0-9])"), check=iban_ok, canonical=lambda v: v.replace(" ", "")),
-    PatternRule("US_SSN", re.compile(r"(?<![\d\-])(?!000|666|9\d\d)\d{3}([\- ])(?!00)\d{2}\1(?!0000)\d{4}(?![\d\-])"),
+    # the dashed shape is the signal, valid or not (9xx, the ITIN range, 666); validity gates only spaced digits
+    PatternRule("US_SSN", re.compile(r"(?<![\d\-])(?:\d{3}-\d{2}-\d{4}|(?!000|666|9\d\d)\d{3} (?!00)\d{2} "
+                                     r"(?!0000)\d{4})(?![\d\-])"),
                 canonical=_digits),
     PatternRule("PHONE_NUMBER", re.compile(r"(?<![0-9A-Za-z_+])(?:\+?86[\s\-]?)?1[3-9]\d" + r"(?:[\s\-.]?\d{4}){2}(?!\d)"),
                 canonical=lambda v: _digits(v)[-11:]),

@@ -30,7 +30,9 @@ _PLACEHOLDER_VALUES = {"true", "false", "null", "none", "required", "optional", 
                        "your_password", "password", "secret", "xxx", "xxxx", "******", "********", "****"}
 
 RULES: tuple[SecretRule, ...] = (
-    _r("PRIVATE_KEY", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
+    # from the BEGIN line to its END line or, in a truncated paste, to the end of the text (PGP's "KEY BLOCK" too)
+    _r("PRIVATE_KEY", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+                      r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"),
     _r("AWS_ACCESS_KEY", r"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}(?![A-Z0-9])"),
     _r("CLOUD_SECRET_KEY", r"(?i)(?:aws_secret_access_key|aws_secret_key|secret_access_key|secretaccesskey|"
                            r"access_key_secret|accesskeysecret|secret_key|secretkey)" + _Q + r"\s*[:=]\s*" + _Q +
@@ -97,3 +99,16 @@ class SecretDetector:
             out.append(Finding(type="PASSWORD", start=start, end=end, value=value, layer="secrets",
                                key=f"PASSWORD:{value}"))
         return out
+
+
+_CREDENTIAL_WORD = re.compile(r"(?:^|_)(?:PASSWORD|PASSWD|PWD|PASSPHRASE|SECRET|TOKEN|KEY|PIN|CREDENTIALS?|OTP|"
+                              r"WEBHOOK|AUTH)(?:_|$)")
+
+
+def is_credential_type(type_: str) -> bool:
+    """Whether a placeholder type names a credential or key (this layer's types, and a listed unit's field such as
+    ``password``, ``api_key`` or ``pin``) rather than a name, an address or an id."""
+    return type_ in _CREDENTIAL_TYPES or bool(_CREDENTIAL_WORD.search(type_))
+
+
+_CREDENTIAL_TYPES = frozenset({rule.type for rule in RULES} | {"PASSWORD"})

@@ -1,8 +1,15 @@
 """Listed sensitivity units (the benchmark's ``sensitive_items.json`` schema) and their matcher.
 
-A value matches exactly and in its normalised variants: digits with any separators (values of ≥ 7 digits),
-case-folded, flexible whitespace, and the JSON-escaped and ``\\uXXXX``-escaped forms (also escaped twice, as in
-JSON inside a JSON string).
+A value matches exactly and in its normalised variants: digits with any separators (values of ≥ 7 digits; ``_``
+and ``,`` count), case-folded, full-width and Cyrillic/Greek look-alikes read as ASCII (``normalise.fold``),
+flexible whitespace, a multi-word value's words joined by ``_``, ``-`` or nothing (``Theodora_Vanterpool``,
+``TheodoraVanterpool``: the shapes identifiers and OpenAI's ``name`` field force), a value of ≥ 8 non-space
+characters with whitespace anywhere inside it, and the JSON-escaped and ``\\uXXXX``-escaped forms (also escaped
+twice, as in JSON inside a JSON string).
+
+A listed value is a secret wherever it stands: glued to letters, digits or ``_`` (``report_ZQX-4471-KAPPA.pdf``,
+``tokenZQX-4471-KAPPA``) it still matches. Only a short value — under 6 characters, or under 7 when all digits —
+needs word boundaries, or it would match inside unrelated words and numbers.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from privacy.detect.findings import Finding
+from privacy.detect.normalise import fold
 
 
 class SensitiveField(BaseModel):
@@ -78,8 +86,11 @@ def placeholder_type(field: str, dimension: str | None) -> str:
     return "ITEM"
 
 
-_SEPARATORS = r"[\s\-./()+]*"
+_SEPARATORS = r"[\s\-./()+_,]*"
 _DIGITS_MIN = 7
+_BOUNDED_BELOW = 6  # a value shorter than this needs word boundaries (all digits: one more)
+SPREAD_MIN = 8  # non-space characters from which a value is found across whitespace (and across strings)
+_WORD_JOIN = r"(?:\s+|[_\-]|)"  # between a value's words: whitespace, an identifier's joiner, or nothing
 
 
 def _escaped_forms(value: str) -> list[str]:
@@ -91,7 +102,14 @@ def _escaped_forms(value: str) -> list[str]:
     return sorted(forms, key=len, reverse=True)
 
 
+def bounded(value: str) -> bool:
+    """Whether ``value`` is short enough to need word boundaries."""
+    return len(value) < _BOUNDED_BELOW + (1 if value.isdigit() else 0)
+
+
 def _literal_pattern(form: str) -> str:
+    """``form`` as a word: its words in order, any whitespace between them, and no letter, digit or ``_`` glued
+    on either side (how the other layers find every occurrence of a value they detected)."""
     parts = [re.escape(piece) for piece in re.split(r"\s+", form)]
     body = r"\s+".join(p for p in parts if p)
     prefix = r"(?<![A-Za-z0-9_])" if form[:1].isascii() and form[:1].isalnum() else ""
@@ -99,8 +117,32 @@ def _literal_pattern(form: str) -> str:
     return prefix + body + suffix
 
 
+def _listed_pattern(form: str, value: str) -> str:
+    """A listed value's form: a word only when the value is short (``bounded``); a multi-word value's words also
+    joined as an identifier joins them."""
+    if bounded(value):
+        return _literal_pattern(form)
+    parts = [re.escape(piece) for piece in re.split(r"\s+", form)]
+    return (_WORD_JOIN if _is_words(form) else r"\s+").join(p for p in parts if p)
+
+
+def _is_words(form: str) -> bool:
+    """Two or more words of letters (a name, a place): those are written as identifiers too."""
+    words = form.split()
+    return len(words) > 1 and all(w.isalpha() for w in words)
+
+
+def squeezed(text: str) -> str:
+    """``text`` without whitespace, case-folded: how a value spread over whitespace and strings is compared."""
+    return "".join(fold(text).split()).casefold()
+
+
 def unit_pattern(value: str) -> re.Pattern[str]:
-    alternatives = [_literal_pattern(form) for form in _escaped_forms(value) if form.strip()]
+    value = fold(value)
+    alternatives = [_listed_pattern(form, value) for form in _escaped_forms(value) if form.strip()]
+    core = squeezed(value)
+    if len(core) >= SPREAD_MIN and not core.isdigit():
+        alternatives.append(r"\s*".join(re.escape(ch) for ch in core))
     digits = re.sub(r"\D", "", value)
     if len(digits) >= _DIGITS_MIN and len(digits) >= 0.6 * len(re.sub(r"\s", "", value)):
         alternatives.append(r"(?<![\d(+])[(+]?" + _SEPARATORS.join(digits) + r"(?!\d)")
@@ -116,7 +158,13 @@ class UnitMatcher:
     def __len__(self) -> int:
         return len(self._compiled)
 
+    @property
+    def units(self) -> list[Unit]:
+        return [unit for unit, _ in self._compiled]
+
     def find(self, text: str) -> list[Finding]:
+        """Listed values in ``text`` (look-alikes and full-width forms read as ASCII; spans fit ``text``)."""
+        text = fold(text)
         out: list[Finding] = []
         for unit, pattern in self._compiled:
             for m in pattern.finditer(text):

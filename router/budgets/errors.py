@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from accounting.errors import EcgwError
+
 
 def iso(moment: float | None) -> str | None:
     """A unix time as ISO 8601 UTC (``2026-12-01T21:00:00Z``)."""
@@ -14,7 +16,7 @@ def iso(moment: float | None) -> str | None:
     return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class OverBudget(Exception):
+class OverBudget(EcgwError):
     """A budget would be exceeded by this call, and the call is refused: 429 naming the budget, when it resets and
     what is left (an ``edge_pflops`` budget, or any with ``limits.on_exceed: reject``)."""
 
@@ -40,7 +42,7 @@ class CloudBudgetSpent(OverBudget):
     (``x-ecgw-fallback: budget``), as a privacy block is; a policy's own cloud consultation degrades the same way."""
 
 
-class BudgetUnavailable(Exception):
+class BudgetUnavailable(EcgwError):
     """A budget applies but its counter cannot be read or written (the session store, or the metering database that
     seeds it, is down): the call is not made (fail closed); 503 when the edge cannot answer instead."""
 
@@ -62,7 +64,7 @@ def fallback_of(exc: BaseException) -> str:
     return "budget" if isinstance(exc, CloudBudgetSpent) else "budget-unavailable"
 
 
-class RateLimited(Exception):
+class RateLimited(EcgwError):
     """A request or token rate limit is over its minute: 429 with ``Retry-After`` and ``x-ratelimit-*``."""
 
     def __init__(self, message: str, headers: dict[str, str]) -> None:

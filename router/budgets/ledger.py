@@ -18,8 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from privacy.errors import SessionStoreUnavailable
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore, SessionStoreUnavailable
 from router.budgets.errors import BudgetUnavailable, OverBudget
 from router.budgets.measures import MEASURE, Measures
 from router.budgets.settings import Budget, Limits

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from accounting.calls import UpstreamCall
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore
 from router.budgets.errors import BudgetUnavailable, CloudBudgetSpent, CloudBudgetUnavailable, OverBudget, iso
 from router.budgets.ledger import Counter, Hold, Ledger, Rows, Scope, Seeder, counters_of, keyed, reserve, settle
 from router.budgets.measures import CLOUD_KINDS, EDGE_KINDS, MEASURE, Estimator, output_cap, prompt_tokens

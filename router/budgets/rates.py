@@ -12,8 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from privacy.errors import SessionStoreUnavailable
-from privacy.vault import SessionStore
+from privacy.session_store import SessionStore, SessionStoreUnavailable
 from router.budgets.errors import BudgetUnavailable, RateLimited
 from router.budgets.ledger import Scope
 from router.budgets.windows import seconds_left, window_start

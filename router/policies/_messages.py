@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from router.wire import text_of
+from router.chat_shapes import text_of
 
 
 def messages_of(body: Mapping[str, Any]) -> list[dict[str, Any]]:

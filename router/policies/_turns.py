@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from router.channels import Channel
-from router.wire import completion_to_chunks, merge_tool_call_deltas
+from router.chat_shapes import completion_to_chunks, merge_tool_call_deltas
 
 
 async def turn_chunks(channel: Channel, body: dict[str, Any], *, stream: bool,

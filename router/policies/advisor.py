@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from router.budgets.errors import KEPT_ON_EDGE, fallback_of
+from router.chat_shapes import chunks_to_completion, text_of
 from router.errors import PrivacyBlocked, PrivacyUnavailable, UpstreamError
 from router.policies._knobs import KnobBook
 from router.policies._messages import (
@@ -26,7 +27,6 @@ from router.policies._messages import (
 from router.policies._turns import Composer, Turn, turn_chunks
 from router.policy import StepResult
 from router.step import Step
-from router.wire import chunks_to_completion, text_of
 
 ADVISOR_PROMPT = ("You advise a smaller agent model that is working on a task with tools. Read the task and its "
                   "transcript, then answer its question with concrete, actionable advice in at most {words} "

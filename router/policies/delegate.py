@@ -11,13 +11,13 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from router.budgets.errors import KEPT_ON_EDGE, fallback_of
+from router.chat_shapes import chunks_to_completion
 from router.errors import PrivacyBlocked
 from router.policies._knobs import KnobBook
 from router.policies._messages import can_inject_tool, function_tool, with_tools
 from router.policies._turns import Composer, Turn, turn_chunks
 from router.policy import StepResult
 from router.step import Step
-from router.wire import chunks_to_completion
 
 STATE_KEY = "delegate"
 

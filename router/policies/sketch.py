@@ -11,12 +11,12 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from router.budgets.errors import KEPT_ON_EDGE, fallback_of
+from router.chat_shapes import text_of
 from router.errors import PrivacyBlocked, UpstreamError
 from router.policies._knobs import KnobBook
 from router.policies._messages import first_user_text, tool_names, with_system_suffix
 from router.policy import StepResult
 from router.step import Step
-from router.wire import text_of
 
 log = logging.getLogger("ecgw.router")
 

@@ -14,12 +14,12 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from router.chat_shapes import aclose, chunks_to_completion
 from router.entropy import decision_entropy, logprob_entries
 from router.policies._knobs import KnobBook
 from router.policies._messages import in_tool_loop
 from router.policy import StepResult
 from router.step import Step
-from router.wire import aclose, chunks_to_completion
 
 log = logging.getLogger("ecgw.router")
 

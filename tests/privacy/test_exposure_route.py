@@ -107,4 +107,4 @@ def test_the_reported_exposure_is_what_an_independent_scan_of_the_sent_body_find
     left = {hit.finding.unit_id for hit in scan if hit.finding.unit_id}
     report = httpx.get(f"{gw.url}/v1/sessions/{SESSION}/privacy").json()
     assert {u["unit_id"] for u in report["units"] if u["status"] == "exposed"} == left
-    assert left == {"cust-7.phone", "cust-7.email"}
+    assert left == {"cust-7.phone", "cust-7.email"}  # MariaGonzalez is a listed name in any shape: replaced

@@ -67,9 +67,9 @@ class Spy:
         self.inner = SpacyRecognizer(NerSettings())
         self.segments: list[str] = []
 
-    def entities(self, segments: list[str]) -> list[list[Entity]]:
+    def entities(self, segments: list[str], *, scope: str = "") -> list[list[Entity]]:
         self.segments += segments
-        return self.inner.entities(segments)
+        return self.inner.entities(segments, scope=scope)
 
 
 def _detector(spy: Spy):

@@ -92,9 +92,9 @@ async def test_detection_runs_once_per_content(monkeypatch):
     calls = []
     real = p._scrubber.detect
 
-    def counting(prepared, matcher):
+    def counting(prepared, matcher, *, scope=""):
         calls.append(len(prepared))
-        return real(prepared, matcher)
+        return real(prepared, matcher, scope=scope)
 
     monkeypatch.setattr(p._scrubber, "detect", counting)
     history = [{"role": "user", "content": f"step {i}: mail user{i}@x.org"} for i in range(3)]

@@ -1,5 +1,5 @@
 """Privacy across sessions, for the operator's dashboard: units registered, findings by type and action, exposure
-per session (``privacy.audit.report.session_report``, one per session), and the bodies the cloud received per call.
+per session (``privacy.audit.session_report.session_report``, one per session), and the bodies the cloud received per call.
 
 A stored body holds placeholders where values were protected; a call on which any value left raw (action
 ``audit``, or a listed unit the egress scan found in what was sent: ``privacy.audit.exposure``) has its body withheld
@@ -15,7 +15,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from privacy.audit.report import session_report
+from privacy.audit.session_report import session_report
 from privacy.audit.tables import PrivacyCall, PrivacyEgress, PrivacyFinding, PrivacyUnit
 
 _SUMMARY = ("session_id", "cloud_calls", "units_known", "units_exposed", "units_protected", "exposure")

@@ -1,4 +1,5 @@
-"""The privacy hook inside the cloud channel: protect what leaves, restore what comes back."""
+"""The privacy hook inside the cloud channel (the protocols the router sees; ``privacy.protector`` implements them):
+protect what leaves, restore what comes back."""
 
 from __future__ import annotations
 
@@ -35,6 +36,18 @@ class Protector(Protocol):
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None) -> Protection: ...
 
+    async def start(self) -> None:
+        """Start what needs the running event loop (the audit's writer); called once, before the first call."""
+        ...
+
+    async def aclose(self) -> None:
+        """Flush the audit and stop; nothing queued is lost."""
+        ...
+
+    def exposition(self) -> bytes:
+        """Its Prometheus metrics (the last check's hits), for ``/metrics``; empty when it keeps none."""
+        ...
+
 
 @runtime_checkable
 class SessionPrivacy(Protocol):
@@ -43,11 +56,11 @@ class SessionPrivacy(Protocol):
     async def register_units(self, session_id: str, document: UnitsDocument) -> list[Unit]: ...
 
     async def session_exposure(self, session_id: str) -> dict[str, Any] | None:
-        """The session's per-unit exposure (``privacy.audit.report``); None when the audit is off."""
+        """The session's per-unit exposure (``privacy.audit.session_report``); None when the audit is off."""
         ...
 
     async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:
-        """``read(engine, open_body, *args)`` over the audit (the dashboard's reads, ``privacy.audit.overview``), after
+        """``read(engine, open_body, *args)`` over the audit (the dashboard's reads, ``privacy.audit.dashboard``), after
         every write queued before it; None when the audit is off."""
         ...
 
@@ -77,3 +90,12 @@ class PassThroughProtector:
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None) -> Protection:
         return _PassThroughProtection(body)
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    def exposition(self) -> bytes:
+        return b""

@@ -1,0 +1,71 @@
+"""Listed values spread over the strings of a request: ``Plover!Ga`` in one message, ``noted`` in the next,
+``ntry#4471`` in a third; between reasoning and content; across two tool calls' arguments; three ways.
+
+A listed value of ≥ 8 non-space characters (``units.SPREAD_MIN``) is found when its characters, whitespace
+ignored and case-folded, are the end of one string, then whole strings, then the start of a later one — in the
+order the request holds its strings, with any strings between the pieces. Every piece but the last has at least
+two characters (a value's first letter at the end of some word is no evidence). Such a value stands nowhere to be
+replaced, so the last check keeps the step off the cloud and exposure counts the unit as sent.
+
+``Spread.feed`` reads one string at a time and carries a small state (which values are how far along), so the last
+check keeps the state reached after each prefix of a body and the next step of the conversation reads only its
+new strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from privacy.detect import SPREAD_MIN, Unit, UnitMatcher, squeezed
+
+_MIN_PIECE = 2
+
+State = frozenset[tuple[int, int]]  # (value index, characters matched so far, ending at a string's end)
+START: State = frozenset()
+
+
+@dataclass(frozen=True)
+class Spread:
+    units: tuple[Unit, ...]
+    cores: tuple[str, ...]  # each value squeezed
+    prefixes: dict[str, tuple[int, ...]]  # a proper prefix (≥ 2 characters) → the values it starts
+    longest: int
+
+    @classmethod
+    def of(cls, matcher: UnitMatcher | None) -> Spread | None:
+        pairs = [(u, squeezed(u.value)) for u in (matcher.units if matcher is not None else ())]
+        pairs = [(u, core) for u, core in pairs if len(core) >= SPREAD_MIN]
+        if not pairs:
+            return None
+        prefixes: dict[str, list[int]] = {}
+        for i, (_, core) in enumerate(pairs):
+            for k in range(_MIN_PIECE, len(core)):
+                prefixes.setdefault(core[:k], []).append(i)
+        return cls(tuple(u for u, _ in pairs), tuple(c for _, c in pairs),
+                   {k: tuple(v) for k, v in prefixes.items()}, max(len(c) for _, c in pairs))
+
+    def feed(self, state: State, text: str) -> tuple[State, set[int]]:
+        """The state after ``text``, and the values it completed."""
+        piece = squeezed(text)
+        if not piece:
+            return state, set()
+        found: set[int] = set()
+        after = set(state)
+        for i, done in state:
+            rest = self.cores[i][done:]
+            if piece.startswith(rest):
+                found.add(i)
+            elif len(piece) >= _MIN_PIECE and rest.startswith(piece):
+                after.add((i, done + len(piece)))
+        for k in range(_MIN_PIECE, min(len(piece), self.longest - 1) + 1):
+            for i in self.prefixes.get(piece[-k:], ()):
+                after.add((i, k))
+        return frozenset(after), found
+
+    def find(self, texts: Iterable[str], state: State = START) -> tuple[State, set[int]]:
+        found: set[int] = set()
+        for text in texts:
+            state, done = self.feed(state, text)
+            found |= done
+        return state, found
