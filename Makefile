@@ -51,6 +51,7 @@ clean: ## remove .venv and the tool caches (not ~/.cache/ecgw)
 bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy; the edge pool's affinity and failover
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.fleet
+	$(PY) -m benchmarks.targets
 
 .PHONY: help
 help: ## list the targets

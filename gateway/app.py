@@ -27,6 +27,7 @@ from gateway.admin.virtual_keys import VirtualKeys
 from gateway.api import healthz, list_models, readyz
 from gateway.body import BodyReader
 from gateway.budgets import budget_endpoint, build_budgets, check_limits
+from gateway.dashboard.access import UiSessions
 from gateway.dashboard.routes import dashboard_routes
 from gateway.doors import Doors, ManagedUpstream
 from gateway.errors import ClientError, StartupError, error_response
@@ -216,7 +217,8 @@ def build_services(
     protector = protector or build_protector(settings.privacy, database_url=settings.database_url,
                                              sessions=sessions, edge=edge_endpoint(settings.edge),
                                              hash_key=keys.derive("audit"),
-                                             seal_key=keys.derive("audit-body"), scope_of=owner_of)
+                                             seal_key=keys.derive("audit-body"), scope_of=owner_of,
+                                             sign_key=keys.derive("audit-sign"))
     return Services(
         config=config,
         doors=Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
@@ -225,6 +227,7 @@ def build_services(
         meter=meter,
         sessions=sessions,
         session_hash=SessionHasher(keys.derive("session-trace")),
+        dashboard_key=keys.derive("dashboard"),
         reloader=Reloader(config, sessions, path=config_path, overrides=overrides, poll_s=reload_poll_s),
         admin_db=admin_db,
         virtual_keys=virtual_keys,
@@ -307,7 +310,7 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
         Route("/v1/budget", budget_endpoint(services.budgets, session_of=tenancy.own), methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/usage/requests", usage_requests_endpoint(services.meter, reader, scope=tenancy.usage_scope), methods=["POST"]),
-        *dashboard_routes(services, reader),
+        *dashboard_routes(services, reader, UiSessions(services.dashboard_key)),
         # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", CountTokens(reader).handle, methods=["POST"]),

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.errors import StartupError
-from gateway.logs import configure_logging
+from gateway.logs import adopt_library_loggers, configure_logging, uvicorn_options
 from gateway.offline import prepare_offline_environment
 from gateway.settings import ConfigError, Settings, load_settings, missing_cloud_key
 
@@ -25,7 +25,7 @@ CONFIG_ENV = "ECGW_CONFIG_FILE"
 
 # Packages that add sub-commands: each module has ``register(subparsers)``.
 COMMAND_MODULES: tuple[str, ...] = ("accounting.cli", "gateway.privacy_commands", "gateway.policy_commands",
-                                     "gateway.key_commands", "eval.cli")
+                                     "gateway.key_commands", "gateway.audit_commands", "eval.cli")
 
 
 def config_path(given: str | None) -> str | None:
@@ -65,7 +65,7 @@ def _supervise(args: argparse.Namespace, settings: Settings, workers: int) -> No
             reload_supervised(settings, args.config, _overrides(args))
 
     config = uvicorn.Config("gateway.cli:app_factory", factory=True, host=settings.server.host,
-                            port=settings.server.port, workers=workers, log_level="warning")
+                            port=settings.server.port, workers=workers, **uvicorn_options())
     with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run
         Supervisor(config, sockets=[config.bind_socket()]).run()
 
@@ -78,7 +78,9 @@ def app_factory() -> Any:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the supervisor takes SIGHUP; workers learn of it by the store
     settings = load_settings(os.environ.get(CONFIG_ENV))
     configure_logging(settings.server.log_format)
-    return create_app(settings, config_path=os.environ.get(CONFIG_ENV))
+    app = create_app(settings, config_path=os.environ.get(CONFIG_ENV))
+    adopt_library_loggers()  # litellm, imported by create_app, attached its own handler
+    return app
 
 
 def _store_name(settings: Settings) -> str:
@@ -160,9 +162,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from gateway.app import create_app
 
     app = create_app(settings, config_path=args.config, overrides=_overrides(args), reload_on_sighup=True)
+    adopt_library_loggers()  # litellm, imported by create_app, attached its own handler
     print(f"ecgw listening on http://{settings.server.host}:{settings.server.port}/v1 "
           f"(default policy {settings.policy.default}, {_fleet(settings)})", file=sys.stderr)
-    uvicorn.run(app, host=settings.server.host, port=settings.server.port, log_level="warning")
+    uvicorn.run(app, host=settings.server.host, port=settings.server.port, **uvicorn_options())
     return 0
 
 

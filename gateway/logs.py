@@ -70,6 +70,28 @@ class ThreadedHandler(QueueHandler):
         super().close()
 
 
+# Libraries that attach handlers of their own (litellm's at import; uvicorn's through its dictConfig, which
+# ``uvicorn_options`` switches off): their lines then skipped the configured format — text in a JSON log.
+LIBRARY_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi", "LiteLLM", "LiteLLM Router",
+                   "LiteLLM Proxy")
+
+
+def adopt_library_loggers() -> None:
+    """Route the libraries' lines through the root handler (the configured format), once each: their own handlers
+    removed (litellm's wrote every line a second time, as text). Call again after importing litellm."""
+    for name in LIBRARY_LOGGERS:
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+        logger.propagate = True
+
+
+def uvicorn_options() -> dict[str, Any]:
+    """What ``uvicorn.run``/``uvicorn.Config`` get for logging: no dictConfig of their own (it replaced the
+    configured handlers with uvicorn's text formatters), warnings and up."""
+    return {"log_config": None, "log_level": "warning"}
+
+
 def configure_logging(log_format: str) -> None:
     """The root logger's one handler, on stderr, in the configured format, written off the event loop
     (idempotent: a handler this set before is closed, its lines written)."""
@@ -81,6 +103,7 @@ def configure_logging(log_format: str) -> None:
             old.close()
     root.handlers[:] = [ThreadedHandler(handler)]
     root.setLevel(logging.INFO)
+    adopt_library_loggers()
 
 
 def log_request(*, request_id: str, session: str | None, policy: str, route: str, status: int, latency_s: float,

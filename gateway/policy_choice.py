@@ -99,6 +99,10 @@ class PolicyChooser:
             raise ClientError(400, f"Unknown experiment arm {header!r} in X-ECGW-Arm; valid arms: "
                                    f"{', '.join(known) or '(no experiments configured)'}.",
                               param="X-ECGW-Arm", code="unknown_arm")
+        if not found.arms[arm].forceable:
+            raise ClientError(403, f"The experiment arm {experiment}:{arm} cannot be chosen by X-ECGW-Arm "
+                                   "(forceable: false); sessions reach it only by assignment.",
+                              type_="permission_error", param="X-ECGW-Arm", code="arm_not_forceable")
         return arm_of(experiment, found, arm)
 
     def _stored_arm(self, value: Any) -> Assignment | None:

@@ -39,6 +39,7 @@ class Services:
     reloader: Reloader
     admin_db: AdminDatabase
     virtual_keys: VirtualKeys
+    dashboard_key: bytes = field(repr=False)  # signs the dashboard's sign-in sessions (from the secrets key)
     tracing: Tracing = field(default_factory=NoTracing)
     budgets: Budgets | None = None  # None: no limits configured
 

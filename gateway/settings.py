@@ -121,6 +121,7 @@ class ServerSettings(_Section):
     admin_keys: list[KeyEntry] = Field(default_factory=list)  # may also read every tenant's reports
     max_body_bytes: int = Field(32 * 1024 * 1024, gt=0)
     max_json_depth: int = Field(64, ge=8, le=512)  # deeper request bodies get HTTP 400 (gateway.body)
+    behind_tls_proxy: bool = False  # a proxy in front ends TLS: the dashboard's cookie is marked Secure
     workers: int | None = Field(None, ge=1)  # None: one per core, at most DEFAULT_MAX_WORKERS
     log_format: Literal["text", "json"] = "text"
 

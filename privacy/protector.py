@@ -90,7 +90,9 @@ class PrivacyProtector:
         self._audit = audit
         self._hasher = hasher
         self._sealer = sealer  # encrypts the audit's copy of each outgoing body
-        self._audited = AuditedUnits(units, audit, hasher, sealer=sealer) if audit and hasher else None
+        self._audited = (AuditedUnits(units, audit, hasher, sealer=sealer,
+                                      checkpoint_interval_s=settings.audit_checkpoint_interval_s)
+                         if audit and hasher else None)
         self._cache = DetectionCache(settings.cache_entries)
         self._session_locks: dict[str, asyncio.Lock] = {}
 

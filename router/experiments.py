@@ -16,6 +16,7 @@ class ArmSettings(BaseModel):
     policy: str
     weight: float = Field(1.0, ge=0)
     knobs: dict[str, Any] = Field(default_factory=dict)  # overrides of policy.knobs.<policy> for this arm
+    forceable: bool = True  # false: X-ECGW-Arm cannot select it (sessions reach it only by the hash)
 
 
 class ExperimentSettings(BaseModel):

@@ -18,7 +18,7 @@ from accounting.database import StoreUnavailable
 from accounting.reports import BadReportRequest
 from gateway.body import BodyReader
 from gateway.dashboard import charts
-from gateway.dashboard.access import allowed, login, login_page
+from gateway.dashboard.access import UiSessions, allowed, login, login_page, logout
 from gateway.dashboard.data import Dashboard, MeteringOff
 from gateway.errors import ClientError, error_response
 from gateway.service import Services
@@ -48,14 +48,15 @@ class Grade(BaseModel):
 GRADE_EXPECT = '{"score": <0..1>, "source": "<optional label>"}: the session\'s completion grade'
 
 
-def dashboard_routes(services: Services, reader: BodyReader, dashboard: Dashboard | None = None) -> list[Route]:
+def dashboard_routes(services: Services, reader: BodyReader, ui: UiSessions,
+                     dashboard: Dashboard | None = None) -> list[Route]:
     board = dashboard or Dashboard(services)
     settings = services.settings
     tenancy = RequestTenancy(services.tenancy)
 
     def admin(handler: Handler, *, page: bool = False) -> Handler:
         async def endpoint(request: Request) -> Response:
-            if not allowed(settings, request):
+            if not allowed(settings, ui, request):
                 if page:
                     return login_page()
                 return error_response(401, "The dashboard needs an admin key (server.admin_keys): send it as "
@@ -104,7 +105,10 @@ def dashboard_routes(services: Services, reader: BodyReader, dashboard: Dashboar
         return Response(svg, media_type="image/svg+xml", headers={"cache-control": "no-store"})
 
     async def sign_in(request: Request) -> Response:
-        return await login(settings, request)
+        return await login(settings, ui, request)
+
+    async def sign_out(request: Request) -> Response:
+        return await logout(settings, request)
 
     async def grade(request: Request) -> Response:
         try:
@@ -123,6 +127,7 @@ def dashboard_routes(services: Services, reader: BodyReader, dashboard: Dashboar
         Route("/ui", admin(page, page=True), methods=["GET"]),
         Route("/ui/", admin(page, page=True), methods=["GET"]),
         Route("/ui/login", sign_in, methods=["POST"]),
+        Route("/ui/logout", sign_out, methods=["POST"]),
         Route("/ui/static/{name}", admin(static), methods=["GET"]),
         Route("/ui/api/overview", admin(overview), methods=["GET"]),
         Route("/ui/api/sessions", admin(sessions), methods=["GET"]),

@@ -3,10 +3,12 @@
 ``tables`` holds the tables, ``store`` the store, ``writer`` the durable background writer, ``migrations`` the schema's
 steps, ``exposure`` the egress scan of what was sent, ``session_report`` and ``dashboard`` the reads (a session's exposure,
 the dashboard's), ``audited`` the audit side shared by the protector and the pass-through, and ``locations`` the
-keyless paths a finding is recorded under. Code outside this folder imports the names below from here.
+keyless paths a finding is recorded under; ``chain`` the tamper-evident trail over every record and its signed
+checkpoints, ``verify`` its walk. Code outside this folder imports the names below from here.
 """
 
 from privacy.audit.audited import AuditedUnits
+from privacy.audit.chain import ChainSigner, load_public_pem, public_pem
 from privacy.audit.dashboard import cloud_bodies, overview
 from privacy.audit.exposure import ExposureRecorder, units_left_raw
 from privacy.audit.locations import safe_location
@@ -27,11 +29,12 @@ from privacy.audit.store import (
     seal_body,
 )
 from privacy.audit.tables import PrivacyCall, PrivacyEgress, PrivacyFinding, PrivacyUnit
+from privacy.audit.verify import Break, TrailReport, verify_trail
 from privacy.audit.writer import AuditWriter, Record
 
 __all__ = [
-    "AuditStore", "AuditWriter", "AuditedUnits", "ExposureRecorder", "Hasher", "PrivacyCall", "PrivacyEgress",
-    "PrivacyFinding", "PrivacyUnit", "Record", "benchmark_export", "body_opener", "call_row", "cloud_bodies",
+    "AuditStore", "AuditWriter", "AuditedUnits", "Break", "ChainSigner", "ExposureRecorder", "Hasher", "PrivacyCall",
+    "PrivacyEgress", "PrivacyFinding", "TrailReport", "PrivacyUnit", "Record", "benchmark_export", "body_opener", "call_row", "cloud_bodies",
     "finding_row", "overview", "safe_location", "seal_body", "session_exposure", "session_report", "sessions_of",
-    "to_html", "to_markdown", "units_left_raw",
+    "load_public_pem", "public_pem", "to_html", "to_markdown", "units_left_raw", "verify_trail",
 ]

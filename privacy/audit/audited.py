@@ -26,12 +26,14 @@ T = TypeVar("T")
 
 class AuditedUnits:
     def __init__(self, units: UnitRegistry, audit: AuditWriter, hasher: Hasher, *,
-                 sealer: Sealer | None = None) -> None:
+                 sealer: Sealer | None = None, checkpoint_interval_s: float = 60.0) -> None:
         self.units = units
         self.audit = audit
         self.hasher = hasher
         self._sealer = sealer  # opens the stored (sealed) bodies for the dashboard
         self._exposure = ExposureRecorder(audit)
+        self._checkpoint_interval_s = checkpoint_interval_s
+        self._checkpoints: asyncio.Task[None] | None = None
 
     async def register(self, session_id: str, document: UnitsDocument) -> list[Unit]:
         units = await self.units.register(session_id, document)
@@ -77,9 +79,23 @@ class AuditedUnits:
         self.audit.start()
         if self.units.file_units():
             self._persist("*", self.units.file_units())
+        self._checkpoints = asyncio.create_task(self._sign_periodically())
+
+    def checkpoint(self) -> None:
+        """Queue a signed checkpoint of the chain's head (``privacy.audit.chain``), durable like every record."""
+        self.audit.submit(lambda: {"kind": "checkpoint"})
+
+    async def _sign_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self._checkpoint_interval_s)
+            self.checkpoint()
 
     def flush(self) -> None:
         self.audit.flush()
 
     async def aclose(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.cancel()
+            self._checkpoints = None
+        self.checkpoint()  # the head at shutdown, signed after every record queued before it
         await asyncio.to_thread(self.audit.close)

@@ -81,8 +81,36 @@ def _v3_egress(conn: Connection) -> None:
     meta.create_all(conn, checkfirst=True)
 
 
+def _v4_chain(conn: Connection) -> None:
+    meta = MetaData()
+    Table(
+        "privacy_chain", meta,
+        Column("seq", Integer, primary_key=True, autoincrement=False),
+        Column("kind", String, nullable=False),
+        Column("ref", String, nullable=False),
+        Column("digest", String, nullable=False),
+        Column("created_at", Float, nullable=False),
+        Column("prev", String, nullable=False),
+        Column("hash", String, nullable=False),
+        Index("ix_privacy_chain_ref", "ref"),
+    )
+    Table(
+        "privacy_checkpoint", meta,
+        Column("seq", Integer, primary_key=True, autoincrement=False),
+        Column("head_seq", Integer, nullable=False),
+        Column("head_hash", String, nullable=False),
+        Column("created_at", Float, nullable=False),
+        Column("prev", String, nullable=False),
+        Column("key_id", String, nullable=False),
+        Column("signature", String, nullable=False),
+        Column("hash", String, nullable=False),
+    )
+    meta.create_all(conn, checkfirst=True)
+
+
 AUDIT_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "audit: calls, findings, units", _v1_audit_tables),
     Migration(2, "audit: the hash key leaves the database", _v2_drop_hash_key),
     Migration(3, "audit: egress verdicts (units that left raw)", _v3_egress),
+    Migration(4, "audit: the tamper-evident chain and its signed checkpoints", _v4_chain),
 )

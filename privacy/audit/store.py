@@ -11,13 +11,18 @@ import hashlib
 import hmac
 import json
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import select
 
 from accounting.migrations import migrate
+from privacy.audit import chain
+from privacy.audit.chain import ChainSigner
 from privacy.audit.migrations import AUDIT_MIGRATIONS, VERSION_TABLE
 from privacy.audit.tables import PrivacyCall, PrivacyEgress, PrivacyFinding, PrivacyUnit
 from privacy.detect import Unit
@@ -28,6 +33,7 @@ log = logging.getLogger("ecgw.privacy")
 
 _CALL_COLUMNS = tuple(PrivacyCall.model_fields)
 _FINDING_COLUMNS = tuple(name for name in PrivacyFinding.model_fields if name != "id")  # the database numbers them
+_EGRESS_COLUMNS = tuple(name for name in PrivacyEgress.model_fields if name != "id")
 
 
 def normalise_for_hash(value: str) -> str:
@@ -65,10 +71,14 @@ def call_row(**fields: Any) -> dict[str, Any]:
 
 class AuditStore:
     """Connects on first use (the writer thread), never at construction: a database that is down delays the
-    audit, not the gateway's start (the metering store reports it)."""
+    audit, not the gateway's start (the metering store reports it). Every write adds its entry to the chain
+    (``privacy.audit.chain``) in the same transaction; ``signer`` signs the checkpoints (None: none are written)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, signer: ChainSigner | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.engine = engine
+        self.signer = signer
+        self._clock = clock
         self._ready = False
 
     def ensure(self) -> None:
@@ -84,6 +94,14 @@ class AuditStore:
         except Exception:
             return False
 
+    @contextmanager
+    def _chained(self) -> Iterator[Connection]:
+        """One transaction holding the chain's write lock."""
+        self.ensure()
+        with self.engine.connect().execution_options(sqlite_begin="BEGIN IMMEDIATE") as conn, conn.begin():
+            chain.lock(conn)
+            yield conn
+
     def apply(self, record: dict[str, Any]) -> None:
         """Write one audit record (as built by the protector, or read back from a spill file)."""
         kind = record["kind"]
@@ -97,19 +115,21 @@ class AuditStore:
             self.write_findings([finding_row(**f) for f in record["findings"]])
         elif kind == "egress":
             self.write_egress(record["rows"])
+        elif kind == "checkpoint":
+            self.write_checkpoint()
         else:
             raise ValueError(f"unknown audit record kind {kind!r}")
 
     def write_call(self, call: dict[str, Any], findings: list[dict[str, Any]]) -> None:
         """One transaction, the findings in one multi-row insert (rows as ``call_row``/``finding_row`` make them)."""
-        self.ensure()
         calls, rows = PrivacyCall.__table__, PrivacyFinding.__table__  # type: ignore[attr-defined]
-        with self.engine.begin() as conn:
+        with self._chained() as conn:
             if conn.execute(select(calls.c.id).where(calls.c.id == call["id"])).first() is not None:
                 return  # a retried record the database took before
             conn.execute(calls.insert(), [call])
             if findings:
                 conn.execute(rows.insert(), findings)
+            chain.append(conn, "call", call["id"], chain.call_digest(call, findings), call["created_at"])
 
     def write_findings(self, findings: list[dict[str, Any]]) -> None:
         """Findings of a call written before them (what restore did with its answer)."""
@@ -118,34 +138,44 @@ class AuditStore:
             conn.execute(PrivacyFinding.__table__.insert(), findings)  # type: ignore[attr-defined]
 
     def write_usage(self, call_id: str, usage: dict[str, Any]) -> None:
-        self.ensure()
-        with Session(self.engine) as db:
-            row = db.get(PrivacyCall, call_id)
-            if row is None:
+        calls = PrivacyCall.__table__  # type: ignore[attr-defined]
+        details = usage.get("prompt_tokens_details") or {}
+        values = {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
+                  "cached_tokens": details.get("cached_tokens") if isinstance(details, dict) else None}
+        with self._chained() as conn:
+            if conn.execute(select(calls.c.id).where(calls.c.id == call_id)).first() is None:
                 return
-            row.prompt_tokens = usage.get("prompt_tokens")
-            row.completion_tokens = usage.get("completion_tokens")
-            details = usage.get("prompt_tokens_details") or {}
-            row.cached_tokens = details.get("cached_tokens") if isinstance(details, dict) else None
-            db.add(row)
-            db.commit()
+            conn.execute(calls.update().where(calls.c.id == call_id).values(**values))
+            chain.append(conn, "usage", call_id, chain.usage_digest(*values.values()), self._clock())
 
     def write_egress(self, rows: list[dict[str, Any]]) -> None:
         """Egress verdicts (``privacy.audit.exposure``), written through the same durable path as every record."""
-        self.ensure()
-        with Session(self.engine) as db:
-            if rows and db.exec(select(PrivacyEgress.id).where(PrivacyEgress.call_id == rows[0]["call_id"])).first():
+        if not rows:
+            return
+        table = PrivacyEgress.__table__  # type: ignore[attr-defined]
+        call_id = rows[0]["call_id"]
+        with self._chained() as conn:
+            if conn.execute(select(table.c.id).where(table.c.call_id == call_id)).first() is not None:
                 return  # a retried record the database took before
-            db.add_all([PrivacyEgress(**row) for row in rows])
-            db.commit()
+            stored = [{name: row.get(name) for name in _EGRESS_COLUMNS} for row in rows]
+            conn.execute(table.insert(), stored)
+            chain.append(conn, "egress", call_id, chain.rows_digest(stored), float(rows[0]["created_at"]))
 
     def write_units(self, session_id: str, units: list[PrivacyUnit]) -> None:
-        self.ensure()
-        with Session(self.engine) as db:
-            for old in db.exec(select(PrivacyUnit).where(PrivacyUnit.session_id == session_id)):
-                db.delete(old)
-            db.add_all(units)
-            db.commit()
+        table = PrivacyUnit.__table__  # type: ignore[attr-defined]
+        rows = sorted((u.model_dump() for u in units), key=lambda r: str(r["unit_id"]))
+        with self._chained() as conn:
+            conn.execute(table.delete().where(table.c.session_id == session_id))
+            if rows:
+                conn.execute(table.insert(), rows)
+            chain.append(conn, "units", session_id, chain.rows_digest(rows), self._clock())
+
+    def write_checkpoint(self) -> None:
+        """Sign the chain's head (nothing when it is signed already, or without a signer)."""
+        if self.signer is None:
+            return
+        with self._chained() as conn:
+            chain.write_checkpoint(conn, self.signer, self._clock())
 
 
 def units_record(session_id: str, units: list[Unit], hasher: Hasher) -> dict[str, Any]:

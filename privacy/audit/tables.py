@@ -1,6 +1,6 @@
 """The audit's tables, all four in one place: per cloud call (``privacy_call``), what was found in it
 (``privacy_finding``), the units known per session (``privacy_unit``) and the listed units that left raw
-(``privacy_egress``). Their schema is created and changed only by ``privacy.audit.migrations``; a test holds the
+(``privacy_egress``), and the tamper-evident trail over them (``privacy_chain``, ``privacy_checkpoint``). Their schema is created and changed only by ``privacy.audit.migrations``; a test holds the
 two equal.
 """
 
@@ -66,5 +66,35 @@ class PrivacyEgress(SQLModel, table=True):
     created_at: float
 
 
+class PrivacyChain(SQLModel, table=True):
+    """The trail: one entry per audit record, in one chain per database (``privacy.audit.chain``). ``digest`` is
+    the SHA-256 of the record's rows as stored, ``hash`` covers the entry and its predecessor's ``hash``."""
+
+    __tablename__ = "privacy_chain"
+
+    seq: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    kind: str
+    ref: str = Field(index=True)
+    digest: str
+    created_at: float
+    prev: str
+    hash: str
+
+
+class PrivacyCheckpoint(SQLModel, table=True):
+    """A signed statement of the chain's head (Ed25519), chained to the checkpoint before it."""
+
+    __tablename__ = "privacy_checkpoint"
+
+    seq: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    head_seq: int
+    head_hash: str
+    created_at: float
+    prev: str
+    key_id: str
+    signature: str
+    hash: str
+
+
 TABLES = [PrivacyCall.__table__, PrivacyFinding.__table__, PrivacyUnit.__table__,  # type: ignore[attr-defined]
-          PrivacyEgress.__table__]  # type: ignore[attr-defined]
+          PrivacyEgress.__table__, PrivacyChain.__table__, PrivacyCheckpoint.__table__]  # type: ignore[attr-defined]

@@ -44,6 +44,8 @@ _EN_ADDRESS = re.compile(r"(?:(?:Flat|Apt|Apartment|Unit|Suite)\.?[ \t]+\w{1,5},
                          r"[A-Z][A-Za-z'\-]+(?:[ \t]+[A-Z][A-Za-z'\-]+){0,3},?(?:[ \t]+|[ \t]*\n[ \t]*)"
                          r"(?:[A-Z][A-Za-z'\-]+[ \t,]+){0,3}" + _POSTCODE + r"(?![A-Za-z0-9])")
 _POSTCODE_RE = re.compile(_POSTCODE)
+_DIGIT = re.compile(r"\d")
+_RESIDENCE_HINTS = ("liv", "resid", "home", "moved", "relocat", "家住", "住在", "居住", "现住")
 _LINE_ADDRESS = re.compile(r"[^\n;。；|]{4,100}?(?=[.;。；]?(?:\n|$)|[.;。；][ \t])")
 _TABLE_SEPS = ("|", "\t", ",", ";")
 _ZH_ROLE = re.compile(r"人$|^(?:客户|员工|职员|租户|房东|姓名|用户|患者|学生|老师|司机|联系人|经理)$")
@@ -95,6 +97,8 @@ class PeopleDetector:
                     yield m.start(), m.end()
 
     def _addresses(self, text: str) -> Iterator[tuple[int, int]]:
+        if not _DIGIT.search(text):  # every address this layer reads has a number
+            return
         if re.search(r"[\u4e00-\u9fff]", text):
             for m in _ZH_ADDRESS.finditer(text):
                 if re.search(r"[\u4e00-\u9fff]{2}", m.group(0)):
@@ -109,6 +113,9 @@ class PeopleDetector:
                     end = m.end()
                     yield m.start(), m.end()
                     break
+        lowered = text.lower()
+        if not any(hint in lowered for hint in _RESIDENCE_HINTS):
+            return
         for m in _RESIDENCE.finditer(text):
             line = _LINE_ADDRESS.match(text, m.end())
             if line is not None and re.search(r"\d", line.group(0)):

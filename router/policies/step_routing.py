@@ -12,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from router.chat_shapes import aclose, chunks_to_completion
 from router.entropy import decision_entropy, logprob_entries
@@ -20,6 +20,7 @@ from router.policies._knobs import KnobBook
 from router.policies._messages import in_tool_loop
 from router.policy import StepResult
 from router.step import Step
+from router.targets import TargetTracker, arm_of
 
 log = logging.getLogger("ecgw.router")
 
@@ -40,11 +41,19 @@ class StepRoutingKnobs(BaseModel):
     think_probe_tokens: int = Field(4, ge=2)  # probe max_tokens for a thinking edge (opener, whitespace, token)
     stay_on_cloud_steps: int = Field(0, ge=0)  # after an escalation, the next k steps go to the cloud unprobed
     hold_in_tool_loop: bool = False  # a step that answers tool results keeps the previous step's side
+    # Instead of τ: the share of steps to escalate; τ is then set online from the recent entropies (router.targets)
+    target_cloud_rate: float | None = Field(None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _threshold_or_target(self) -> StepRoutingKnobs:
+        if self.target_cloud_rate is not None and ({"tau", "tau_by_model"} & self.model_fields_set):
+            raise ValueError("tau (a threshold) and target_cloud_rate (a target) are both set: set one of them")
+        return self
 
 
 class Decision(BaseModel):
     side: Literal["edge", "cloud"]
-    reason: str  # entropy | missing-logprobs | hold | tool-loop
+    reason: str  # entropy | target | missing-logprobs | hold | tool-loop
     entropy: float | None = None
     tau: float | None = None
 
@@ -69,7 +78,7 @@ class StepRouting:
         held = self._held(knobs, state, step)
         if held is None and knobs.mode == "inline":
             return await self._inline(step, knobs)
-        decision = held or await self._probe(step, knobs)
+        decision = held or await self._aimed(step, knobs, await self._probe(step, knobs))
         step.decided(decision.side, decision.reason, entropy=decision.entropy, tau=decision.tau)
         await self._remember(step, knobs, decision)
         return await self._answer(step, decision.side)
@@ -95,6 +104,18 @@ class StepRouting:
                         "(step_routing.missing_logprobs)", knobs.missing_logprobs)
             return Decision(side=knobs.missing_logprobs, reason="missing-logprobs", tau=tau)
         return Decision(side="edge" if entropy <= tau else "cloud", reason="entropy", entropy=entropy, tau=tau)
+
+    @staticmethod
+    async def _aimed(step: Step, knobs: StepRoutingKnobs, decision: Decision) -> Decision:
+        """With ``target_cloud_rate``: the entropy against the threshold that aims at the target (shared per policy
+        and arm through the session store), the achieved share noted with the step."""
+        if knobs.target_cloud_rate is None or decision.reason != "entropy" or decision.entropy is None:
+            return decision
+        aimed = await TargetTracker(step.session.store).decide(
+            StepRouting.name, arm_of(step), decision.entropy, knobs.target_cloud_rate)
+        step.note.signal.update(target_cloud_rate=knobs.target_cloud_rate, achieved_cloud_rate=round(aimed.achieved, 4))
+        return Decision(side="cloud" if aimed.cloud else "edge", reason="target", entropy=decision.entropy,
+                        tau=None if aimed.threshold is None else round(aimed.threshold, 5))
 
     def probe_body(self, request: Mapping[str, Any], knobs: StepRoutingKnobs) -> dict[str, Any]:
         """The benchmark's probe: the full request, one token, greedy, top-20 logprobs."""
@@ -127,7 +148,7 @@ class StepRouting:
             left = int(state.get("cloud_left") or 0)
             if decision.reason == "hold":
                 left = max(left - 1, 0)
-            elif decision.reason == "entropy" and decision.side == "cloud":
+            elif decision.reason in ("entropy", "target") and decision.side == "cloud":
                 left = knobs.stay_on_cloud_steps
             state.update(
                 cloud_left=left,
@@ -160,7 +181,8 @@ class StepRouting:
         except BaseException:
             await aclose(edge)
             raise
-        decision = self._from_entries(knobs, entries, step.edge.model, knobs.decide_tokens)
+        decision = await self._aimed(step, knobs, self._from_entries(knobs, entries, step.edge.model,
+                                                                     knobs.decide_tokens))
         step.decided(decision.side, decision.reason, entropy=decision.entropy, tau=decision.tau)
         await self._remember(step, knobs, decision)
         if decision.side == "cloud":

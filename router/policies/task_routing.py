@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from router.policies._knobs import KnobBook
 from router.policies._messages import first_user_text, task_id
@@ -21,6 +21,7 @@ from router.scorers import (
     Verdict,
 )
 from router.step import Step
+from router.targets import TargetTracker, arm_of
 
 STATE_KEY = "task_route"
 
@@ -44,6 +45,15 @@ class TaskRoutingKnobs(BaseModel):
     judge_scale: float = Field(10.0, gt=0)
     rules: RulesKnobs = Field(default_factory=lambda: RulesKnobs.model_validate({}))
     table_path: str | None = None
+    # Instead of threshold: the share of sessions to route to the cloud; the threshold is then set online from the
+    # recent scores (router.targets)
+    target_cloud_rate: float | None = Field(None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _threshold_or_target(self) -> TaskRoutingKnobs:
+        if self.target_cloud_rate is not None and "threshold" in self.model_fields_set:
+            raise ValueError("threshold and target_cloud_rate (a target) are both set: set one of them")
+        return self
 
 
 def build_scorer(knobs: TaskRoutingKnobs) -> Scorer:
@@ -93,6 +103,12 @@ class TaskRouting:
             task = Task(first_user_text(step.request), task_id(step.request), step.context.session_id)
             verdict = await self._scorer(knobs).score(task, step.edge)
             side, reason = self.decide(verdict, knobs)
+            if reason == "score" and knobs.target_cloud_rate is not None and verdict.score is not None:
+                aimed = await TargetTracker(step.session.store).decide(self.name, arm_of(step), verdict.score,
+                                                                       knobs.target_cloud_rate)
+                side, reason = ("cloud" if aimed.cloud else "edge"), "target"
+                step.note.signal.update(target_cloud_rate=knobs.target_cloud_rate,
+                                        achieved_cloud_rate=round(aimed.achieved, 4))
             # Sticky: the first decision written wins, also over one a concurrent first step made elsewhere.
             kept = await step.session.keep_first(STATE_KEY, {"side": side, "reason": reason, "score": verdict.score,
                                                              "scorer": knobs.scorer, "threshold": knobs.threshold})

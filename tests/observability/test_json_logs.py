@@ -92,3 +92,33 @@ def test_lines_are_still_written_after_uvicorn_configures_logging(capsys: pytest
             handler.close()
         root.handlers[:], _ = saved
         root.setLevel(saved[1])
+
+
+def test_uvicorns_and_litellms_lines_are_json_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """``log_format: json`` covers every line: uvicorn configured as ``ecgw serve`` starts it, and litellm's
+    logger (which attaches a text handler of its own at import)."""
+    import json
+    import logging
+
+    import litellm  # noqa: F401 — its import attaches the handler
+    import uvicorn
+
+    from gateway.logs import adopt_library_loggers, uvicorn_options
+
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        configure_logging("json")
+        uvicorn.Config(lambda scope, receive, send: None, **uvicorn_options()).configure_logging()
+        adopt_library_loggers()  # as ecgw serve does once create_app imported litellm
+        logging.getLogger("uvicorn.error").warning("uvicorn says %s", "hi")
+        logging.getLogger("LiteLLM").warning("litellm says %s", "hi")
+        root.handlers[0].flush()
+        lines = [line for line in capsys.readouterr().err.splitlines() if "says hi" in line]
+        assert len(lines) == 2, lines  # once each: not also as text through a handler of their own
+        assert {json.loads(line)["logger"] for line in lines} == {"uvicorn.error", "LiteLLM"}
+    finally:
+        for handler in root.handlers:
+            handler.close()
+        root.handlers[:], _ = saved
+        root.setLevel(saved[1])

@@ -1,0 +1,142 @@
+"""The tamper-evident trail: every audit record gets an entry in one hash chain per database, and the gateway
+signs checkpoints of the chain's head.
+
+One chain per database, not per owner: several workers (and replicas) write the same database, and one sequence
+makes a removed, inserted or reordered record visible as a broken link whoever wrote it; per-owner chains would
+let a whole owner's chain vanish between checkpoints unnoticed, and the audit's rows carry sessions, not owners.
+Appending takes the database's write lock (``pg_advisory_xact_lock``, SQLite's ``BEGIN IMMEDIATE``) on the writer
+thread, in the record's own transaction — off the request path.
+
+An entry's ``digest`` is the SHA-256 of the record's rows as stored (``record_digest``), its ``hash`` covers its
+sequence number, kind, reference, digest, time and the predecessor's ``hash``. A checkpoint signs (Ed25519, key
+derived from the secrets key: ``audit-sign``) the head's sequence number and hash, chained to the checkpoint
+before it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from sqlalchemy import Connection, select, text
+
+from privacy.audit.tables import PrivacyChain, PrivacyCheckpoint
+
+GENESIS = "0" * 64
+_LOCK_KEY = 0x6563677702  # "ecgw" + 2: the advisory lock id for appending to the chain
+_CALL_UNCHAINED = ("prompt_tokens", "completion_tokens", "cached_tokens")  # the ``usage`` record's, chained apart
+
+
+def canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8",
+                                                                                               "surrogatepass")
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def call_digest(call: dict[str, Any], findings: list[dict[str, Any]]) -> str:
+    """A call's row (its token counts aside: the ``usage`` record sets them later) and its findings, in order."""
+    head = {k: v for k, v in call.items() if k not in _CALL_UNCHAINED}
+    return sha256(canonical([head, [{k: v for k, v in f.items() if k != "id"} for f in findings]]))
+
+
+def usage_digest(prompt: int | None, completion: int | None, cached: int | None) -> str:
+    return sha256(canonical([prompt, completion, cached]))
+
+
+def rows_digest(rows: list[dict[str, Any]]) -> str:
+    """Egress rows of a call (in order) or a session's units (sorted by unit id by the caller), ids aside."""
+    return sha256(canonical([{k: v for k, v in r.items() if k != "id"} for r in rows]))
+
+
+def entry_hash(seq: int, kind: str, ref: str, digest: str, created_at: float, prev: str) -> str:
+    return sha256(canonical([seq, kind, ref, digest, created_at, prev]))
+
+
+def checkpoint_message(seq: int, head_seq: int, head_hash: str, created_at: float, prev: str) -> bytes:
+    return b"ecgw-audit-checkpoint:v1:" + canonical([seq, head_seq, head_hash, created_at, prev])
+
+
+def lock(conn: Connection) -> None:
+    """The chain's write lock, for the rest of this transaction (SQLite: the caller began ``BEGIN IMMEDIATE``)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
+
+
+def append(conn: Connection, kind: str, ref: str, digest: str, created_at: float) -> None:
+    """Add an entry after the head, inside the caller's locked transaction."""
+    chain = PrivacyChain.__table__  # type: ignore[attr-defined]
+    head = conn.execute(select(chain.c.seq, chain.c.hash).order_by(chain.c.seq.desc()).limit(1)).first()
+    seq, prev = (int(head[0]) + 1, str(head[1])) if head else (1, GENESIS)
+    conn.execute(chain.insert(), [{"seq": seq, "kind": kind, "ref": ref, "digest": digest, "created_at": created_at,
+                                   "prev": prev, "hash": entry_hash(seq, kind, ref, digest, created_at, prev)}])
+
+
+class ChainSigner:
+    """Ed25519 from a 32-byte seed (``Keys.derive("audit-sign")``): nothing to store, the same key on every worker
+    that shares the secrets key."""
+
+    def __init__(self, seed: bytes) -> None:
+        self._key = Ed25519PrivateKey.from_private_bytes(seed)
+        self.public = self._key.public_key()
+        self.key_id = key_id(self.public)
+
+    def sign(self, message: bytes) -> str:
+        return base64.urlsafe_b64encode(self._key.sign(message)).decode("ascii").rstrip("=")
+
+    def public_pem(self) -> str:
+        return public_pem(self.public)
+
+
+def key_id(public: Ed25519PublicKey) -> str:
+    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return sha256(raw)[:16]
+
+
+def public_pem(public: Ed25519PublicKey) -> str:
+    return public.public_bytes(serialization.Encoding.PEM,
+                               serialization.PublicFormat.SubjectPublicKeyInfo).decode("ascii")
+
+
+def load_public_pem(data: bytes) -> Ed25519PublicKey:
+    key = serialization.load_pem_public_key(data)
+    if not isinstance(key, Ed25519PublicKey):
+        raise ValueError("not an Ed25519 public key")
+    return key
+
+
+def b64decode(value: str) -> bytes:
+    return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+
+
+def signature_valid(public: Ed25519PublicKey, signature: str, message: bytes) -> bool:
+    try:
+        public.verify(b64decode(signature), message)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+def write_checkpoint(conn: Connection, signer: ChainSigner, created_at: float) -> bool:
+    """Sign the head, inside the caller's locked transaction; False when the head is already signed (or empty)."""
+    chain, points = PrivacyChain.__table__, PrivacyCheckpoint.__table__  # type: ignore[attr-defined]
+    head = conn.execute(select(chain.c.seq, chain.c.hash).order_by(chain.c.seq.desc()).limit(1)).first()
+    if head is None:
+        return False
+    last = conn.execute(select(points.c.seq, points.c.head_seq, points.c.hash)
+                        .order_by(points.c.seq.desc()).limit(1)).first()
+    if last is not None and int(last[1]) == int(head[0]):
+        return False
+    seq, prev = (int(last[0]) + 1, str(last[2])) if last else (1, GENESIS)
+    message = checkpoint_message(seq, int(head[0]), str(head[1]), created_at, prev)
+    conn.execute(points.insert(), [{"seq": seq, "head_seq": int(head[0]), "head_hash": str(head[1]),
+                                    "created_at": created_at, "prev": prev, "key_id": signer.key_id,
+                                    "signature": signer.sign(message), "hash": sha256(message)}])
+    return True

@@ -1,0 +1,174 @@
+"""``verify_trail``: walk the chain and its checkpoints and name every break — a record altered, removed, inserted
+or reordered, a checkpoint forged or removed.
+
+The links and checkpoints are walked in full (hashes only); ``since`` limits the re-hashing of the records' rows
+to entries made at or after it. A record rewritten later (a session's units, a call's token counts) is checked
+against its latest entry; earlier entries of the same record stay in the chain as links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from sqlalchemy import Connection, select
+from sqlalchemy.engine import Engine
+
+from privacy.audit import chain
+from privacy.audit.tables import (
+    PrivacyCall,
+    PrivacyChain,
+    PrivacyCheckpoint,
+    PrivacyEgress,
+    PrivacyFinding,
+    PrivacyUnit,
+)
+
+
+@dataclass(frozen=True)
+class Break:
+    what: str  # "altered", "removed", "inserted", "reordered", "checkpoint"
+    where: str  # e.g. "seq 12 (call c-1)"
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.what}: {self.where}: {self.detail}"
+
+
+@dataclass
+class TrailReport:
+    entries: int = 0
+    checkpoints: int = 0
+    head_hash: str = chain.GENESIS
+    checkpoint_hashes: list[str] = field(default_factory=list)
+    breaks: list[Break] = field(default_factory=list)
+
+    @property
+    def intact(self) -> bool:
+        return not self.breaks
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"intact": self.intact, "entries": self.entries, "checkpoints": self.checkpoints,
+                "head_hash": self.head_hash, "checkpoint_hashes": self.checkpoint_hashes,
+                "breaks": [{"what": b.what, "where": b.where, "detail": b.detail} for b in self.breaks]}
+
+
+def _rows(conn: Connection, table: Any, order: Any, **where: Any) -> list[dict[str, Any]]:
+    query = select(table)
+    for name, value in where.items():
+        query = query.where(table.c[name] == value)
+    return [dict(r._mapping) for r in conn.execute(query.order_by(order))]
+
+
+def _walk_links(entries: list[dict[str, Any]], report: TrailReport) -> None:
+    by_hash = {e["hash"]: e["seq"] for e in entries}
+    prev_hash, prev_seq = chain.GENESIS, 0
+    for e in entries:
+        where = f"seq {e['seq']} ({e['kind']} {e['ref']})"
+        if chain.entry_hash(e["seq"], e["kind"], e["ref"], e["digest"], e["created_at"], e["prev"]) != e["hash"]:
+            report.breaks.append(Break("altered", where, "the chain entry itself was changed"))
+        if e["prev"] != prev_hash:
+            if e["prev"] in by_hash:
+                report.breaks.append(Break("reordered", where, f"it follows seq {by_hash[e['prev']]} in the chain, "
+                                                               f"not seq {prev_seq}"))
+            elif e["seq"] > prev_seq + 1:
+                report.breaks.append(Break("removed", where, f"seq {prev_seq + 1}..{e['seq'] - 1} are missing"))
+            else:
+                report.breaks.append(Break("inserted", where, f"its predecessor is not seq {prev_seq}'s hash"))
+        prev_hash, prev_seq = e["hash"], e["seq"]
+    report.head_hash = prev_hash
+
+
+def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float | None,
+                   report: TrailReport) -> None:
+    calls_t, findings_t = PrivacyCall.__table__, PrivacyFinding.__table__  # type: ignore[attr-defined]
+    egress_t, units_t = PrivacyEgress.__table__, PrivacyUnit.__table__  # type: ignore[attr-defined]
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for e in entries:
+        latest[(e["kind"], e["ref"])] = e
+    calls = {r["id"]: r for r in _rows(conn, calls_t, calls_t.c.id)}
+    findings: dict[str, list[dict[str, Any]]] = {}
+    for f in _rows(conn, findings_t, findings_t.c.id):
+        findings.setdefault(f["call_id"], []).append(f)
+    egress: dict[str, list[dict[str, Any]]] = {}
+    for g in _rows(conn, egress_t, egress_t.c.id):
+        egress.setdefault(g["call_id"], []).append(g)
+    units: dict[str, list[dict[str, Any]]] = {}
+    for u in _rows(conn, units_t, units_t.c.unit_id):
+        units.setdefault(u["session_id"], []).append(u)
+
+    def found(kind: str, ref: str) -> str | None:
+        if kind == "call":
+            call = calls.get(ref)
+            return None if call is None else chain.call_digest(call, findings.get(ref, []))
+        if kind == "usage":
+            call = calls.get(ref)
+            return None if call is None else chain.usage_digest(call["prompt_tokens"], call["completion_tokens"],
+                                                                call["cached_tokens"])
+        if kind == "egress":
+            return chain.rows_digest(egress[ref]) if ref in egress else None
+        if kind == "units":
+            return chain.rows_digest(units.get(ref, []))
+        return None
+
+    for (kind, ref), e in latest.items():
+        if since is not None and e["created_at"] < since:
+            continue
+        where = f"seq {e['seq']} ({kind} {ref})"
+        digest = found(kind, ref)
+        if digest is None:
+            report.breaks.append(Break("removed", where, f"the {kind} record's rows are gone"))
+        elif digest != e["digest"]:
+            report.breaks.append(Break("altered", where, f"the {kind} record's rows differ from what was chained"))
+    chained_calls = {ref for kind, ref in latest if kind == "call"}
+    for ref, call in calls.items():
+        if ref not in chained_calls and (since is None or call["created_at"] >= since):
+            report.breaks.append(Break("inserted", f"call {ref}", "a cloud call that is not in the chain"))
+    for ref in set(findings) - set(calls):
+        report.breaks.append(Break("inserted", f"findings of call {ref}", "findings of a call that does not exist"))
+    chained_egress = {ref for kind, ref in latest if kind == "egress"}
+    for ref in set(egress) - chained_egress:
+        report.breaks.append(Break("inserted", f"egress of call {ref}", "egress rows that are not in the chain"))
+    chained_units = {ref for kind, ref in latest if kind == "units"}
+    for ref in set(units) - chained_units:
+        report.breaks.append(Break("inserted", f"units of session {ref}", "units that are not in the chain"))
+
+
+def _check_checkpoints(conn: Connection, entries: list[dict[str, Any]], public: Ed25519PublicKey,
+                       report: TrailReport) -> None:
+    points_t = PrivacyCheckpoint.__table__  # type: ignore[attr-defined]
+    by_seq = {e["seq"]: e for e in entries}
+    key_id = chain.key_id(public)
+    prev_hash, prev_seq = chain.GENESIS, 0
+    for p in _rows(conn, points_t, points_t.c.seq):
+        report.checkpoints += 1
+        where = f"checkpoint {p['seq']} (head seq {p['head_seq']})"
+        message = chain.checkpoint_message(p["seq"], p["head_seq"], p["head_hash"], p["created_at"], p["prev"])
+        if p["prev"] != prev_hash:
+            report.breaks.append(Break("checkpoint", where, f"it does not follow checkpoint {prev_seq} (one was "
+                                                            "removed, inserted or reordered)"))
+        if p["key_id"] != key_id:
+            report.breaks.append(Break("checkpoint", where, f"signed by key {p['key_id']}, not {key_id}"))
+        elif chain.sha256(message) != p["hash"] or not chain.signature_valid(public, p["signature"], message):
+            report.breaks.append(Break("checkpoint", where, "the signature does not verify (forged or altered)"))
+        head = by_seq.get(p["head_seq"])
+        if head is None:
+            report.breaks.append(Break("removed", where, f"the signed head, seq {p['head_seq']}, is not in the "
+                                                         "chain"))
+        elif head["hash"] != p["head_hash"]:
+            report.breaks.append(Break("altered", where, "the chain up to the signed head was rewritten"))
+        report.checkpoint_hashes.append(p["hash"])
+        prev_hash, prev_seq = p["hash"], p["seq"]
+
+
+def verify_trail(engine: Engine, public: Ed25519PublicKey, *, since: float | None = None) -> TrailReport:
+    report = TrailReport()
+    chain_t = PrivacyChain.__table__  # type: ignore[attr-defined]
+    with engine.connect() as conn:
+        entries = _rows(conn, chain_t, chain_t.c.seq)
+        report.entries = len(entries)
+        _walk_links(entries, report)
+        _check_records(conn, entries, since, report)
+        _check_checkpoints(conn, entries, public, report)
+    return report
