@@ -65,10 +65,6 @@ def body_leaves(value: Any, path: str, label: str | None) -> Iterator[tuple[str,
         yield path, repr(value) if isinstance(value, float) else str(value), label
 
 
-def is_key(path: str) -> bool:
-    return path.endswith("{key}")
-
-
 def spread_found(body: dict[str, Any], units: UnitMatcher | None) -> list[Finding]:
     """The listed values spread over the body's strings (``privacy.spread``), read from scratch: the last check
     reads the same texts part by part (``spread_texts``), remembering its state."""
@@ -87,10 +83,11 @@ _REASONING = (".reasoning_content", ".reasoning")
 
 
 def spread_texts(leaves: Iterable[tuple[str, str]]) -> Iterator[str]:
-    """What the spread search reads of one part, from its (path suffix, canonical text) leaves, in order: keys left
-    out, a JSON document inside a string as its strings, and a message's reasoning also before the rest (a reader
-    reads it first; in the body it may stand after the content)."""
-    items = [(suffix, text) for suffix, text in leaves if not is_key(suffix)]
+    """What the spread search reads of one part, from its (path suffix, canonical text) leaves, in order: keys and
+    values (a value split between a JSON key and its value is spread too), a JSON document inside a string as its
+    keys and strings, and a message's reasoning also before the rest (a reader reads it first; in the body it may
+    stand after the content)."""
+    items = list(leaves)
     first = [text for suffix, text in items if suffix.startswith(_REASONING)]
     for text in (*first, *(text for _, text in items)):
         yield from _strings_in(text)
@@ -103,7 +100,7 @@ def _strings_in(text: str) -> Iterator[str]:
         except ValueError:
             document = None
         if isinstance(document, dict | list):
-            yield from (inner for path, inner, _ in body_leaves(document, "", None) if not is_key(path))
+            yield from (inner for _, inner, _ in body_leaves(document, "", None))
             return
     yield text
 

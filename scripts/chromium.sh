@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian's headless Chromium for the dashboard's browser test (tests/test_dashboard_browser.py).
+# Debian's headless Chromium for the dashboard's browser test (tests/observability/test_dashboard_browser.py).
 #   scripts/chromium.sh install   install Debian's chromium if /usr/bin/chromium is missing (root; idempotent)
 #   scripts/chromium.sh env       print `export ECGW_TEST_CHROMIUM=...` when it is installed (exit 1 otherwise)
 # Playwright drives it through executable_path; `playwright install` (which downloads browsers) is never run.

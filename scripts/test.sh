@@ -31,7 +31,7 @@ PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ecgw-pg.XXXXXX")
 ECGW_TEST_POSTGRES_URL=$(scripts/postgres.sh start "$(port_free)" "$PG_DIR")
 export ECGW_TEST_POSTGRES_URL
 
-# A throw-away Redis for the shared session store and the several-replica tests (tests/test_replicas.py).
+# A throw-away Redis for the shared session store and the several-replica tests (tests/gateway/test_replicas.py).
 REDIS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ecgw-redis.XXXXXX")
 ECGW_TEST_REDIS_URL=$(scripts/redis.sh start "$(port_free)" "$REDIS_DIR")
 export ECGW_TEST_REDIS_URL

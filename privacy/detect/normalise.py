@@ -68,7 +68,9 @@ def canonical(text: str) -> str:
         decoded = _U_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), decoded)
     if "&" in decoded:
         decoded = html.unescape(decoded)
-    if _PERCENT.search(decoded):
+    for _ in range(_NESTED):  # %-escapes of %-escapes too (a URL quoted twice)
+        if not _PERCENT.search(decoded):
+            break
         decoded = urllib.parse.unquote(decoded)
     return text if decoded is text else _visible(decoded)
 

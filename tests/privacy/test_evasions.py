@@ -114,7 +114,11 @@ CASES: dict[str, Case] = {
                                             "acct-9.password"),
     "split with spaces inside": _user("it reads Plover! Gantry #4471 now", unit="acct-9.password",
                                       tells=["Plover! Gantry #4471"]),
+    "split between a JSON key and its value": _user(json.dumps({"Plover!Ga": "ntry#4471"}), unit="acct-9.password",
+                                                    tells=["Plover!Ga", "ntry#4471"]),
     # encodings
+    "percent-encoded twice": _user("https://x.example/?q=Plover%2521Gantry%25234471", unit="acct-9.password",
+                                   tells=["Plover%2521Gantry%25234471"]),
     "MIME base64 across a line break": _user("attachment:\n" + _MIME_TEXT, unit="acct-9.ticket",
                                              tells=_MIME_TEXT.split()[:2]),
     "base64 of base64": _user("blob " + base64.b64encode(base64.b64encode(_SECRET_NOTE.encode())).decode(),

@@ -14,7 +14,7 @@ import yaml
 from benchmarks.contenders import free_port
 from tests.processes import wait_healthy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_two_workers_share_session_state(tmp_path, edge, cloud):

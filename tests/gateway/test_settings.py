@@ -11,7 +11,7 @@ import pytest
 
 from gateway.settings import ConfigError, load_settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_shipped_config_loads_with_documented_defaults():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gateway.cli import build_parser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _parsers(parser: argparse.ArgumentParser, path: str = "ecgw") -> list[tuple[str, argparse.ArgumentParser]]:

@@ -18,7 +18,7 @@ from benchmarks.contenders import free_port
 from tests.fakes.model_server import ModelServer, Reply
 from tests.processes import wait_healthy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 UNSET = "ECGW_TEST_KEY_NOBODY_SET"
 
 

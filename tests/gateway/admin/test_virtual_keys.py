@@ -13,9 +13,9 @@ import httpx
 
 from gateway.admin.database import AdminDatabase
 from gateway.cli import main
-from tests import test_reload
 from tests.fakes.model_server import Reply
-from tests.test_reload import ADMIN, USER, _chat, _config, _write
+from tests.gateway import test_reload
+from tests.gateway.test_reload import ADMIN, USER, _chat, _config, _write
 
 gateway = test_reload.gateway  # the same fixture: a gateway read from a config file
 

@@ -16,7 +16,7 @@ from benchmarks.contenders import free_port
 from tests.fakes.model_server import ModelServer, Reply
 from tests.processes import wait_healthy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

@@ -18,7 +18,7 @@ from benchmarks.contenders import free_port
 from tests.fakes.model_server import Reply, ToolCall
 from tests.processes import wait_healthy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 A, B = "sk-tenant-a", "sk-tenant-b"
 NAME, NAME_ZH, PHONE = "Zhang Wei", "李娜", "13812345678"
 PASSWORD, EMAIL, ID_CARD = "Tr0ub4dor&3", "alice.private@example.com", "11010519491231002X"

@@ -16,7 +16,7 @@ from gateway.upstreams.openai_http import EDGE_WITHHELD
 from tests.conftest import RunningGateway
 from tests.fakes.model_server import ModelServer
 from tests.fakes.threaded import ThreadedServer
-from tests.test_provider_boundary import Recorder
+from tests.gateway.upstreams.test_provider_boundary import Recorder
 
 TENANT = "sk-tenant-b"
 EDGE_KEY = "sk-edge-configured"
