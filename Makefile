@@ -46,9 +46,11 @@ typecheck: $(STAMP) ## mypy --strict
 clean: ## remove .venv and the tool caches (not ~/.cache/ecgw)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
-# Gateway overhead against a direct call and LiteLLM's proxy; appends to benchmarks/RESULTS.md.
-bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy
+# Gateway overhead against a direct call and LiteLLM's proxy, and the edge pool (affinity vs round-robin, a
+# replica killed); both append to benchmarks/RESULTS.md.
+bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy; the edge pool's affinity and failover
 	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.fleet
 	$(PY) -m benchmarks.targets
 
 .PHONY: help

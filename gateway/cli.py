@@ -111,6 +111,17 @@ def _multiprocess_metrics() -> Iterator[None]:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def _fleet(settings: Settings) -> str:
+    """The banner's edge and cloud: the one URL and model, or the pool's deployments and the targets."""
+    edge = settings.edge
+    where = (f"edge {edge.base_url}" if not edge.deployments else
+             "edge pool " + ", ".join(f"{d.name} {d.base_url}" for d in edge.deployments))
+    cloud = settings.cloud
+    targets = (f"cloud {cloud.model}" if not cloud.targets else
+               "cloud targets " + ", ".join(f"{n} {t.model}" for n, t in cloud.targets.items()))
+    return f"{where}, {targets}"
+
+
 def serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until it serves, there is nothing to reload
     args.config = config_path(args.config)
@@ -143,8 +154,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             os.environ[CONFIG_ENV] = os.path.abspath(args.config)
         os.environ["ECGW_SERVER__WORKERS"] = str(workers)
         print(f"ecgw listening on http://{settings.server.host}:{settings.server.port}/v1 with {workers} workers "
-              f"(default policy {settings.policy.default}, edge {settings.edge.base_url}, "
-              f"cloud {settings.cloud.model}, sessions in {_store_name(settings)})", file=sys.stderr)
+              f"(default policy {settings.policy.default}, {_fleet(settings)}, "
+              f"sessions in {_store_name(settings)})", file=sys.stderr)
         with _multiprocess_metrics():
             _supervise(args, settings, workers)
         return 0
@@ -153,8 +164,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     app = create_app(settings, config_path=args.config, overrides=_overrides(args), reload_on_sighup=True)
     adopt_library_loggers()  # litellm, imported by create_app, attached its own handler
     print(f"ecgw listening on http://{settings.server.host}:{settings.server.port}/v1 "
-          f"(default policy {settings.policy.default}, edge {settings.edge.base_url}, cloud {settings.cloud.model})",
-          file=sys.stderr)
+          f"(default policy {settings.policy.default}, {_fleet(settings)})", file=sys.stderr)
     uvicorn.run(app, host=settings.server.host, port=settings.server.port, **uvicorn_options())
     return 0
 

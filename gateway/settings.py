@@ -193,6 +193,7 @@ class EdgeSettings(_Section):
     # A pool of several servers (gateway.upstreams.edge_pool); empty: base_url/model above are the one deployment,
     # named "default". A pool never launches.
     deployments: list[EdgeDeployment] = Field(default_factory=list)
+    balance: Literal["affinity", "round-robin"] = "affinity"  # round-robin: no session affinity (a baseline)
     health_interval_s: float = Field(10.0, gt=0)  # seconds between background probes of every deployment
     eject_after: int = Field(3, ge=1)  # consecutive failures (calls or probes) that eject a deployment
     readmit_after_s: float = Field(30.0, gt=0)  # an ejected deployment is probed again after this; answering readmits

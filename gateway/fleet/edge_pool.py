@@ -36,7 +36,7 @@ class EdgePool:
     side = "edge"
 
     def __init__(self, deployments: Sequence[tuple[EdgeDeployment, ProbedUpstream]], *, eject_after: int,
-                 readmit_after_s: float, health_interval_s: float,
+                 readmit_after_s: float, health_interval_s: float, round_robin: bool = False,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if not deployments:
             raise ValueError("an edge pool needs at least one deployment")
@@ -49,6 +49,8 @@ class EdgePool:
         self._interval = health_interval_s
         self._task: asyncio.Task[None] | None = None
         self.model = self.members[0].upstream.model
+        self._round_robin = round_robin
+        self._turn = 0
 
     @classmethod
     def from_settings(cls, settings: EdgeSettings, *, on_drop: Callable[[str], None] | None = None,
@@ -56,7 +58,8 @@ class EdgePool:
         """The pool a settings snapshot describes (a reload builds a new one and swaps it in)."""
         return cls([(d, OpenAIHTTPUpstream.for_deployment(d, settings, on_drop=on_drop)) for d in settings.members()],
                    eject_after=settings.eject_after, readmit_after_s=settings.readmit_after_s,
-                   health_interval_s=settings.health_interval_s, clock=clock)
+                   health_interval_s=settings.health_interval_s, round_robin=settings.balance == "round-robin",
+                   clock=clock)
 
     def health(self, name: str) -> Health:
         return self._health[name]
@@ -68,8 +71,15 @@ class EdgePool:
     def _load(self, index: int) -> float:
         return self._health[self.members[index].name].in_flight / self._configs[index].weight
 
+    def _order(self, call: Call) -> list[int]:
+        if not self._round_robin:
+            return rank(call.session_id, self._weights)
+        self._turn += 1
+        n = len(self.members)
+        return [(self._turn + i) % n for i in range(n)]
+
     def plan(self, call: Call) -> Sequence[Member]:
-        order = rank(call.session_id, self._weights)
+        order = self._order(call)
         usable = [i for i in order if self._usable(i)]
         if usable and usable[0] != order[0]:  # the session's own member cannot take it: the least-loaded one
             spill = min(usable, key=lambda i: (self._load(i), usable.index(i)))

@@ -211,3 +211,10 @@ def test_the_pool_names_only_configured_deployments():
     with pytest.raises(ValueError, match="unique"):
         EdgeSettings(deployments=[deployment("a", "http://x"), deployment("a", "http://y")])
     assert cache_salt("o.1") != cache_salt("o.2") and cache_salt(None) == cache_salt(None)
+
+
+def test_round_robin_takes_turns_whatever_the_session():
+    settings = EdgeSettings(deployments=[deployment(n, "http://127.0.0.1:9") for n in "abc"], balance="round-robin")
+    pool = EdgePool.from_settings(settings)
+    firsts = [pool.plan(Call("one-session"))[0].name for _ in range(6)]
+    assert firsts == ["b", "c", "a", "b", "c", "a"]  # no affinity: the baseline the bench compares with
