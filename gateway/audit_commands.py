@@ -102,5 +102,6 @@ def register(subparsers: Any) -> None:
     check.add_argument("--since", default=None, help="re-hash the records made at or after this time "
                                                      "(unix seconds or ISO 8601); links are always walked in full")
     check.add_argument("--public-key", default=None, help="PEM file of the public key (default: derived)")
-    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument("--format", choices=("text", "json"), default="text",
+                       help="text: one line per break; json: the breaks as a JSON list")
     check.set_defaults(func=verify)
