@@ -327,10 +327,7 @@ def test_upstream_failure_has_the_chat_status_in_the_responses_shape(gateway, cl
     chat = httpx.post(gateway.base_url + "/chat/completions", timeout=30,
                       json={"model": "ecgw/cloud-only", "messages": [{"role": "user", "content": "hi"}]})
     assert reply.status_code == chat.status_code == 429
-    # The same sentence for the same fault; each then says what its own surface expects.
-    said, chat_said = reply.json()["error"]["message"], chat.json()["error"]["message"]
-    assert said.split("; send ")[0] == chat_said.split("; send ")[0]
-    assert "'input'" in said.split("; send ")[1] and "'messages'" in chat_said.split("; send ")[1]
+    assert reply.json()["error"]["message"] == chat.json()["error"]["message"]
     assert "slow down" in reply.json()["error"]["message"]
 
 
