@@ -19,7 +19,7 @@ from gateway.fleet.health import Health
 from gateway.settings import CloudSettings
 from router.channels import Upstream
 from router.errors import UpstreamError
-from router.fleet import Call, Member, retryable
+from router.fleet import Call, Member
 
 log = logging.getLogger("ecgw")
 
@@ -73,21 +73,16 @@ class CloudTargets:
         return [self._members[n] for n in (live or chain)]
 
     def begin(self, member: Member) -> None:
-        self._health[member.name].in_flight += 1
+        self._health[member.name].began()
 
     def end(self, member: Member, failure: UpstreamError | None) -> None:
         health = self._health[member.name]
-        health.in_flight -= 1
-        if failure is None:
-            if not health.healthy:
-                log.warning("cloud target %s answers again; its cool-down is over", member.name)
-            health.succeeded()
-        elif retryable(failure):
-            was_healthy = health.healthy
-            health.failed(failure.message)
-            if was_healthy and not health.healthy:
-                log.warning("cloud target %s cools down after %d failures in a row: %s", member.name,
-                            health.failures, failure.message)
+        change = health.ended(failure)
+        if change == "readmitted":
+            log.warning("cloud target %s answers again; its cool-down is over", member.name)
+        elif change == "ejected" and failure is not None:
+            log.warning("cloud target %s cools down after %d failures in a row: %s", member.name,
+                        health.failures, failure.message)
 
     def cooling(self, name: str) -> bool:
         return not self._health[name].healthy

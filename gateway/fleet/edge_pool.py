@@ -21,7 +21,7 @@ from gateway.settings import EdgeDeployment, EdgeSettings
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
 from router.channels import Upstream
 from router.errors import UpstreamError
-from router.fleet import Call, Member, retryable
+from router.fleet import Call, Member
 
 log = logging.getLogger("ecgw")
 
@@ -89,19 +89,13 @@ class EdgePool:
         return [self.members[i] for i in usable + rest]
 
     def begin(self, member: Member) -> None:
-        self._health[member.name].in_flight += 1
+        self._health[member.name].began()
 
     def end(self, member: Member, failure: UpstreamError | None) -> None:
         health = self._health[member.name]
-        health.in_flight -= 1
-        if failure is None:
-            health.succeeded()
-        elif retryable(failure):
-            was_healthy = health.healthy
-            health.failed(failure.message)
-            if was_healthy and not health.healthy:
-                log.warning("edge deployment %s ejected after %d consecutive failures: %s", member.name,
-                            health.failures, failure.message)
+        if health.ended(failure) == "ejected" and failure is not None:
+            log.warning("edge deployment %s ejected after %d consecutive failures: %s", member.name,
+                        health.failures, failure.message)
 
     async def check(self) -> None:
         """Probe every member that is due (healthy ones always; ejected ones after ``readmit_after_s``)."""

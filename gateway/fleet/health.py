@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
+
+from router.errors import UpstreamError
+from router.fleet import retryable
 
 
 @dataclass
@@ -40,3 +44,20 @@ class Health:
     def probe_due(self) -> bool:
         """Healthy members are probed every interval; an ejected one only once ``readmit_after_s`` has passed."""
         return self.ejected_at is None or self.clock() - self.ejected_at >= self.readmit_after_s
+
+    def began(self) -> None:
+        self.in_flight += 1
+
+    def ended(self, failure: UpstreamError | None) -> Literal["ejected", "readmitted"] | None:
+        """A call on this member ended: one fewer in flight; a success readmits it, a failure another member may
+        answer counts toward ejection (a 4xx is the request's fault, not the member's). Returns the change of
+        state, if any, for the pool to log in its own words."""
+        self.in_flight -= 1
+        was_healthy = self.healthy
+        if failure is None:
+            self.succeeded()
+        elif retryable(failure):
+            self.failed(failure.message)
+        if self.healthy == was_healthy:
+            return None
+        return "readmitted" if self.healthy else "ejected"
