@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from gateway.errors import error_response
+from gateway.polling import Poller
 from gateway.sealing import SealedStore
 from gateway.settings import ConfigError, Settings, load_settings
 from gateway.snapshot import Configuration
@@ -83,10 +84,10 @@ class Reloader:
         self._store = store
         self._path = path
         self._overrides = dict(overrides or {})
-        self._poll_s = poll_s
+        self._poller = Poller(self.catch_up, interval_s=poll_s,
+                              failing="cannot read the configuration version from the session store")
         self._lock = asyncio.Lock()
         self._seen = 0  # the newest store version this worker adopted or refused
-        self._task: asyncio.Task[None] | None = None
 
     def _read(self) -> Settings:
         return load_settings(self._path, **self._overrides)
@@ -138,21 +139,10 @@ class Reloader:
         record = await self._store.get(VERSION_SESSION, VERSION_KEY)
         self._seen = int(record["version"]) if isinstance(record, Mapping) else 0
         self._config.swap(dataclasses.replace(self._config.latest(), version=self._seen))
-        self._task = asyncio.get_running_loop().create_task(self._watch())
-
-    async def _watch(self) -> None:
-        while True:
-            await asyncio.sleep(self._poll_s)
-            try:
-                await self.catch_up()
-            except Exception:  # a store that cannot be read now is read again at the next poll
-                log.warning("cannot read the configuration version from the session store", exc_info=True)
+        self._poller.start()
 
     async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._poller.aclose()
 
 
 def on_sighup(reloader: Reloader) -> None:

@@ -11,7 +11,6 @@ that made the change it takes effect at once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import hmac
 import logging
@@ -20,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from gateway.admin.database import AdminDatabase, VirtualKey
+from gateway.polling import Poller
 from gateway.tenancy import RuntimeKey
 
 log = logging.getLogger("ecgw")
@@ -48,10 +48,10 @@ class VirtualKeys:
                  clock: Callable[[], float] = time.time) -> None:
         self.db = db
         self._hash_key = hash_key
-        self._poll_s = poll_s
         self._clock = clock
         self._active: dict[str, RuntimeKey] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._poller = Poller(self._reload, interval_s=poll_s,
+                              failing="cannot read the virtual keys from the metering database")
 
     def hash(self, secret: str) -> str:
         return key_hash(self._hash_key, secret)
@@ -73,19 +73,11 @@ class VirtualKeys:
     async def start(self) -> None:
         await asyncio.to_thread(self.db.open)
         await asyncio.to_thread(self.load)
-        self._task = asyncio.get_running_loop().create_task(self._watch())
+        self._poller.start()
 
-    async def _watch(self) -> None:
-        while True:
-            await asyncio.sleep(self._poll_s)
-            try:
-                await asyncio.to_thread(self.load)
-            except Exception:  # a database that cannot be read now is read again at the next poll
-                log.warning("cannot read the virtual keys from the metering database", exc_info=True)
+    async def _reload(self) -> None:
+        await asyncio.to_thread(self.load)
 
     async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._poller.aclose()
         await asyncio.to_thread(self.db.dispose)
