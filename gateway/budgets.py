@@ -85,8 +85,11 @@ def _check_arms(arms: Iterable[str], experiments: ExperimentsSettings) -> None:
 def metering_seeder(meter: Meter) -> Seeder:
     """Counters seeded from the metering database (none when metering keeps no store)."""
     store = getattr(meter, "store", None)
-    if not isinstance(store, UsageStore):
-        return no_seed
+    return usage_seeder(store) if isinstance(store, UsageStore) else no_seed
+
+
+def usage_seeder(store: UsageStore) -> Seeder:
+    """Counters seeded from this metering database."""
 
     async def seed(rows: Rows, since: float | None) -> dict[str, float]:
         return await asyncio.to_thread(spend, store, since=since, where=rows.where,
