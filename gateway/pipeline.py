@@ -207,8 +207,12 @@ class _StepEnd:
 
 def _chains(route: RouteTracker) -> dict[str, str]:
     """The members each side tried before one answered (``edge_chain``, ``cloud_chain``), when it was not the
-    first: the step record keeps the failover."""
-    return {f"{side}_chain": chain for side in ("edge", "cloud") if (chain := route.chain(side)) is not None}
+    first: the step record keeps the failover; and why the cloud door made no call, when it did not
+    (``cloud_stopped``, ``router.stops``)."""
+    out = {f"{side}_chain": chain for side in ("edge", "cloud") if (chain := route.chain(side)) is not None}
+    if route.stopped:
+        out["cloud_stopped"] = ",".join(route.stopped)
+    return out
 
 
 async def _run(policy: Policy, step: Step, headers: dict[str, str]) -> Started:
