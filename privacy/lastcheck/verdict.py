@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from privacy.detect import Finding, UnitMatcher
-from privacy.egress import EgressCheck, EgressHit, place
 from privacy.errors import PrivacyBlocked
+from privacy.lastcheck.place import place
+from privacy.lastcheck.scan import EgressCheck, EgressHit
 from privacy.metrics import PrivacyMetrics
 from privacy.scrubber import Applied
 from privacy.settings import Action
