@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sqlalchemy.engine import Engine
 
 from accounting.store import UsageStore
-from privacy.audit.verify import verify_trail
+from privacy.audit import verify_trail
 from privacy.report import reads
 from privacy.report.period import Scope, bucket_for, iso
 
@@ -87,6 +87,7 @@ def build_report(engine: Engine, scope: Scope, *, usage: UsageStore | None, publ
         let_through = {(r["call_id"], r["unit_id"]) for r in reads.audited_units(conn, scope)}
         raw = reads.egress(conn, scope)
         inbound_rows = inbound(conn, scope)
+        receipts = reads.receipts(conn, scope)
     metered = usage is not None and reads.has_table(usage.engine, "ecgw_usage_records")
     with_steps = usage is not None and reads.has_table(usage.engine, "ecgw_step_records")
     by_target = reads.cloud_usage(usage, scope, "deployment") if metered and usage else []
@@ -197,6 +198,7 @@ def build_report(engine: Engine, scope: Scope, *, usage: UsageStore | None, publ
             "cost_usd": round(sum(float(r["cloud_cost_usd"]) for r in by_target), 6),
             "by_target": _usage_rows(by_target, "target"),
             "by_policy": _usage_rows(by_policy, "policy"),
+            "receipts": {"total": sum(receipts.values()), "by_target": receipts},
         },
         "placeholders": {
             "total": sum(placed.values()),

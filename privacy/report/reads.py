@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection, Engine
 from accounting.records import StepRecordRow, UsageRecord
 from accounting.reports import derive
 from accounting.store import UsageStore
-from privacy.audit.tables import PrivacyCall, PrivacyCheckpoint, PrivacyEgress, PrivacyFinding
+from privacy.audit import PrivacyCall, PrivacyCheckpoint, PrivacyEgress, PrivacyFinding, PrivacyReceipt
 from privacy.report.period import Scope
 
 PLACED = ("pseudonymise", "mask")  # the actions that put a placeholder (or a type mask) where the value stood
@@ -64,6 +64,14 @@ def egress(conn: Connection, scope: Scope) -> list[dict[str, Any]]:
     query = (select(g.c.call_id, g.c.session_id, g.c.unit_id, g.c.created_at)
              .where(*scope.where(g.c.session_id, g.c.created_at)).order_by(g.c.created_at))
     return [dict(r._mapping) for r in conn.execute(query)]
+
+
+def receipts(conn: Connection, scope: Scope) -> dict[str, int]:
+    """The signed egress receipts handed out (``privacy.audit.receipts``), per cloud target."""
+    r = _t(PrivacyReceipt)
+    query = (select(r.c.target, func.count()).where(*scope.where(r.c.session_id, r.c.created_at))
+             .group_by(r.c.target).order_by(r.c.target))
+    return {str(target): int(n) for target, n in conn.execute(query)}
 
 
 def checkpoints(conn: Connection) -> list[dict[str, Any]]:

@@ -67,9 +67,10 @@ def sections(report: dict[str, Any]) -> list[Section]:
         f"until: {period['until_iso']}", f"metering: {'on' if report['metering'] else 'off (no cloud figures)'}"])]
     out.append(Section("Cloud calls", [
         f"cloud calls: {cloud['total']}", f"protected bodies in the audit: {cloud['audited']}",
-        f"cloud cost (USD): {usd(cloud['cost_usd'])}"],
+        f"cloud cost (USD): {usd(cloud['cost_usd'])}", f"egress receipts issued: {cloud['receipts']['total']}"],
         [_usage("Cloud calls by target", "target", cloud["by_target"]),
-         _usage("Cloud calls by policy", "policy", cloud["by_policy"])]))
+         _usage("Cloud calls by policy", "policy", cloud["by_policy"]),
+         _counts("Egress receipts by target", "target", cloud["receipts"]["by_target"])]))
     out.append(Section("Data categories sent as placeholders", [f"placeholders sent: {placed['total']}"],
                        [_counts("Placeholders by type", "type", placed["by_type"]),
                         Table("Placeholders by target", ["target", "type", "count"],

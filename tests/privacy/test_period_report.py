@@ -45,6 +45,7 @@ class Run:
     usage: dict[tuple[str, str, str], list[dict[str, Any]]]  # (key, by, period) -> /v1/usage rows
     bodies: dict[str, list[dict[str, Any]]]  # target -> bodies the cloud double received
     fallbacks: dict[str, Counter[str]] = field(default_factory=dict)  # key -> x-ecgw-fallback values seen
+    receipts: dict[str, int] = field(default_factory=dict)  # key -> x-ecgw-egress-receipt tokens received
 
 
 def _step(url: str, key: str, session: str, text: str, *, model: str = "ecgw/cloud-only") -> httpx.Response:
@@ -102,9 +103,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             seen.append((ACME, _step(url, ACME, "a3", "Forward it to dave@example.com please.")))
             seen += [(BETA, _step(url, BETA, "b1", f"Ping erin{n}@example.com today.")) for n in range(3)]
             end = time.time() + 1
+            receipts = {ACME: 0, BETA: 0}
             for key, response in seen:
                 if "x-ecgw-fallback" in response.headers:
                     fallbacks[key][response.headers["x-ecgw-fallback"]] += 1
+                receipts[key] += len([t for t in response.headers.get("x-ecgw-egress-receipt", "").split(",") if t])
             usage = {(key, by, period): _usage(url, key, by, start, until)
                      for key in (ACME, BETA, ADMIN) for by in ("deployment", "policy")
                      for period, until in (("first", middle), ("all", end))}
@@ -115,7 +118,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         bodies["primary" if body.get("model") == "gpt-primary" else "backup"].append(body)
     config = tmp / "config.yaml"
     config.write_text(yaml.safe_dump({"database_url": db, "secrets": {"key_file": key_file}}), encoding="utf-8")
-    yield Run(tmp, config, start, middle, end, usage, bodies, fallbacks)
+    yield Run(tmp, config, start, middle, end, usage, bodies, fallbacks, receipts)
 
 
 def _report(run: Run, capsys: pytest.CaptureFixture[str], owner: str, fmt: str = "json", *,
@@ -171,6 +174,9 @@ def test_a_tenant_sees_only_its_own_and_all_names_every_owner(run, capsys):
         assert owners[name]["placeholders"] == one["placeholders"]["total"]
         assert owners[name]["kept_on_edge"] == one["kept_on_edge"]["steps"]
     assert every["cloud_calls"]["total"] == acme["cloud_calls"]["total"] + beta["cloud_calls"]["total"]
+    # the receipts stored are those the clients were handed (once every cloud call's response carries one)
+    assert acme["cloud_calls"]["receipts"]["total"] == run.receipts[ACME]
+    assert beta["cloud_calls"]["receipts"]["total"] == run.receipts[BETA]
 
 
 def test_placeholders_per_target_are_those_in_the_bodies_the_cloud_received(run, capsys):
@@ -220,6 +226,7 @@ def _numbers(report: dict[str, Any]) -> dict[str, str]:
     return {"cloud calls": str(report["cloud_calls"]["total"]),
             "protected bodies in the audit": str(report["cloud_calls"]["audited"]),
             "cloud cost (USD)": f"{report['cloud_calls']['cost_usd']:.6f}",
+            "egress receipts issued": str(report["cloud_calls"]["receipts"]["total"]),
             "placeholders sent": str(report["placeholders"]["total"]),
             "listed units found raw in what left": str(report["left_raw"]["units_left_raw"]),
             "steps kept on the edge": str(report["kept_on_edge"]["steps"]),
