@@ -13,7 +13,7 @@ from privacy.audit.dashboard import cloud_bodies, overview
 from privacy.audit.exposure import ExposureRecorder, units_left_raw
 from privacy.audit.locations import safe_location
 from privacy.audit.receipts import HEADER as RECEIPT_HEADER
-from privacy.audit.receipts import ReceiptInvalid, ReceiptIssuer, body_bytes, placeholder_counts
+from privacy.audit.receipts import ReceiptInvalid, ReceiptIssuer, body_bytes, placeholder_counts, request_receipts
 from privacy.audit.receipts import verify as verify_receipt_token
 from privacy.audit.session_report import (
     benchmark_export,
@@ -44,7 +44,7 @@ from privacy.audit.writer import AuditWriter, Record
 
 __all__ = [
     "RECEIPT_HEADER", "Anchor", "PrivacyCheckpoint", "PrivacyReceipt", "ReceiptInvalid", "ReceiptIssuer", "body_bytes", "key_id",
-    "load_public_pems", "placeholder_counts", "verify_receipt_token",
+    "load_public_pems", "placeholder_counts", "request_receipts", "verify_receipt_token",
     "AuditStore", "AuditWriter", "AuditedUnits", "Break", "ChainSigner", "ExposureRecorder", "Hasher", "PrivacyCall",
     "PrivacyEgress", "PrivacyFinding", "TrailReport", "PrivacyUnit", "Record", "benchmark_export", "body_opener", "call_row", "cloud_bodies",
     "finding_row", "overview", "safe_location", "seal_body", "session_exposure", "session_report", "sessions_of",

@@ -33,9 +33,12 @@ from typing import Any
 
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
 
 from privacy.audit import chain
 from privacy.audit.chain import Anchor
+from privacy.audit.tables import PrivacyReceipt
 from privacy.audit.writer import AuditWriter
 
 HEADER = "x-ecgw-egress-receipt"
@@ -104,14 +107,35 @@ def verify(token: str, keys: Mapping[str, Ed25519PublicKey]) -> dict[str, Any]:
     return claims
 
 
-def verdict(*, checked: bool, protected: bool, replaced: bool, raw_units: Iterable[str]) -> str:
+def verdict(*, checked: bool, protected: bool, replaced: bool, let_through: bool) -> str:
+    """The last check's verdict on one body (``raw``: it let something leave as it was, on purpose)."""
     if not protected:
         return "unprotected"
     if not checked:
         return "unchecked"
-    if any(True for _ in raw_units):
+    if let_through:
         return "raw"
     return "replaced" if replaced else "clean"
+
+
+class CallReceipts:
+    """The receipts of one protected call: one each time its body is handed to a target (a fallback is another
+    handing-over). ``data`` is ``body_bytes(body)``, made once; a target that gets another body (provider state
+    dropped for a fallback) gets the hash of what it got."""
+
+    def __init__(self, issuer: ReceiptIssuer, *, call_id: str, request_id: str, session_id: str,
+                 body: Mapping[str, Any], data: bytes, placeholders: Mapping[str, int], raw_units: Iterable[str],
+                 verdict: str) -> None:
+        self._issuer = issuer
+        self._call = (call_id, request_id, session_id)
+        self._body, self._data = body, data
+        self._placeholders, self._raw_units, self._verdict = placeholders, sorted(raw_units), verdict
+
+    def issue(self, target: str, sent: Mapping[str, Any]) -> str:
+        call_id, request_id, session_id = self._call
+        return self._issuer.issue(call_id=call_id, request_id=request_id, session_id=session_id, target=target,
+                                  body=self._data if sent is self._body else body_bytes(sent),
+                                  placeholders=self._placeholders, raw_units=self._raw_units, verdict=self._verdict)
 
 
 class ReceiptIssuer:
@@ -135,3 +159,16 @@ class ReceiptIssuer:
         record = {"kind": "receipt", "row": row}
         self._audit.submit(lambda: record)
         return token
+
+
+def request_receipts(engine: Engine, open_body: object, request_id: str, scope: str | None) -> list[dict[str, Any]]:
+    """Every receipt of one request, oldest first, as ``GET /v1/receipts/{request_id}`` lists them: only those of
+    sessions under ``scope`` (an owner's prefix; None: every owner's). ``open_body`` is unused (receipts hold no
+    body): the signature of the audit's reads."""
+    table = PrivacyReceipt.__table__  # type: ignore[attr-defined]
+    with engine.connect() as conn:
+        rows = [dict(r._mapping) for r in conn.execute(
+            select(table).where(table.c.request_id == request_id).order_by(table.c.created_at, table.c.id))]
+    return [{"id": r["id"], "call_id": r["call_id"], "target": r["target"], "created_at": r["created_at"],
+             "receipt": r["token"], "claims": parse(r["token"])[1]}
+            for r in rows if scope is None or str(r["session_id"]).startswith(scope)]

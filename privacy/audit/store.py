@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -202,15 +201,11 @@ def units_record(session_id: str, units: list[Unit], hasher: Hasher) -> dict[str
     return {"kind": "units", "session_id": session_id, "units": [r.model_dump() for r in rows]}
 
 
-def body_json(body: dict[str, Any]) -> str:
-    return json.dumps(body, ensure_ascii=False)
-
-
-def seal_body(sealer: Sealer | None, call_id: str, body: dict[str, Any]) -> str:
-    """The stored form of a call's body: encrypted when the gateway has a key. The body is what left, scrubbed —
-    but whatever detection missed (a session without its units, an ``audit`` action) would otherwise rest raw."""
-    text = body_json(body)
-    return text if sealer is None else sealer.seal(text.encode("utf-8", "surrogatepass"), call_id.encode())
+def seal_body(sealer: Sealer | None, call_id: str, data: bytes) -> str:
+    """The stored form of a call's body (its exact bytes, ``receipts.body_bytes``): encrypted when the gateway has a
+    key. The body is what left, scrubbed — but whatever detection missed (a session without its units, an ``audit``
+    action) would otherwise rest raw."""
+    return data.decode("utf-8", "surrogatepass") if sealer is None else sealer.seal(data, call_id.encode())
 
 
 def body_opener(sealer: Sealer | None) -> Callable[[PrivacyCall], str]:
