@@ -21,6 +21,7 @@ from gateway.policy_choice import PolicyDecision
 from gateway.service import Services
 from gateway.shadow import Ticket
 from gateway.tenancy import Identity
+from privacy.audit import RECEIPT_HEADER
 from privacy.errors import PrivacyBlocked
 from router.budgets.errors import KEPT_ON_EDGE, OverBudget, fallback_of
 from router.budgets.limits import NO_SPEND, Spend
@@ -174,6 +175,8 @@ class StepPipeline:
             started = await _run(self._edge_only, step, out_headers)
             step.note.decision, step.note.reason = wanted
         out_headers["x-ecgw-route"] = route.route
+        if route.receipts:  # each body that left before the headers (later ones: GET /v1/receipts/{request_id})
+            out_headers[RECEIPT_HEADER] = ",".join(route.receipts)
         for side, header in (("edge", "x-ecgw-edge-deployment"), ("cloud", "x-ecgw-cloud-target")):
             if side in route.answered:
                 out_headers[header] = route.answered[side]
@@ -220,8 +223,12 @@ class _StepEnd:
 
 def _chains(route: RouteTracker) -> dict[str, str]:
     """The members each side tried before one answered (``edge_chain``, ``cloud_chain``), when it was not the
-    first: the step record keeps the failover."""
-    return {f"{side}_chain": chain for side in ("edge", "cloud") if (chain := route.chain(side)) is not None}
+    first: the step record keeps the failover; and why the cloud door made no call, when it did not
+    (``cloud_stopped``, ``router.stops``)."""
+    out = {f"{side}_chain": chain for side in ("edge", "cloud") if (chain := route.chain(side)) is not None}
+    if route.stopped:
+        out["cloud_stopped"] = ",".join(route.stopped)
+    return out
 
 
 async def _run(policy: Policy, step: Step, headers: dict[str, str]) -> Started:

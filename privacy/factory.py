@@ -21,9 +21,8 @@ from privacy.detect import (
     SpacyRecognizer,
     shared_people,
 )
-from privacy.egress import EgressCheck
 from privacy.hook import PassThroughProtector, Protector
-from privacy.lastcheck import LastCheck
+from privacy.lastcheck import EgressCheck, LastCheck
 from privacy.metrics import PrivacyMetrics
 from privacy.passthrough import RecordingPassThroughProtector
 from privacy.protector import PrivacyProtector
