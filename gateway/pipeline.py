@@ -32,7 +32,9 @@ from router.learning.features import request_features
 from router.policies.edge_only import EdgeOnly
 from router.policy import Policy
 from router.spans import NO_SPAN, Span, make_current
-from router.step import SessionState, Step
+from router.step import DecisionNote, SessionState, Step
+from router.target_costs import TargetCosts
+from router.targets import TargetTracker
 
 log = logging.getLogger("ecgw")
 
@@ -142,6 +144,9 @@ class StepPipeline:
                 experiment=decision.experiment, arm=decision.arm)) is not None:
             limited = await budget.admit(body)  # rpm/tpm: RateLimited (429) before anything runs
             spend = budget
+        note = DecisionNote()
+        arm = f"{decision.experiment}:{decision.arm}" if decision.arm is not None else None
+        spend = TargetCosts(spend, note, TargetTracker(s.sessions), s.call_cost, policy=policy_name, arm=arm)
         step = Step(
             request=body,
             context=context,
@@ -150,6 +155,7 @@ class StepPipeline:
             cloud=s.doors.cloud(context, route, spend, target=self._target(body, decision)),
             route=route,
             knobs=without_target(decision.knobs),
+            note=note,
         )
         out_headers = {"x-ecgw-request-id": request_id, "x-ecgw-session": header_safe(shown),
                        "x-ecgw-policy": policy_name, **limited}
