@@ -237,14 +237,9 @@ def build_services(
         virtual_keys=virtual_keys,
         tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
                                          service_name=settings.observability.service_name),
-<<<<<<< HEAD
         budgets=budgets,
         shadows=Shadows(settings.learning, doors=doors, meter=meter, budgets=budgets),
-=======
-        budgets=build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"),
-                              clock=clock),
         call_cost=call_cost_of(settings),
->>>>>>> main
     )
 
 
