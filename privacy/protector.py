@@ -23,7 +23,7 @@ from privacy.audit import (
 )
 from privacy.audit.receipts import verdict
 from privacy.detect import DetectionError, Finding, Unit, UnitsDocument, is_credential_type
-from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from privacy.errors import PrivacyBlocked, PrivacyFailedToEdge, PrivacyUnavailable
 from privacy.hook import Protection, ReceiptSource, StreamRestorer
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
@@ -215,7 +215,7 @@ class PrivacyProtector:
                 else f"a privacy detector failed ({type(exc).__name__}: {exc})")
             log.error("privacy protection failed for request %s: %s", request_id, reason)
             if self._settings.on_privacy_error == "edge":
-                raise PrivacyBlocked(reason + "; privacy.on_privacy_error is 'edge'") from exc
+                raise PrivacyFailedToEdge(reason + "; privacy.on_privacy_error is 'edge'") from exc
             raise PrivacyUnavailable(reason) from exc
         on_usage = record = receipts = None
         if self._audited is not None:
