@@ -89,11 +89,11 @@ def derive(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def usage_report(store: UsageStore, by: str, *, since: float | None = None,
+def usage_report(store: UsageStore, by: str, *, since: float | None = None, until: float | None = None,
                  session_prefix: str | None = None) -> list[dict[str, Any]]:
     if by not in GROUPS:
         raise BadReportRequest(f"unknown grouping {by!r}; valid: {', '.join(GROUPS)}")
-    return [derive(raw) for raw in store.aggregate(by, since=since, session_prefix=session_prefix)]
+    return [derive(raw) for raw in store.aggregate(by, since=since, until=until, session_prefix=session_prefix)]
 
 
 # formatting ----------------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from gateway.metrics import RequestMetrics
 from gateway.policy_choice import PolicyDecision
 from gateway.service import Services
 from gateway.tenancy import Identity
+from privacy.audit import RECEIPT_HEADER
 from privacy.errors import PrivacyBlocked
 from router.budgets.errors import KEPT_ON_EDGE, OverBudget, fallback_of
 from router.budgets.limits import NO_SPEND, Spend
@@ -29,7 +30,9 @@ from router.fleet import TARGET_KNOB, without_target
 from router.policies.edge_only import EdgeOnly
 from router.policy import Policy
 from router.spans import NO_SPAN, Span, make_current
-from router.step import SessionState, Step
+from router.step import DecisionNote, SessionState, Step
+from router.target_costs import TargetCosts
+from router.targets import TargetTracker
 
 log = logging.getLogger("ecgw")
 
@@ -139,6 +142,9 @@ class StepPipeline:
                 experiment=decision.experiment, arm=decision.arm)) is not None:
             limited = await budget.admit(body)  # rpm/tpm: RateLimited (429) before anything runs
             spend = budget
+        note = DecisionNote()
+        arm = f"{decision.experiment}:{decision.arm}" if decision.arm is not None else None
+        spend = TargetCosts(spend, note, TargetTracker(s.sessions), s.call_cost, policy=policy_name, arm=arm)
         step = Step(
             request=body,
             context=context,
@@ -147,6 +153,7 @@ class StepPipeline:
             cloud=s.doors.cloud(context, route, spend, target=self._target(body, decision)),
             route=route,
             knobs=without_target(decision.knobs),
+            note=note,
         )
         out_headers = {"x-ecgw-request-id": request_id, "x-ecgw-session": header_safe(shown),
                        "x-ecgw-policy": policy_name, **limited}
@@ -171,6 +178,8 @@ class StepPipeline:
             started = await _run(self._edge_only, step, out_headers)
             step.note.decision, step.note.reason = wanted
         out_headers["x-ecgw-route"] = route.route
+        if route.receipts:  # each body that left before the headers (later ones: GET /v1/receipts/{request_id})
+            out_headers[RECEIPT_HEADER] = ",".join(route.receipts)
         for side, header in (("edge", "x-ecgw-edge-deployment"), ("cloud", "x-ecgw-cloud-target")):
             if side in route.answered:
                 out_headers[header] = route.answered[side]
@@ -207,8 +216,12 @@ class _StepEnd:
 
 def _chains(route: RouteTracker) -> dict[str, str]:
     """The members each side tried before one answered (``edge_chain``, ``cloud_chain``), when it was not the
-    first: the step record keeps the failover."""
-    return {f"{side}_chain": chain for side in ("edge", "cloud") if (chain := route.chain(side)) is not None}
+    first: the step record keeps the failover; and why the cloud door made no call, when it did not
+    (``cloud_stopped``, ``router.stops``)."""
+    out = {f"{side}_chain": chain for side in ("edge", "cloud") if (chain := route.chain(side)) is not None}
+    if route.stopped:
+        out["cloud_stopped"] = ",".join(route.stopped)
+    return out
 
 
 async def _run(policy: Policy, step: Step, headers: dict[str, str]) -> Started:

@@ -19,6 +19,7 @@ from privacy import Protector
 from privacy.session_store import SessionStore
 from router.budgets.limits import Budgets
 from router.policy import PolicyRegistry
+from router.target_costs import CallCost, no_cost
 
 log = logging.getLogger("ecgw")
 
@@ -42,6 +43,7 @@ class Services:
     dashboard_key: bytes = field(repr=False)  # signs the dashboard's sign-in sessions (from the secrets key)
     tracing: Tracing = field(default_factory=NoTracing)
     budgets: Budgets | None = None  # None: no limits configured
+    call_cost: CallCost = no_cost  # a cloud call's USD as metering prices it (a cost target's feedback)
 
     @property
     def settings(self) -> Settings:

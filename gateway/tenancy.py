@@ -156,6 +156,10 @@ class Tenancy:
             owner = "k." + _hash(owner_key, "bound\0" + bound, _OWNER_HEX)
             self._identities[secret] = Identity(secret, owner, bound_session=bound, name=secret, label=owner)
 
+    def configured(self) -> list[Identity]:
+        """Every key of ``server.api_keys`` as the gateway knows it (for reports across keys: their labels only)."""
+        return [i for i in self._identities.values() if not i.admin and i.bound_session is None]
+
     def authenticate(self, headers: Mapping[str, str]) -> Identity:
         """The caller; ``ClientError`` 401 (OpenAI's shape) when keys are configured and this one is not."""
         key = presented_key(headers)

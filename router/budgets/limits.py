@@ -134,6 +134,15 @@ class Budgets:
                                     Rows(where=(("experiment", experiment), ("arm", arm))), arm_limits))
         return scopes
 
+    def arm_scopes(self) -> list[Scope]:
+        """The scope of every arm ``limits.arms`` names (for reports across arms)."""
+        out = []
+        for name in self.settings.arms:
+            experiment, _, arm = name.rpartition(":")
+            out += [s for s in self.scopes(key_name=None, owner_prefix=None, session_id=None, experiment=experiment,
+                                           arm=arm) if s.kind == "arm"]
+        return out
+
     def for_step(self, *, key_name: str | None, owner_prefix: str | None, session_id: str,
                  experiment: str | None, arm: str | None) -> StepBudget | None:
         scopes = self.scopes(key_name=key_name, owner_prefix=owner_prefix, session_id=session_id,
