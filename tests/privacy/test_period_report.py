@@ -102,7 +102,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             middle = time.time()
             seen.append((ACME, _step(url, ACME, "a3", "Forward it to dave@example.com please.")))
             seen += [(BETA, _step(url, BETA, "b1", f"Ping erin{n}@example.com today.")) for n in range(3)]
-            end = time.time() + 1
+            end = time.time()  # every record of the traffic is older; the shutdown checkpoint is newer
             receipts = {ACME: 0, BETA: 0}
             for key, response in seen:
                 if "x-ecgw-fallback" in response.headers:
@@ -309,3 +309,48 @@ def test_a_step_whose_protection_could_not_run_is_a_fail_closed_event(tmp_path, 
     assert report["cloud_calls"]["total"] == 0 and report["cloud_calls"]["audited"] == 0  # nothing left
     assert report["kept_on_edge"]["by_reason"] == ({"privacy-blocked": 1} if on_error == "edge" else {})
     assert report["trail"] == {"verified": False, "reason": "no public key to verify the checkpoints with"}
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_reports_numbers_are_the_usage_apis_too(tmp_path, edge, cloud, capsys):
+    import uuid
+
+    from sqlalchemy import text
+
+    from accounting.database import make_engine
+    from tests.real_parts import postgres_url
+
+    schema = f"period_{uuid.uuid4().hex[:12]}"
+    admin = make_engine(postgres_url())
+    with admin.begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    db = postgres_url() + ("&" if "?" in postgres_url() else "?") + f"options=-csearch_path%3D{schema}"
+    key_file = str(tmp_path / "ecgw.key")
+    settings = settings_for(edge.url, cloud.url, database_url=db, secrets={"key_file": key_file},
+                            server={"api_keys": [{"name": "acme-1", "key": ACME, "tenant": "acme"},
+                                                 {"name": "beta-1", "key": BETA, "tenant": "beta"}]},
+                            accounting={"prices": {"openai/gpt-test": PRICES["openai/gpt-primary"]},
+                                        "spill_path": None},
+                            privacy={"layers": {"ner": False}, "audit_spill_path": None})
+    server = ThreadedServer(create_app(settings, services=guarded_services(settings))).start()
+    try:
+        start = time.time()
+        for key, text_ in ((ACME, "Write to alice@example.com."), (ACME, "And to bob@example.org."),
+                           (BETA, "Ping carol@example.net.")):
+            _step(server.url, key, "s", text_)
+        end = time.time()  # every record of the traffic is older; the shutdown checkpoint is newer
+        usage = _usage(server.url, ACME, "deployment", start, end)
+    finally:
+        server.stop()
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"database_url": db, "secrets": {"key_file": key_file}}), encoding="utf-8")
+    run = Run(tmp_path, config, start, end, end, {}, {})
+    try:
+        report = _json(run, capsys, "acme")
+        assert _by(report["cloud_calls"]["by_target"], "target") == _cloud_rows(usage)
+        assert report["cloud_calls"]["total"] == 2 and report["placeholders"]["by_type"] == {"EMAIL_ADDRESS": 2}
+        assert report["trail"]["intact"] and report["trail"]["anchored"]
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
