@@ -39,12 +39,13 @@ from gateway.metrics import RequestMetrics, multiprocess_exposition
 from gateway.owner_migration import migrate_owners
 from gateway.pipeline import StepPipeline
 from gateway.policy_choice import PolicyChooser
-from gateway.privacy_routes import receipts_endpoint, session_privacy_endpoint, units_endpoint
+from gateway.privacy_routes import erase_endpoint, receipts_endpoint, session_privacy_endpoint, units_endpoint
 from gateway.reload import POLL_S, Reloader, on_sighup
 from gateway.sealing import SealBroken, SealedStore
 from gateway.service import Services
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from gateway.settings import CloudSettings, ConfigError, Settings, edge_endpoint
+from gateway.shadow import Shadows
 from gateway.snapshot import Configuration, Snapshot, SnapshotPart
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
@@ -220,10 +221,12 @@ def build_services(
                                              hash_key=keys.derive("audit"),
                                              seal_key=keys.derive("audit-body"), scope_of=owner_of,
                                              sign_key=keys.derive("audit-sign"))
+    doors = Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
+                        cloud_transport=cloud_transport)
+    budgets = build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"), clock=clock)
     return Services(
         config=config,
-        doors=Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
-                          cloud_transport=cloud_transport),
+        doors=doors,
         protector=protector,
         meter=meter,
         sessions=sessions,
@@ -234,8 +237,8 @@ def build_services(
         virtual_keys=virtual_keys,
         tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
                                          service_name=settings.observability.service_name),
-        budgets=build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"),
-                              clock=clock),
+        budgets=budgets,
+        shadows=Shadows(settings.learning, doors=doors, meter=meter, budgets=budgets),
         call_cost=call_cost_of(settings),
     )
 
@@ -321,6 +324,8 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
               session_privacy_endpoint(services.protector, session_of=tenancy.readable), methods=["GET"]),
         Route("/v1/receipts/{request_id}", receipts_endpoint(services.protector, scope=tenancy.usage_scope),
               methods=["GET"]),
+        Route("/v1/sessions/{session_id:path}", erase_endpoint(services.protector, session_of=tenancy.readable),
+              methods=["DELETE"]),
         Route("/v1/usage", usage_endpoint(services.meter, scope=tenancy.usage_scope), methods=["GET"]),
         Route("/v1/budget", budget_endpoint(services.budgets, session_of=tenancy.own, targets=targets),
               methods=["GET"]),
