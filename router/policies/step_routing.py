@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from router.chat_shapes import aclose, chunks_to_completion
 from router.entropy import decision_entropy, logprob_entries
-from router.policies._knobs import KnobBook
+from router.policies._knobs import Knobbed
 from router.policies._messages import in_tool_loop
 from router.policy import StepResult
 from router.step import Step
@@ -59,15 +59,14 @@ class Decision(BaseModel):
     tau: float | None = None
 
 
-class StepRouting:
+class StepRouting(Knobbed[StepRoutingKnobs]):
     name: ClassVar[str] = "step-routing"
 
-    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
-        self.knobs = KnobBook(self.name, StepRoutingKnobs, knobs)
-        self.missing_logprobs_events = 0
+    knobs_model = StepRoutingKnobs
 
-    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
-        self.knobs.check(overrides)
+    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
+        super().__init__(knobs)
+        self.missing_logprobs_events = 0
 
     @staticmethod
     def tau_for(knobs: StepRoutingKnobs, model: str) -> float:
