@@ -19,6 +19,10 @@ class StreamRestorer(Protocol):
 
     def flush(self) -> list[dict[str, Any]]: ...
 
+    def close(self) -> None:
+        """The stream stopped (ended, broke or was cancelled): what it owes the audit is recorded now."""
+        ...
+
 
 class Protection(Protocol):
     """One protected request: the body that may leave, and the way back."""
@@ -71,6 +75,9 @@ class _PassThroughRestorer:
 
     def flush(self) -> list[dict[str, Any]]:
         return []
+
+    def close(self) -> None:
+        return None
 
 
 class _PassThroughProtection:

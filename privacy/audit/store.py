@@ -24,7 +24,7 @@ from accounting.migrations import migrate
 from privacy.audit import chain
 from privacy.audit.chain import ChainSigner
 from privacy.audit.migrations import AUDIT_MIGRATIONS, VERSION_TABLE
-from privacy.audit.tables import PrivacyCall, PrivacyEgress, PrivacyFinding, PrivacyUnit
+from privacy.audit.tables import PrivacyCall, PrivacyEgress, PrivacyFinding, PrivacyInbound, PrivacyUnit
 from privacy.detect import Unit
 from privacy.seal import SealBroken, Sealer
 
@@ -34,6 +34,7 @@ log = logging.getLogger("ecgw.privacy")
 _CALL_COLUMNS = tuple(PrivacyCall.model_fields)
 _FINDING_COLUMNS = tuple(name for name in PrivacyFinding.model_fields if name != "id")  # the database numbers them
 _EGRESS_COLUMNS = tuple(name for name in PrivacyEgress.model_fields if name != "id")
+_INBOUND_COLUMNS = tuple(name for name in PrivacyInbound.model_fields if name != "id")
 
 
 def normalise_for_hash(value: str) -> str:
@@ -115,6 +116,8 @@ class AuditStore:
             self.write_findings([finding_row(**f) for f in record["findings"]])
         elif kind == "egress":
             self.write_egress(record["rows"])
+        elif kind == "inbound":  # what a cloud answer carried that its request did not (privacy.response_guard)
+            self.write_inbound(record["rows"])
         elif kind == "checkpoint":
             self.write_checkpoint()
         else:
@@ -160,6 +163,19 @@ class AuditStore:
             stored = [{name: row.get(name) for name in _EGRESS_COLUMNS} for row in rows]
             conn.execute(table.insert(), stored)
             chain.append(conn, "egress", call_id, chain.rows_digest(stored), float(rows[0]["created_at"]))
+
+    def write_inbound(self, rows: list[dict[str, Any]]) -> None:
+        """A cloud answer's inbound findings (one record per call, ``privacy.inbound``), chained like egress rows."""
+        if not rows:
+            return
+        table = PrivacyInbound.__table__  # type: ignore[attr-defined]
+        call_id = rows[0]["call_id"]
+        with self._chained() as conn:
+            if conn.execute(select(table.c.id).where(table.c.call_id == call_id)).first() is not None:
+                return  # a retried record the database took before
+            stored = [{name: row.get(name) for name in _INBOUND_COLUMNS} for row in rows]
+            conn.execute(table.insert(), stored)
+            chain.append(conn, "inbound", call_id, chain.rows_digest(stored), float(rows[0]["created_at"]))
 
     def write_units(self, session_id: str, units: list[PrivacyUnit]) -> None:
         table = PrivacyUnit.__table__  # type: ignore[attr-defined]

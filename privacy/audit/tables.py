@@ -1,6 +1,7 @@
 """The audit's tables, all four in one place: per cloud call (``privacy_call``), what was found in it
 (``privacy_finding``), the units known per session (``privacy_unit``) and the listed units that left raw
-(``privacy_egress``), and the tamper-evident trail over them (``privacy_chain``, ``privacy_checkpoint``). Their schema is created and changed only by ``privacy.audit.migrations``; a test holds the
+(``privacy_egress``), what cloud answers carried that their request never did (``privacy_inbound``), and the
+tamper-evident trail over them (``privacy_chain``, ``privacy_checkpoint``). Their schema is created and changed only by ``privacy.audit.migrations``; a test holds the
 two equal.
 """
 
@@ -66,6 +67,25 @@ class PrivacyEgress(SQLModel, table=True):
     created_at: float
 
 
+class PrivacyInbound(SQLModel, table=True):
+    """One row per sensitive value a cloud answer carried that neither the call's placeholders nor its request did
+    (``privacy.response_guard``): type, layer and where in the answer — never the value, nor a hash of it (a
+    short value's hash could be brute-forced)."""
+
+    __tablename__ = "privacy_inbound"
+
+    id: int | None = Field(default=None, primary_key=True)
+    call_id: str = Field(index=True)
+    session_id: str = Field(index=True)
+    request_id: str
+    owner: str = Field(index=True)
+    type: str
+    layer: str
+    location: str  # where in the answer: content, reasoning_content, tool_calls[<name>].arguments, …
+    action: str  # audit | redact
+    created_at: float
+
+
 class PrivacyChain(SQLModel, table=True):
     """The trail: one entry per audit record, in one chain per database (``privacy.audit.chain``). ``digest`` is
     the SHA-256 of the record's rows as stored, ``hash`` covers the entry and its predecessor's ``hash``."""
@@ -97,4 +117,5 @@ class PrivacyCheckpoint(SQLModel, table=True):
 
 
 TABLES = [PrivacyCall.__table__, PrivacyFinding.__table__, PrivacyUnit.__table__,  # type: ignore[attr-defined]
-          PrivacyEgress.__table__, PrivacyChain.__table__, PrivacyCheckpoint.__table__]  # type: ignore[attr-defined]
+          PrivacyEgress.__table__, PrivacyInbound.__table__, PrivacyChain.__table__,  # type: ignore[attr-defined]
+          PrivacyCheckpoint.__table__]  # type: ignore[attr-defined]

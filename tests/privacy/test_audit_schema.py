@@ -30,7 +30,7 @@ def test_the_audit_schema_is_versioned_beside_the_metering_schema(tmp_path: Path
     with engine.connect() as conn:
         audit = [r[0] for r in conn.execute(text("SELECT version FROM ecgw_privacy_schema_version ORDER BY 1"))]
         usage = [r[0] for r in conn.execute(text("SELECT version FROM ecgw_schema_version ORDER BY 1"))]
-    assert audit == [1, 2, 3, 4]
+    assert audit == [1, 2, 3, 4, 5]
     assert usage == metering_versions
     metering.dispose()
 
