@@ -39,7 +39,7 @@ from gateway.metrics import RequestMetrics, multiprocess_exposition
 from gateway.owner_migration import migrate_owners
 from gateway.pipeline import StepPipeline
 from gateway.policy_choice import PolicyChooser
-from gateway.privacy_routes import session_privacy_endpoint, units_endpoint
+from gateway.privacy_routes import receipts_endpoint, session_privacy_endpoint, units_endpoint
 from gateway.reload import POLL_S, Reloader, on_sighup
 from gateway.sealing import SealBroken, SealedStore
 from gateway.service import Services
@@ -306,6 +306,8 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
               units_endpoint(services.protector, reader, session_of=tenancy.own), methods=["PUT"]),
         Route("/v1/sessions/{session_id:path}/privacy",
               session_privacy_endpoint(services.protector, session_of=tenancy.readable), methods=["GET"]),
+        Route("/v1/receipts/{request_id}", receipts_endpoint(services.protector, scope=tenancy.usage_scope),
+              methods=["GET"]),
         Route("/v1/usage", usage_endpoint(services.meter, scope=tenancy.usage_scope), methods=["GET"]),
         Route("/v1/budget", budget_endpoint(services.budgets, session_of=tenancy.own), methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),

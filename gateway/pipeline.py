@@ -20,6 +20,7 @@ from gateway.metrics import RequestMetrics
 from gateway.policy_choice import PolicyDecision
 from gateway.service import Services
 from gateway.tenancy import Identity
+from privacy.audit import RECEIPT_HEADER
 from privacy.errors import PrivacyBlocked
 from router.budgets.errors import KEPT_ON_EDGE, OverBudget, fallback_of
 from router.budgets.limits import NO_SPEND, Spend
@@ -171,6 +172,8 @@ class StepPipeline:
             started = await _run(self._edge_only, step, out_headers)
             step.note.decision, step.note.reason = wanted
         out_headers["x-ecgw-route"] = route.route
+        if route.receipts:  # each body that left before the headers (later ones: GET /v1/receipts/{request_id})
+            out_headers[RECEIPT_HEADER] = ",".join(route.receipts)
         for side, header in (("edge", "x-ecgw-edge-deployment"), ("cloud", "x-ecgw-cloud-target")):
             if side in route.answered:
                 out_headers[header] = route.answered[side]

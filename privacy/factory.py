@@ -22,10 +22,9 @@ from privacy.detect import (
     TextDetector,
     shared_people,
 )
-from privacy.egress import EgressCheck
 from privacy.hook import PassThroughProtector, Protector
 from privacy.inbound import InboundScanner
-from privacy.lastcheck import LastCheck
+from privacy.lastcheck import EgressCheck, LastCheck
 from privacy.metrics import PrivacyMetrics
 from privacy.passthrough import RecordingPassThroughProtector
 from privacy.protector import PrivacyProtector

@@ -24,14 +24,25 @@ class StreamRestorer(Protocol):
         ...
 
 
+class ReceiptSource(Protocol):
+    """Signs the egress receipts of one call (``privacy.audit.receipts``)."""
+
+    def issue(self, target: str, sent: dict[str, Any]) -> str: ...
+
+
 class Protection(Protocol):
-    """One protected request: the body that may leave, and the way back."""
+    """One protected request: the body that may leave, the way back, and the receipt of each handing-over."""
 
     body: dict[str, Any]
 
     def restore(self, response: dict[str, Any]) -> dict[str, Any]: ...
 
     def stream_restorer(self) -> StreamRestorer: ...
+
+    def receipt(self, target: str, sent: dict[str, Any]) -> str | None:
+        """The signed receipt of ``sent`` (this body, as one target gets it) handed to ``target``; None without an
+        audit to keep it in."""
+        ...
 
 
 class Protector(Protocol):
@@ -80,9 +91,13 @@ class _PassThroughRestorer:
         return None
 
 
-class _PassThroughProtection:
-    def __init__(self, body: dict[str, Any]) -> None:
+class PassThroughProtection:
+    def __init__(self, body: dict[str, Any], receipts: ReceiptSource | None = None) -> None:
         self.body = body
+        self._receipts = receipts
+
+    def receipt(self, target: str, sent: dict[str, Any]) -> str | None:
+        return None if self._receipts is None else self._receipts.issue(target, sent)
 
     def restore(self, response: dict[str, Any]) -> dict[str, Any]:
         return response
@@ -96,7 +111,7 @@ class PassThroughProtector:
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None) -> Protection:
-        return _PassThroughProtection(body)
+        return PassThroughProtection(body)
 
     async def start(self) -> None:
         return None

@@ -14,16 +14,19 @@ from privacy.audit import (
     AuditWriter,
     Hasher,
     Record,
+    body_bytes,
     call_row,
     finding_row,
     inbound_record,
+    placeholder_counts,
     safe_location,
     seal_body,
 )
+from privacy.audit.receipts import verdict
 from privacy.detect import DetectionError, Finding, Unit, UnitsDocument, is_credential_type
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
 from privacy.guard import AnswerGuard, Found
-from privacy.hook import Protection, StreamRestorer
+from privacy.hook import Protection, ReceiptSource, StreamRestorer
 from privacy.inbound import Carried, InboundScanner
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
@@ -45,12 +48,16 @@ _INLINE_CHARS = 256  # detect inline below this many new characters; above it, o
 
 
 class ScrubbedRequest:
-    """The outcome of a scrub: the body that may leave, what was found where, and the placeholders live now."""
+    """The outcome of a scrub: the body that may leave, what was found where, the placeholders live now, and the
+    last check's verdict on it (``privacy.audit.receipts.verdict``) with the listed units it let leave raw."""
 
     def __init__(self, body: dict[str, Any], by_slot: list[tuple[str, Sequence[Applied]]],
-                 values: dict[str, str]) -> None:
+                 values: dict[str, str], *, verdict: str = "unchecked",
+                 raw_units: frozenset[str] = frozenset()) -> None:
         self.body = body
         self.values = values
+        self.verdict = verdict
+        self.raw_units = raw_units
         self._by_slot = by_slot
         self._applied: list[Applied] | None = None
 
@@ -66,12 +73,17 @@ class ScrubbedRequest:
 
 class PrivacyProtection:
     def __init__(self, scrubbed: ScrubbedRequest, *, on_usage: Any = None,
-                 tool_secrets: ToolSecrets | None = None, guard: AnswerGuard | None = None) -> None:
+                 tool_secrets: ToolSecrets | None = None, receipts: ReceiptSource | None = None,
+                 guard: AnswerGuard | None = None) -> None:
         self.body = scrubbed.body
         self._scrubbed = scrubbed
         self._restorer = Restorer(scrubbed.values, tool_secrets)
         self._on_usage = on_usage
+        self._receipts = receipts
         self._guard = guard  # privacy.response_guard: what the answer carries that the call never did
+
+    def receipt(self, target: str, sent: dict[str, Any]) -> str | None:
+        return None if self._receipts is None else self._receipts.issue(target, sent)
 
     @property
     def findings(self) -> list[Applied]:
@@ -160,6 +172,8 @@ class PrivacyProtector:
             results[i] = done
         by_slot: list[tuple[str, Sequence[Applied]]] = []
         given: set[str] = set()
+        checked = replaced = let_through = False
+        raw_units: frozenset[str] = frozenset()
         for slot, maybe in zip(slots, results, strict=True):
             assert maybe is not None
             result = maybe
@@ -180,6 +194,8 @@ class PrivacyProtector:
                 scanned, matcher, fresh, units_version=version, session_id=session_id, owner=scope,
                 audited=audited))
             last_check.count(settled)
+            checked, replaced, let_through = True, bool(settled.done), settled.let_through
+            raw_units = frozenset(settled.raw_units)
             copy_ = settled.body
             given |= settled.given
             by_slot.extend((path, [applied]) for path, applied in settled.done)
@@ -190,7 +206,10 @@ class PrivacyProtector:
             self._cache.put(keys[i], fresh)
         # The way back restores only what this call gave the cloud: a placeholder the cloud invents, or copies
         # from text the client sent (a prompt injection in a fetched page), stays literal.
-        return ScrubbedRequest(copy_, by_slot, {p: v for p, v in vault.values.items() if p in given})
+        return ScrubbedRequest(copy_, by_slot, {p: v for p, v in vault.values.items() if p in given},
+                               verdict=verdict(checked=checked, protected=True, replaced=replaced,
+                                               let_through=let_through),
+                               raw_units=raw_units)
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None) -> Protection:
@@ -206,10 +225,15 @@ class PrivacyProtector:
             if self._settings.on_privacy_error == "edge":
                 raise PrivacyBlocked(reason + "; privacy.on_privacy_error is 'edge'") from exc
             raise PrivacyUnavailable(reason) from exc
-        on_usage = record = None
+        on_usage = record = receipts = None
         call_id = ""
         if self._audited is not None:
-            call_id = self._record(scrubbed, session_id, request_id, experiment)
+            data = body_bytes(scrubbed.body)  # the exact bytes the receipts cover and the audit seals
+            call_id = self._record(scrubbed, data, session_id, request_id, experiment)
+            receipts = self._audited.receipts(call_id=call_id, request_id=request_id, session_id=session_id,
+                                              body=scrubbed.body, data=data,
+                                              placeholders=placeholder_counts(scrubbed.values),
+                                              raw_units=scrubbed.raw_units, verdict=scrubbed.verdict)
             await self._audited.record_exposure(call_id, session_id, scrubbed.body)
             on_usage = _UsageRecorder(self._audited.audit, call_id)
             assert self._hasher is not None
@@ -217,7 +241,8 @@ class PrivacyProtector:
         secrets = frozenset(p for p in scrubbed.values if is_credential_type(p[1:].rsplit("_", 1)[0]))
         tool_secrets = ToolSecrets(secrets, self._settings.restore_secrets_in_tools, record)
         guard = await self._guard(body, scrubbed, call_id, session_id, request_id)
-        return PrivacyProtection(scrubbed, on_usage=on_usage, tool_secrets=tool_secrets, guard=guard)
+        return PrivacyProtection(scrubbed, on_usage=on_usage, tool_secrets=tool_secrets, receipts=receipts,
+                                 guard=guard)
 
     async def _guard(self, body: dict[str, Any], scrubbed: ScrubbedRequest, call_id: str, session_id: str,
                      request_id: str) -> AnswerGuard | None:
@@ -235,12 +260,12 @@ class PrivacyProtector:
         carried = Carried([body, scrubbed.body], scrubbed.values.values())
         return AnswerGuard(settings, self._inbound, units, carried, record)
 
-    def _record(self, scrubbed: ScrubbedRequest, session_id: str, request_id: str, experiment: str | None) -> str:
-        """Enqueue the audit rows; they are built (hashes, JSON) on the writer thread, off the request path."""
+    def _record(self, scrubbed: ScrubbedRequest, data: bytes, session_id: str, request_id: str,
+                experiment: str | None) -> str:
+        """Enqueue the audit rows; they are built (hashes, sealing) on the writer thread, off the request path."""
         assert self._audit is not None and self._hasher is not None
         call_id = uuid.uuid4().hex
         hasher, sealer, created = self._hasher, self._sealer, time.time()
-        body = dict(scrubbed.body)  # the upstream may set keys on the original
 
         def build() -> Record:
             applied = scrubbed.applied
@@ -250,7 +275,7 @@ class PrivacyProtector:
                                     value_hash=hasher(a.finding.value), unit_id=a.finding.unit_id,
                                     field=a.finding.field, dimension=a.finding.dimension) for a in applied]
             call = call_row(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
-                            created_at=created, body=seal_body(sealer, call_id, body), findings=len(findings))
+                            created_at=created, body=seal_body(sealer, call_id, data), findings=len(findings))
             return {"kind": "call", "call": call, "findings": findings}
 
         self._audit.submit(build)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any, Protocol
 
 from accounting.calls import Meter, UpstreamCall
@@ -80,6 +80,9 @@ def _chunk_text(chunk: dict[str, Any], parts: list[str]) -> None:
             arguments = function.get("arguments")
             if arguments:
                 parts.append(str(arguments))
+
+
+Sending = Callable[[Member, dict[str, Any]], None]  # told of each body as one member is about to get it
 
 
 class CloudPool(Pool, Protocol):
@@ -162,11 +165,14 @@ class _MeteredChannel:
                     self._context.request_id, self.side, member.name, exc.status, exc.message)
         return True
 
-    async def _complete(self, body: dict[str, Any], purpose: str, span: Span, hold: Hold | None) -> dict[str, Any]:
+    async def _complete(self, body: dict[str, Any], purpose: str, span: Span, hold: Hold | None,
+                        sending: Sending | None = None) -> dict[str, Any]:
         self._route.used(self.side)
         plan = self._pool.plan(self._call)
         for index, member in enumerate(plan):
             sent = self._prepare(member, body, plan)
+            if sending is not None:
+                sending(member, sent)
             started_at, t0 = time.time(), time.perf_counter()
             self._pool.begin(member)
             try:
@@ -197,12 +203,14 @@ class _MeteredChannel:
             return response
         raise AssertionError("a pool planned no member")  # every pool plans at least one
 
-    async def _stream(self, body: dict[str, Any], purpose: str, span: Span,
-                      hold: Hold | None) -> AsyncGenerator[dict[str, Any], None]:
+    async def _stream(self, body: dict[str, Any], purpose: str, span: Span, hold: Hold | None,
+                      sending: Sending | None = None) -> AsyncGenerator[dict[str, Any], None]:
         self._route.used(self.side)
         plan = self._pool.plan(self._call)
         for index, member in enumerate(plan):
             sent = self._prepare(member, body, plan)
+            if sending is not None:
+                sending(member, sent)
             started_at, t0 = time.time(), time.perf_counter()
             ttft: float | None = None
             usage: dict[str, Any] | None = None
@@ -305,6 +313,17 @@ class CloudChannel(_MeteredChannel):
                      self._context.request_id, member.name, member.upstream.provider, ", ".join(dropped))
         return out
 
+    def _receipts(self, protection: Protection) -> Sending:
+        """Each body handed to a target gets its signed egress receipt, for the response's headers (or, once they
+        left, ``GET /v1/receipts/{request_id}``)."""
+
+        def sending(member: Member, sent: dict[str, Any]) -> None:
+            receipt = protection.receipt(member.name, sent)
+            if receipt is not None:
+                self._route.receipts.append(receipt)
+
+        return sending
+
     async def _protect(self, body: dict[str, Any]) -> Protection:
         """Protection of what may leave: the fields the boundary drops are not sent, so they are not scanned."""
         ctx = self._context
@@ -321,7 +340,7 @@ class CloudChannel(_MeteredChannel):
             except BaseException:
                 await self._spend.settle(hold, self._unsent(purpose, body))
                 raise
-            response = await self._complete(protection.body, purpose, span, hold)
+            response = await self._complete(protection.body, purpose, span, hold, self._receipts(protection))
             with ending(span.child("ecgw.restore")):
                 return protection.restore(response)
 
@@ -335,7 +354,7 @@ class CloudChannel(_MeteredChannel):
                 await self._spend.settle(hold, self._unsent(purpose, body))
                 raise
             restorer = protection.stream_restorer()
-            upstream = self._stream(protection.body, purpose, span, hold)
+            upstream = self._stream(protection.body, purpose, span, hold, self._receipts(protection))
             with ending(span.child("ecgw.restore")):  # restore runs chunk by chunk while the stream flows
                 try:
                     try:

@@ -22,11 +22,13 @@ class CallContext:
 @dataclass
 class RouteTracker:
     """Which sides a step used (the ``x-ecgw-route`` header), which deployment or target of each answered last
-    (``x-ecgw-edge-deployment``, ``x-ecgw-cloud-target``), and the ones that failed on the way."""
+    (``x-ecgw-edge-deployment``, ``x-ecgw-cloud-target``), the ones that failed on the way, and the egress receipt
+    of every body handed to a cloud target (``x-ecgw-egress-receipt``)."""
 
     sides: set[str] = field(default_factory=set)
     answered: dict[str, str] = field(default_factory=dict)  # side -> member name
     tried: dict[str, list[str]] = field(default_factory=dict)  # side -> "name:status" per failed attempt
+    receipts: list[str] = field(default_factory=list)
 
     def used(self, side: str) -> None:
         self.sides.add(side)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from privacy.audit.exposure import ExposureRecorder
+from privacy.audit.receipts import CallReceipts, ReceiptIssuer, body_bytes
 from privacy.audit.session_report import session_exposure
 from privacy.audit.store import Hasher, body_opener, units_record
 from privacy.audit.writer import AuditWriter
@@ -32,6 +33,8 @@ class AuditedUnits:
         self.hasher = hasher
         self._sealer = sealer  # opens the stored (sealed) bodies for the dashboard
         self._exposure = ExposureRecorder(audit)
+        anchor = audit.store.anchor  # receipts are signed with the checkpoints' key: none without one
+        self._receipts = ReceiptIssuer(anchor, audit) if anchor is not None else None
         self._checkpoint_interval_s = checkpoint_interval_s
         self._checkpoints: asyncio.Task[None] | None = None
 
@@ -48,6 +51,23 @@ class AuditedUnits:
         """Queue the search of ``body`` (as sent) for the session's units; the search runs on the writer thread."""
         _, matcher = await self.units.matcher(session_id)  # compiled once per session and units version
         self._exposure.record(call_id, session_id, dict(body), matcher)  # a copy: the upstream may set keys
+
+    def receipts(self, *, call_id: str, request_id: str, session_id: str, body: dict[str, Any], data: bytes,
+                 placeholders: dict[str, int], raw_units: set[str] | frozenset[str],
+                 verdict: str) -> CallReceipts | None:
+        """The receipts of one call (``privacy.audit.receipts``); None when the audit has no signing key."""
+        if self._receipts is None:
+            return None
+        return CallReceipts(self._receipts, call_id=call_id, request_id=request_id, session_id=session_id,
+                            body=body, data=data, placeholders=placeholders, raw_units=raw_units, verdict=verdict)
+
+    def unprotected_receipts(self, *, call_id: str, request_id: str, session_id: str,
+                             body: dict[str, Any]) -> CallReceipts | None:
+        """The receipts of a call that leaves unchanged (``privacy.enabled: false``)."""
+        if self._receipts is None:
+            return None
+        return self.receipts(call_id=call_id, request_id=request_id, session_id=session_id, body=body,
+                             data=body_bytes(body), placeholders={}, raw_units=frozenset(), verdict="unprotected")
 
     async def session_exposure(self, session_id: str) -> dict[str, Any]:
         """``privacy.audit.session_report.session_exposure`` read on the writer thread, after every write queued before it."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
@@ -95,6 +96,15 @@ class ChainSigner:
         return public_pem(self.public)
 
 
+class Anchor:
+    """What the request path signs with, shared with the audit's writer thread: the signing key and the hash of the
+    latest signed checkpoint (``GENESIS`` until one is known), which the store keeps current as it signs."""
+
+    def __init__(self, signer: ChainSigner) -> None:
+        self.signer = signer
+        self.checkpoint = GENESIS
+
+
 def key_id(public: Ed25519PublicKey) -> str:
     raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return sha256(raw)[:16]
@@ -112,6 +122,14 @@ def load_public_pem(data: bytes) -> Ed25519PublicKey:
     return key
 
 
+def load_public_pems(data: bytes) -> list[Ed25519PublicKey]:
+    """Every Ed25519 public key in a file of one or more PEM blocks (``ecgw audit public-key --all``)."""
+    blocks = re.findall(rb"-----BEGIN PUBLIC KEY-----.+?-----END PUBLIC KEY-----", data, re.S)
+    if not blocks:
+        raise ValueError("no PEM public key found (expected -----BEGIN PUBLIC KEY-----)")
+    return [load_public_pem(block) for block in blocks]
+
+
 def b64decode(value: str) -> bytes:
     return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
 
@@ -124,19 +142,19 @@ def signature_valid(public: Ed25519PublicKey, signature: str, message: bytes) ->
     return True
 
 
-def write_checkpoint(conn: Connection, signer: ChainSigner, created_at: float) -> bool:
-    """Sign the head, inside the caller's locked transaction; False when the head is already signed (or empty)."""
+def write_checkpoint(conn: Connection, signer: ChainSigner, created_at: float) -> str | None:
+    """Sign the head, inside the caller's locked transaction (nothing new when the head is signed already). The hash
+    of the latest checkpoint, new or not; None while there is none (an empty chain)."""
     chain, points = PrivacyChain.__table__, PrivacyCheckpoint.__table__  # type: ignore[attr-defined]
     head = conn.execute(select(chain.c.seq, chain.c.hash).order_by(chain.c.seq.desc()).limit(1)).first()
-    if head is None:
-        return False
     last = conn.execute(select(points.c.seq, points.c.head_seq, points.c.hash)
                         .order_by(points.c.seq.desc()).limit(1)).first()
-    if last is not None and int(last[1]) == int(head[0]):
-        return False
+    if head is None or (last is not None and int(last[1]) == int(head[0])):
+        return None if last is None else str(last[2])
     seq, prev = (int(last[0]) + 1, str(last[2])) if last else (1, GENESIS)
     message = checkpoint_message(seq, int(head[0]), str(head[1]), created_at, prev)
+    signed = sha256(message)
     conn.execute(points.insert(), [{"seq": seq, "head_seq": int(head[0]), "head_hash": str(head[1]),
                                     "created_at": created_at, "prev": prev, "key_id": signer.key_id,
-                                    "signature": signer.sign(message), "hash": sha256(message)}])
-    return True
+                                    "signature": signer.sign(message), "hash": signed}])
+    return signed

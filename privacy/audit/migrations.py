@@ -108,7 +108,25 @@ def _v4_chain(conn: Connection) -> None:
     meta.create_all(conn, checkfirst=True)
 
 
-def _v5_inbound(conn: Connection) -> None:
+def _v5_receipts(conn: Connection) -> None:
+    meta = MetaData()
+    Table(
+        "privacy_receipt", meta,
+        Column("id", String, primary_key=True),
+        Column("call_id", String, nullable=False),
+        Column("request_id", String, nullable=False),
+        Column("session_id", String, nullable=False),
+        Column("created_at", Float, nullable=False),
+        Column("target", String, nullable=False),
+        Column("token", String, nullable=False),
+        Index("ix_privacy_receipt_call_id", "call_id"),
+        Index("ix_privacy_receipt_request_id", "request_id"),
+        Index("ix_privacy_receipt_session_id", "session_id"),
+    )
+    meta.create_all(conn, checkfirst=True)
+
+
+def _v6_inbound(conn: Connection) -> None:
     meta = MetaData()
     Table(
         "privacy_inbound", meta,
@@ -134,5 +152,6 @@ AUDIT_MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "audit: the hash key leaves the database", _v2_drop_hash_key),
     Migration(3, "audit: egress verdicts (units that left raw)", _v3_egress),
     Migration(4, "audit: the tamper-evident chain and its signed checkpoints", _v4_chain),
-    Migration(5, "audit: inbound findings (what cloud answers carried that no request did)", _v5_inbound),
+    Migration(5, "audit: signed egress receipts", _v5_receipts),
+    Migration(6, "audit: inbound findings (what cloud answers carried that no request did)", _v6_inbound),
 )

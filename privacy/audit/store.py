@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -22,9 +21,9 @@ from sqlmodel import select
 
 from accounting.migrations import migrate
 from privacy.audit import chain
-from privacy.audit.chain import ChainSigner
+from privacy.audit.chain import Anchor, ChainSigner
 from privacy.audit.migrations import AUDIT_MIGRATIONS, VERSION_TABLE
-from privacy.audit.tables import PrivacyCall, PrivacyEgress, PrivacyFinding, PrivacyInbound, PrivacyUnit
+from privacy.audit.tables import PrivacyCall, PrivacyEgress, PrivacyFinding, PrivacyInbound, PrivacyReceipt, PrivacyUnit
 from privacy.detect import Unit
 from privacy.seal import SealBroken, Sealer
 
@@ -34,6 +33,7 @@ log = logging.getLogger("ecgw.privacy")
 _CALL_COLUMNS = tuple(PrivacyCall.model_fields)
 _FINDING_COLUMNS = tuple(name for name in PrivacyFinding.model_fields if name != "id")  # the database numbers them
 _EGRESS_COLUMNS = tuple(name for name in PrivacyEgress.model_fields if name != "id")
+_RECEIPT_COLUMNS = tuple(PrivacyReceipt.model_fields)
 _INBOUND_COLUMNS = tuple(name for name in PrivacyInbound.model_fields if name != "id")
 
 
@@ -73,12 +73,14 @@ def call_row(**fields: Any) -> dict[str, Any]:
 class AuditStore:
     """Connects on first use (the writer thread), never at construction: a database that is down delays the
     audit, not the gateway's start (the metering store reports it). Every write adds its entry to the chain
-    (``privacy.audit.chain``) in the same transaction; ``signer`` signs the checkpoints (None: none are written)."""
+    (``privacy.audit.chain``) in the same transaction; ``signer`` signs the checkpoints (None: none are written),
+    and ``anchor`` (the receipts' view of the key and of the latest checkpoint) follows what it signs."""
 
     def __init__(self, engine: Engine, *, signer: ChainSigner | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.engine = engine
         self.signer = signer
+        self.anchor = Anchor(signer) if signer is not None else None
         self._clock = clock
         self._ready = False
 
@@ -116,6 +118,8 @@ class AuditStore:
             self.write_findings([finding_row(**f) for f in record["findings"]])
         elif kind == "egress":
             self.write_egress(record["rows"])
+        elif kind == "receipt":
+            self.write_receipt(record["row"])
         elif kind == "inbound":  # what a cloud answer carried that its request did not (privacy.response_guard)
             self.write_inbound(record["rows"])
         elif kind == "checkpoint":
@@ -164,6 +168,16 @@ class AuditStore:
             conn.execute(table.insert(), stored)
             chain.append(conn, "egress", call_id, chain.rows_digest(stored), float(rows[0]["created_at"]))
 
+    def write_receipt(self, row: dict[str, Any]) -> None:
+        """A signed egress receipt (``privacy.audit.receipts``), chained like every record."""
+        table = PrivacyReceipt.__table__  # type: ignore[attr-defined]
+        stored = {name: row.get(name) for name in _RECEIPT_COLUMNS}
+        with self._chained() as conn:
+            if conn.execute(select(table.c.id).where(table.c.id == row["id"])).first() is not None:
+                return  # a retried record the database took before
+            conn.execute(table.insert(), [stored])
+            chain.append(conn, "receipt", str(row["id"]), chain.rows_digest([stored]), float(row["created_at"]))
+
     def write_inbound(self, rows: list[dict[str, Any]]) -> None:
         """A cloud answer's inbound findings (one record per call, ``privacy.inbound``), chained like egress rows."""
         if not rows:
@@ -191,7 +205,9 @@ class AuditStore:
         if self.signer is None:
             return
         with self._chained() as conn:
-            chain.write_checkpoint(conn, self.signer, self._clock())
+            latest = chain.write_checkpoint(conn, self.signer, self._clock())
+        if latest is not None and self.anchor is not None:
+            self.anchor.checkpoint = latest  # what the next receipts name
 
 
 def units_record(session_id: str, units: list[Unit], hasher: Hasher) -> dict[str, Any]:
@@ -201,15 +217,11 @@ def units_record(session_id: str, units: list[Unit], hasher: Hasher) -> dict[str
     return {"kind": "units", "session_id": session_id, "units": [r.model_dump() for r in rows]}
 
 
-def body_json(body: dict[str, Any]) -> str:
-    return json.dumps(body, ensure_ascii=False)
-
-
-def seal_body(sealer: Sealer | None, call_id: str, body: dict[str, Any]) -> str:
-    """The stored form of a call's body: encrypted when the gateway has a key. The body is what left, scrubbed —
-    but whatever detection missed (a session without its units, an ``audit`` action) would otherwise rest raw."""
-    text = body_json(body)
-    return text if sealer is None else sealer.seal(text.encode("utf-8", "surrogatepass"), call_id.encode())
+def seal_body(sealer: Sealer | None, call_id: str, data: bytes) -> str:
+    """The stored form of a call's body (its exact bytes, ``receipts.body_bytes``): encrypted when the gateway has a
+    key. The body is what left, scrubbed — but whatever detection missed (a session without its units, an ``audit``
+    action) would otherwise rest raw."""
+    return data.decode("utf-8", "surrogatepass") if sealer is None else sealer.seal(data, call_id.encode())
 
 
 def body_opener(sealer: Sealer | None) -> Callable[[PrivacyCall], str]:

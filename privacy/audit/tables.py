@@ -1,7 +1,8 @@
-"""The audit's tables, all four in one place: per cloud call (``privacy_call``), what was found in it
+"""The audit's tables, all in one place: per cloud call (``privacy_call``), what was found in it
 (``privacy_finding``), the units known per session (``privacy_unit``) and the listed units that left raw
-(``privacy_egress``), what cloud answers carried that their request never did (``privacy_inbound``), and the
-tamper-evident trail over them (``privacy_chain``, ``privacy_checkpoint``). Their schema is created and changed only by ``privacy.audit.migrations``; a test holds the
+(``privacy_egress``), the signed egress receipts (``privacy_receipt``), what cloud answers carried that their
+request never did (``privacy_inbound``), and the tamper-evident trail over them (``privacy_chain``,
+``privacy_checkpoint``). Their schema is created and changed only by ``privacy.audit.migrations``; a test holds the
 two equal.
 """
 
@@ -67,6 +68,21 @@ class PrivacyEgress(SQLModel, table=True):
     created_at: float
 
 
+class PrivacyReceipt(SQLModel, table=True):
+    """One signed egress receipt per body handed to a cloud target (``privacy.audit.receipts``): the token the client
+    got, which holds hashes and counts, never content."""
+
+    __tablename__ = "privacy_receipt"
+
+    id: str = Field(primary_key=True)
+    call_id: str = Field(index=True)
+    request_id: str = Field(index=True)
+    session_id: str = Field(index=True)
+    created_at: float
+    target: str
+    token: str
+
+
 class PrivacyInbound(SQLModel, table=True):
     """One row per sensitive value a cloud answer carried that neither the call's placeholders nor its request did
     (``privacy.response_guard``): type, layer and where in the answer — never the value, nor a hash of it (a
@@ -117,5 +133,5 @@ class PrivacyCheckpoint(SQLModel, table=True):
 
 
 TABLES = [PrivacyCall.__table__, PrivacyFinding.__table__, PrivacyUnit.__table__,  # type: ignore[attr-defined]
-          PrivacyEgress.__table__, PrivacyInbound.__table__, PrivacyChain.__table__,  # type: ignore[attr-defined]
-          PrivacyCheckpoint.__table__]  # type: ignore[attr-defined]
+          PrivacyEgress.__table__, PrivacyReceipt.__table__, PrivacyInbound.__table__,  # type: ignore[attr-defined]
+          PrivacyChain.__table__, PrivacyCheckpoint.__table__]  # type: ignore[attr-defined]

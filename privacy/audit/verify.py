@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sqlalchemy import Connection, select
 from sqlalchemy.engine import Engine
 
-from privacy.audit import chain
+from privacy.audit import chain, receipts
 from privacy.audit.tables import (
     PrivacyCall,
     PrivacyChain,
@@ -23,13 +23,14 @@ from privacy.audit.tables import (
     PrivacyEgress,
     PrivacyFinding,
     PrivacyInbound,
+    PrivacyReceipt,
     PrivacyUnit,
 )
 
 
 @dataclass(frozen=True)
 class Break:
-    what: str  # "altered", "removed", "inserted", "reordered", "checkpoint"
+    what: str  # "altered", "removed", "inserted", "reordered", "checkpoint", "receipt"
     where: str  # e.g. "seq 12 (call c-1)"
     detail: str
 
@@ -41,6 +42,7 @@ class Break:
 class TrailReport:
     entries: int = 0
     checkpoints: int = 0
+    receipts: int = 0
     head_hash: str = chain.GENESIS
     checkpoint_hashes: list[str] = field(default_factory=list)
     breaks: list[Break] = field(default_factory=list)
@@ -51,6 +53,7 @@ class TrailReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"intact": self.intact, "entries": self.entries, "checkpoints": self.checkpoints,
+                "receipts": self.receipts,
                 "head_hash": self.head_hash, "checkpoint_hashes": self.checkpoint_hashes,
                 "breaks": [{"what": b.what, "where": b.where, "detail": b.detail} for b in self.breaks]}
 
@@ -102,6 +105,8 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
     units: dict[str, list[dict[str, Any]]] = {}
     for u in _rows(conn, units_t, units_t.c.unit_id):
         units.setdefault(u["session_id"], []).append(u)
+    receipts_t = PrivacyReceipt.__table__  # type: ignore[attr-defined]
+    stored_receipts = {r["id"]: r for r in _rows(conn, receipts_t, receipts_t.c.id)}
 
     def found(kind: str, ref: str) -> str | None:
         if kind == "call":
@@ -117,6 +122,8 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
             return chain.rows_digest(inbound[ref]) if ref in inbound else None
         if kind == "units":
             return chain.rows_digest(units.get(ref, []))
+        if kind == "receipt":
+            return chain.rows_digest([stored_receipts[ref]]) if ref in stored_receipts else None
         return None
 
     for (kind, ref), e in latest.items():
@@ -144,6 +151,23 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
     chained_units = {ref for kind, ref in latest if kind == "units"}
     for ref in set(units) - chained_units:
         report.breaks.append(Break("inserted", f"units of session {ref}", "units that are not in the chain"))
+    chained_receipts = {ref for kind, ref in latest if kind == "receipt"}
+    for ref in set(stored_receipts) - chained_receipts:
+        report.breaks.append(Break("inserted", f"receipt {ref}", "a receipt that is not in the chain"))
+
+
+def _check_receipts(conn: Connection, public: Ed25519PublicKey, since: float | None, report: TrailReport) -> None:
+    """Every stored receipt's signature: a receipt forged in the database (its row chained anew) is named."""
+    table = PrivacyReceipt.__table__  # type: ignore[attr-defined]
+    keys = {chain.key_id(public): public}
+    for row in _rows(conn, table, table.c.created_at):
+        if since is not None and row["created_at"] < since:
+            continue
+        report.receipts += 1
+        try:
+            receipts.verify(row["token"], keys)
+        except receipts.ReceiptInvalid as exc:
+            report.breaks.append(Break("receipt", f"receipt {row['id']} (call {row['call_id']})", str(exc)))
 
 
 def _check_checkpoints(conn: Connection, entries: list[dict[str, Any]], public: Ed25519PublicKey,
@@ -182,4 +206,5 @@ def verify_trail(engine: Engine, public: Ed25519PublicKey, *, since: float | Non
         _walk_links(entries, report)
         _check_records(conn, entries, since, report)
         _check_checkpoints(conn, entries, public, report)
+        _check_receipts(conn, public, since, report)
     return report

@@ -5,8 +5,6 @@ and by ``ecgw audit verify`` (exit 1)."""
 from __future__ import annotations
 
 import secrets
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,33 +14,11 @@ from sqlalchemy.engine import Engine
 
 from accounting.database import make_engine
 from privacy.audit import AuditStore, ChainSigner, verify_trail
-from tests.real_parts import postgres_url
+from tests.privacy.audit_engines import engine
+
+__all__ = ["engine"]  # the fixture: every test here runs on real SQLite and real PostgreSQL
 
 SEED = bytes(range(32))
-
-
-def _pg_schema_url(schema: str) -> str:
-    url = postgres_url()
-    return url + ("&" if "?" in url else "?") + f"options=-csearch_path%3D{schema}"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    if request.param == "sqlite":
-        yield make_engine(f"sqlite:///{tmp_path / 'audit.sqlite3'}")
-        return
-    schema = f"audit_{uuid.uuid4().hex[:12]}"
-    admin = make_engine(postgres_url())
-    with admin.begin() as conn:
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
-    engine = make_engine(_pg_schema_url(schema))
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-        with admin.begin() as conn:
-            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
 
 
 def _call(call_id: str, at: float, findings: int = 2) -> dict[str, Any]:
