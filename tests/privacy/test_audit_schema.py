@@ -51,4 +51,4 @@ def test_the_migrations_build_exactly_the_tables_the_code_writes(tmp_path: Path)
     SQLModel.metadata.create_all(modelled, tables=TABLES)
     assert _schema(migrated) == _schema(modelled)
     assert set(_schema(migrated)) == {"privacy_call", "privacy_finding", "privacy_unit", "privacy_egress",
-                                      "privacy_receipt", "privacy_chain", "privacy_checkpoint"}
+                                      "privacy_receipt", "privacy_inbound", "privacy_chain", "privacy_checkpoint"}
