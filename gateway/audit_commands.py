@@ -86,8 +86,10 @@ def verify(args: argparse.Namespace) -> int:
         for found in report.breaks:
             sys.stdout.write(f"BROKEN {found}\n")
         state = "intact" if report.intact else f"BROKEN ({len(report.breaks)} breaks)"
+        erased = (f", {report.erased} calls erased by {report.erasures} erasures (content tombstoned, hashes kept)"
+                  if report.erasures else "")
         sys.stdout.write(f"audit trail {state}: {report.entries} records, {report.checkpoints} signed checkpoints, "
-                         f"head {report.head_hash}\n")
+                         f"{report.receipts} receipts{erased}, head {report.head_hash}\n")
     return 0 if report.intact else EXIT_BROKEN
 
 

@@ -1,5 +1,6 @@
 """``PUT /v1/sessions/{session_id}/units``: register a session's listed units (sensitive_items.json schema);
-``GET /v1/sessions/{session_id}/privacy``: its exposure; ``GET /v1/receipts/{request_id}``: a request's receipts.
+``GET /v1/sessions/{session_id}/privacy``: its exposure; ``DELETE /v1/sessions/{session_id}``: its erasure;
+``GET /v1/receipts/{request_id}``: a request's receipts.
 
 The gateway mounts this behind its API keys. Units come only from a request body or config files — never from a
 path named in a request.
@@ -108,3 +109,22 @@ def receipts_endpoint(protector: Protector, *, scope: ScopeOf) -> Callable[[Requ
         return JSONResponse({"object": "list", "request_id": request_id, "data": found})
 
     return get_receipts
+
+
+def erase_endpoint(protector: Protector, *, session_of: SessionOf) -> Callable[[Request], Awaitable[Response]]:
+    """``DELETE /v1/sessions/{session_id}``: the session's vault and units forgotten, its audited content (sealed
+    bodies, findings) tombstoned with the chain intact. Its owner names it as usual; an admin by its internal id."""
+
+    async def erase(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        if not isinstance(protector, SessionPrivacy):
+            return _error(409, "Privacy protection and its audit are off, so nothing of a session is kept to erase.",
+                          "privacy_disabled")
+        try:
+            calls = await protector.erase_session(session_of(request, session_id))
+        except PrivacyUnavailable as exc:
+            return _error(503, f"The session cannot be erased now: {exc.reason}. Retry later; nothing was half-erased "
+                               "in the audit.", "audit_unavailable")
+        return JSONResponse({"session_id": session_id, "erased": True, "calls_erased": calls or 0})
+
+    return erase

@@ -133,7 +133,7 @@ def build_protector(settings: PrivacySettings, *, database_url: str, sessions: S
             audit, hasher = _audit(settings, database_url, hash_key, sign_key)
             return RecordingPassThroughProtector(AuditedUnits(
                 UnitRegistry(sessions, settings.units_files), audit, hasher,
-                checkpoint_interval_s=settings.audit_checkpoint_interval_s))
+                checkpoint_interval_s=settings.audit_checkpoint_interval_s, retention_days=settings.retention_days))
         return PassThroughProtector()
     return build_privacy_protector(settings, database_url=database_url, sessions=sessions, edge=edge,
                                    hash_key=hash_key, seal_key=seal_key, scope_of=scope_of, sign_key=sign_key)

@@ -74,6 +74,11 @@ class SessionPrivacy(Protocol):
         """The session's per-unit exposure (``privacy.audit.session_report``); None when the audit is off."""
         ...
 
+    async def erase_session(self, session_id: str) -> int | None:
+        """Forget the session's vault and units, and tombstone its audited content (the chain intact); how many
+        cloud calls' content was erased, None when the audit is off."""
+        ...
+
     async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:
         """``read(engine, open_body, *args)`` over the audit (the dashboard's reads, ``privacy.audit.dashboard``), after
         every write queued before it; None when the audit is off."""

@@ -40,6 +40,10 @@ class RecordingPassThroughProtector(PassThroughProtector):
     async def session_exposure(self, session_id: str) -> dict[str, Any]:
         return await self._audited.session_exposure(session_id)
 
+    async def erase_session(self, session_id: str) -> int:
+        await self._audited.units.forget(session_id)  # nothing was pseudonymised: no vault
+        return await self._audited.erase(session_id)
+
     async def read_audit(self, read: Callable[..., T], *args: Any) -> T:
         return await self._audited.read_audit(read, *args)
 

@@ -24,7 +24,7 @@ from privacy.audit import (
 )
 from privacy.audit.receipts import verdict
 from privacy.detect import DetectionError, Finding, Unit, UnitsDocument, is_credential_type
-from privacy.errors import PrivacyBlocked, PrivacyUnavailable
+from privacy.errors import PrivacyBlocked, PrivacyFailedToEdge, PrivacyUnavailable
 from privacy.guard import AnswerGuard, Found
 from privacy.hook import Protection, ReceiptSource, StreamRestorer
 from privacy.inbound import Carried, InboundScanner
@@ -37,7 +37,7 @@ from privacy.seal import Sealer
 from privacy.session_store import SessionStore, SessionStoreUnavailable
 from privacy.settings import PrivacySettings
 from privacy.stream import RestoringStream
-from privacy.vault import Vault, allocate
+from privacy.vault import VAULT_KEY, Vault, allocate
 from privacy.walk import collect
 
 T = TypeVar("T")
@@ -120,7 +120,8 @@ class PrivacyProtector:
         self._hasher = hasher
         self._sealer = sealer  # encrypts the audit's copy of each outgoing body
         self._audited = (AuditedUnits(units, audit, hasher, sealer=sealer,
-                                      checkpoint_interval_s=settings.audit_checkpoint_interval_s)
+                                      checkpoint_interval_s=settings.audit_checkpoint_interval_s,
+                                      retention_days=settings.retention_days)
                          if audit and hasher else None)
         self._cache = DetectionCache(settings.cache_entries)
         self._session_locks: dict[str, asyncio.Lock] = {}
@@ -223,7 +224,7 @@ class PrivacyProtector:
                 else f"a privacy detector failed ({type(exc).__name__}: {exc})")
             log.error("privacy protection failed for request %s: %s", request_id, reason)
             if self._settings.on_privacy_error == "edge":
-                raise PrivacyBlocked(reason + "; privacy.on_privacy_error is 'edge'") from exc
+                raise PrivacyFailedToEdge(reason + "; privacy.on_privacy_error is 'edge'") from exc
             raise PrivacyUnavailable(reason) from exc
         on_usage = record = receipts = None
         call_id = ""
@@ -289,6 +290,12 @@ class PrivacyProtector:
     async def session_exposure(self, session_id: str) -> dict[str, Any] | None:
         """The session's per-unit exposure from the audit (``privacy.audit.audited``); None when the audit is off."""
         return None if self._audited is None else await self._audited.session_exposure(session_id)
+
+    async def erase_session(self, session_id: str) -> int | None:
+        """The vault and the units in the session store, then the audit's content (``privacy.audit.audited``)."""
+        await self._sessions.set(session_id, VAULT_KEY, None)
+        await self.units.forget(session_id)
+        return None if self._audited is None else await self._audited.erase(session_id)
 
     async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:
         """The dashboard's reads of the audit (``privacy.audit.audited``); None when the audit is off."""

@@ -82,6 +82,8 @@ class PrivacySettings(_Section):
     audit_retry_max_s: float = Field(30.0, gt=0)  # longest delay between retries while the database is down
     audit_shutdown_timeout_s: float = Field(30.0, ge=0)  # shutdown keeps retrying this long, then spills
     audit_checkpoint_interval_s: float = Field(60.0, gt=0)  # how often the audit chain's head is signed (and at stop)
+    retention_days: float | None = Field(None, gt=0)  # sealed bodies and findings older than this are tombstoned
+    # (the chain intact; at start and hourly); None: kept until erased
     cache_entries: int = Field(50_000, gt=0)  # per-process detection cache (per session and content hash)
     restore_secrets_in_tools: Literal["allow", "audit", "deny"] = "audit"  # a credential's or key's placeholder
     # the cloud puts into a tool call's arguments: allow = restore it | audit = restore it and record which tool and

@@ -22,6 +22,7 @@ from router.errors import UpstreamError
 from router.fleet import Call, Member, Pool, cache_salt, first_token_within, retryable
 from router.provider_state import foreign_state
 from router.spans import Span, current, ending
+from router.stops import stop_reason
 
 log = logging.getLogger("ecgw")
 
@@ -330,14 +331,27 @@ class CloudChannel(_MeteredChannel):
         return await self._protector.protect(self._cloud.outgoing(body), session_id=ctx.session_id,
                                              request_id=ctx.request_id, experiment=ctx.experiment)
 
+    def _stopped(self, exc: BaseException) -> None:
+        reason = stop_reason(exc)
+        if reason is not None:
+            self._route.stopped_by(reason)
+
+    async def _reserve(self, body: dict[str, Any]) -> Hold | None:
+        try:
+            return await self._spend.reserve("cloud", body, self.model)
+        except BaseException as exc:
+            self._stopped(exc)
+            raise
+
     async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
         # The budgets first: a call they refuse is neither protected nor audited, since it never leaves.
-        hold = await self._spend.reserve("cloud", body, self.model)
+        hold = await self._reserve(body)
         with ending(self._open(purpose)) as span:
             try:
                 with ending(span.child("ecgw.protect")):
                     protection = await self._protect(body)
-            except BaseException:
+            except BaseException as exc:
+                self._stopped(exc)
                 await self._spend.settle(hold, self._unsent(purpose, body))
                 raise
             response = await self._complete(protection.body, purpose, span, hold, self._receipts(protection))
@@ -345,12 +359,13 @@ class CloudChannel(_MeteredChannel):
                 return protection.restore(response)
 
     async def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]:
-        hold = await self._spend.reserve("cloud", body, self.model)
+        hold = await self._reserve(body)
         with ending(self._open(purpose)) as span:
             try:
                 with ending(span.child("ecgw.protect")):
                     protection = await self._protect(body)
-            except BaseException:
+            except BaseException as exc:
+                self._stopped(exc)
                 await self._spend.settle(hold, self._unsent(purpose, body))
                 raise
             restorer = protection.stream_restorer()

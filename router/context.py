@@ -28,6 +28,7 @@ class RouteTracker:
     sides: set[str] = field(default_factory=set)
     answered: dict[str, str] = field(default_factory=dict)  # side -> member name
     tried: dict[str, list[str]] = field(default_factory=dict)  # side -> "name:status" per failed attempt
+    stopped: list[str] = field(default_factory=list)  # why the cloud door did not make a call (router.stops)
     receipts: list[str] = field(default_factory=list)
 
     def used(self, side: str) -> None:
@@ -35,6 +36,9 @@ class RouteTracker:
 
     def answered_by(self, side: str, name: str) -> None:
         self.answered[side] = name
+
+    def stopped_by(self, reason: str) -> None:
+        self.stopped.append(reason)
 
     def failed(self, side: str, name: str, status: int) -> None:
         self.tried.setdefault(side, []).append(f"{name}:{status}")

@@ -9,6 +9,8 @@ hold one each, so what counts as exposure, and how it is read back, cannot drift
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -23,11 +25,13 @@ from privacy.registry import UnitRegistry
 from privacy.seal import Sealer
 
 T = TypeVar("T")
+_SWEEP_EVERY_S = 3600.0
 
 
 class AuditedUnits:
     def __init__(self, units: UnitRegistry, audit: AuditWriter, hasher: Hasher, *,
-                 sealer: Sealer | None = None, checkpoint_interval_s: float = 60.0) -> None:
+                 sealer: Sealer | None = None, checkpoint_interval_s: float = 60.0,
+                 retention_days: float | None = None, clock: Callable[[], float] = time.time) -> None:
         self.units = units
         self.audit = audit
         self.hasher = hasher
@@ -36,6 +40,9 @@ class AuditedUnits:
         anchor = audit.store.anchor  # receipts are signed with the checkpoints' key: none without one
         self._receipts = ReceiptIssuer(anchor, audit) if anchor is not None else None
         self._checkpoint_interval_s = checkpoint_interval_s
+        self._retention_s = retention_days * 86400 if retention_days is not None else None
+        self._clock = clock
+        self._swept_at = -math.inf
         self._checkpoints: asyncio.Task[None] | None = None
 
     async def register(self, session_id: str, document: UnitsDocument) -> list[Unit]:
@@ -99,16 +106,40 @@ class AuditedUnits:
         self.audit.start()
         if self.units.file_units():
             self._persist("*", self.units.file_units())
+        self.sweep()  # retention at start, then hourly
         self._checkpoints = asyncio.create_task(self._sign_periodically())
 
     def checkpoint(self) -> None:
         """Queue a signed checkpoint of the chain's head (``privacy.audit.chain``), durable like every record."""
         self.audit.submit(lambda: {"kind": "checkpoint"})
 
+    def sweep(self) -> None:
+        """Queue the retention sweep (``privacy.retention_days``): the content of calls older than that is
+        tombstoned like an erasure, on the writer thread, durable like every record."""
+        keep = self._retention_s
+        if keep is None:
+            return
+        now = self._clock()
+        self._swept_at = now
+        self.audit.submit(lambda: {"kind": "retention", "before": now - keep})
+
+    async def erase(self, session_id: str) -> int:
+        """Tombstone the session's audited content now (``AuditStore.erase``), after every write queued before it;
+        how many calls were erased. ``PrivacyUnavailable`` when the database cannot take it."""
+        store = self.audit.store
+        try:
+            erased: int = await asyncio.wrap_future(self.audit.read(
+                lambda: store.erase(reason="session", session_id=session_id)))
+        except Exception as exc:
+            raise PrivacyUnavailable(f"the privacy audit database cannot be written ({type(exc).__name__})") from exc
+        return erased
+
     async def _sign_periodically(self) -> None:
         while True:
             await asyncio.sleep(self._checkpoint_interval_s)
             self.checkpoint()
+            if self._clock() - self._swept_at >= _SWEEP_EVERY_S:
+                self.sweep()
 
     def flush(self) -> None:
         self.audit.flush()

@@ -48,6 +48,26 @@ def call_digest(call: dict[str, Any], findings: list[dict[str, Any]]) -> str:
     return sha256(canonical([head, [{k: v for k, v in f.items() if k != "id"} for f in findings]]))
 
 
+_CALL_CONTENT = ("body", "erased_by")  # what an erasure may change: the chain covers ``body_digest`` instead
+ERASED_BODY = '{"erased": true}'  # an erased call's body: still JSON for every reader
+
+
+def content_digest(text: str) -> str:
+    return sha256(text.encode("utf-8", "surrogatepass"))
+
+
+def erasable_call_digest(call: dict[str, Any]) -> str:
+    """A call's row from schema step 6 on: its content by the digests kept beside it (``body_digest``,
+    ``findings_digest``), so its body and findings can be tombstoned with the chain intact."""
+    head = {k: v for k, v in call.items() if k not in _CALL_UNCHAINED and k not in _CALL_CONTENT}
+    return sha256(canonical(["call:v2", head]))
+
+
+def ids_digest(call_ids: list[str]) -> str:
+    """The calls an erasure tombstoned, by id."""
+    return sha256(canonical(sorted(call_ids)))
+
+
 def usage_digest(prompt: int | None, completion: int | None, cached: int | None) -> str:
     return sha256(canonical([prompt, completion, cached]))
 

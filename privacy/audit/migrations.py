@@ -126,7 +126,25 @@ def _v5_receipts(conn: Connection) -> None:
     meta.create_all(conn, checkfirst=True)
 
 
-def _v6_inbound(conn: Connection) -> None:
+def _v6_erasable_calls(conn: Connection) -> None:
+    """A call's content (its sealed body, its findings) can be dropped with the chain intact: the chained digest
+    covers digests kept beside the content, and an erasure is a chained record of its own."""
+    for column, kind in (("body_digest", "VARCHAR"), ("findings_digest", "VARCHAR"), ("erased_by", "VARCHAR")):
+        conn.exec_driver_sql(f"ALTER TABLE privacy_call ADD COLUMN {column} {kind}")
+    meta = MetaData()
+    Table(
+        "privacy_erasure", meta,
+        Column("id", String, primary_key=True),
+        Column("reason", String, nullable=False),
+        Column("session_id", String),
+        Column("created_at", Float, nullable=False),
+        Column("calls", Integer, nullable=False),
+        Column("calls_digest", String, nullable=False),
+    )
+    meta.create_all(conn, checkfirst=True)
+
+
+def _v7_inbound(conn: Connection) -> None:
     meta = MetaData()
     Table(
         "privacy_inbound", meta,
@@ -153,5 +171,6 @@ AUDIT_MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "audit: egress verdicts (units that left raw)", _v3_egress),
     Migration(4, "audit: the tamper-evident chain and its signed checkpoints", _v4_chain),
     Migration(5, "audit: signed egress receipts", _v5_receipts),
-    Migration(6, "audit: inbound findings (what cloud answers carried that no request did)", _v6_inbound),
+    Migration(6, "audit: erasable content (digests beside it, erasure records)", _v6_erasable_calls),
+    Migration(7, "audit: inbound findings (what cloud answers carried that no request did)", _v7_inbound),
 )

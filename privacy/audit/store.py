@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -23,7 +24,15 @@ from accounting.migrations import migrate
 from privacy.audit import chain
 from privacy.audit.chain import Anchor, ChainSigner
 from privacy.audit.migrations import AUDIT_MIGRATIONS, VERSION_TABLE
-from privacy.audit.tables import PrivacyCall, PrivacyEgress, PrivacyFinding, PrivacyInbound, PrivacyReceipt, PrivacyUnit
+from privacy.audit.tables import (
+    PrivacyCall,
+    PrivacyEgress,
+    PrivacyErasure,
+    PrivacyFinding,
+    PrivacyInbound,
+    PrivacyReceipt,
+    PrivacyUnit,
+)
 from privacy.detect import Unit
 from privacy.seal import SealBroken, Sealer
 
@@ -124,6 +133,8 @@ class AuditStore:
             self.write_inbound(record["rows"])
         elif kind == "checkpoint":
             self.write_checkpoint()
+        elif kind == "retention":
+            self.erase(reason="retention", before=float(record["before"]))
         else:
             raise ValueError(f"unknown audit record kind {kind!r}")
 
@@ -133,16 +144,79 @@ class AuditStore:
         with self._chained() as conn:
             if conn.execute(select(calls.c.id).where(calls.c.id == call["id"])).first() is not None:
                 return  # a retried record the database took before
+            call = {**call, "body_digest": chain.content_digest(call["body"]),
+                    "findings_digest": chain.rows_digest(findings), "erased_by": None}
             conn.execute(calls.insert(), [call])
             if findings:
                 conn.execute(rows.insert(), findings)
-            chain.append(conn, "call", call["id"], chain.call_digest(call, findings), call["created_at"])
+            chain.append(conn, "call", call["id"], chain.erasable_call_digest(call), call["created_at"])
 
     def write_findings(self, findings: list[dict[str, Any]]) -> None:
-        """Findings of a call written before them (what restore did with its answer)."""
-        self.ensure()
-        with self.engine.begin() as conn:
+        """Findings of a call written before them (what restore did with its answer): the call is chained again
+        with them (its latest entry is what it is checked against)."""
+        with self._chained() as conn:
             conn.execute(PrivacyFinding.__table__.insert(), findings)  # type: ignore[attr-defined]
+            for call_id in dict.fromkeys(str(f["call_id"]) for f in findings):
+                self._rechain_call(conn, call_id)
+
+    def _rechain_call(self, conn: Connection, call_id: str) -> None:
+        """Chain a call's row as it is now (its findings' digest brought up to date)."""
+        calls, rows = PrivacyCall.__table__, PrivacyFinding.__table__  # type: ignore[attr-defined]
+        found = conn.execute(select(calls).where(calls.c.id == call_id)).first()
+        if found is None:
+            return
+        call = dict(found._mapping)
+        stored = [dict(r._mapping) for r in conn.execute(
+            select(rows).where(rows.c.call_id == call_id).order_by(rows.c.id))]
+        if call["body_digest"] is None and call["erased_by"] is None:  # a call from before schema step 6
+            digest = chain.call_digest(call, stored)
+        else:
+            if call["erased_by"] is None:
+                call["findings_digest"] = chain.rows_digest(stored)
+                conn.execute(calls.update().where(calls.c.id == call_id).values(
+                    findings_digest=call["findings_digest"]))
+            digest = chain.erasable_call_digest(call)
+        chain.append(conn, "call", call_id, digest, self._clock())
+
+    def erase(self, *, reason: str, session_id: str | None = None, before: float | None = None) -> int:
+        """Tombstone the content of a session's calls (``reason`` "session") or of every call made before
+        ``before`` (``reason`` "retention"): the sealed body becomes ``ERASED_BODY``, the findings go, the digests
+        the chain covers stay, and the erasure is chained as a record naming the calls it erased. A session's units
+        go too (chained as an empty set). How many calls it erased."""
+        calls, rows = PrivacyCall.__table__, PrivacyFinding.__table__  # type: ignore[attr-defined]
+        erasures, units = PrivacyErasure.__table__, PrivacyUnit.__table__  # type: ignore[attr-defined]
+        query = select(calls).where(calls.c.erased_by.is_(None))
+        if session_id is not None:
+            query = query.where(calls.c.session_id == session_id)
+        if before is not None:
+            query = query.where(calls.c.created_at < before)
+        with self._chained() as conn:
+            found = [dict(r._mapping) for r in conn.execute(query)]
+            if not found and session_id is None:
+                return 0  # a retention sweep with nothing old enough: no record
+            for call in found:
+                if call["body_digest"] is None:  # from before step 6: chained now by its digests, then erased
+                    stored = [dict(r._mapping) for r in conn.execute(
+                        select(rows).where(rows.c.call_id == call["id"]).order_by(rows.c.id))]
+                    call.update(body_digest=chain.content_digest(call["body"]),
+                                findings_digest=chain.rows_digest(stored))
+                    conn.execute(calls.update().where(calls.c.id == call["id"]).values(
+                        body_digest=call["body_digest"], findings_digest=call["findings_digest"]))
+                    chain.append(conn, "call", call["id"], chain.erasable_call_digest(call), self._clock())
+            ids = sorted(str(c["id"]) for c in found)
+            erasure: dict[str, Any] = {"id": uuid.uuid4().hex, "reason": reason, "session_id": session_id,
+                       "created_at": self._clock(), "calls": len(ids), "calls_digest": chain.ids_digest(ids)}
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                conn.execute(calls.update().where(calls.c.id.in_(chunk)).values(body=chain.ERASED_BODY,
+                                                                               erased_by=erasure["id"]))
+                conn.execute(rows.delete().where(rows.c.call_id.in_(chunk)))
+            conn.execute(erasures.insert(), [erasure])
+            chain.append(conn, "erasure", erasure["id"], chain.rows_digest([erasure]), erasure["created_at"])
+            if session_id is not None:
+                conn.execute(units.delete().where(units.c.session_id == session_id))
+                chain.append(conn, "units", session_id, chain.rows_digest([]), self._clock())
+        return len(ids)
 
     def write_usage(self, call_id: str, usage: dict[str, Any]) -> None:
         calls = PrivacyCall.__table__  # type: ignore[attr-defined]

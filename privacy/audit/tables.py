@@ -1,8 +1,8 @@
 """The audit's tables, all in one place: per cloud call (``privacy_call``), what was found in it
 (``privacy_finding``), the units known per session (``privacy_unit``) and the listed units that left raw
-(``privacy_egress``), the signed egress receipts (``privacy_receipt``), what cloud answers carried that their
-request never did (``privacy_inbound``), and the tamper-evident trail over them (``privacy_chain``,
-``privacy_checkpoint``). Their schema is created and changed only by ``privacy.audit.migrations``; a test holds the
+(``privacy_egress``), the signed egress receipts (``privacy_receipt``), erasures (``privacy_erasure``), what cloud
+answers carried that their request never did (``privacy_inbound``), and the tamper-evident trail over them
+(``privacy_chain``, ``privacy_checkpoint``). Their schema is created and changed only by ``privacy.audit.migrations``; a test holds the
 two equal.
 """
 
@@ -24,6 +24,9 @@ class PrivacyCall(SQLModel, table=True):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
+    body_digest: str | None = None  # SHA-256 of ``body`` as stored: what the chain covers (None: before step 6)
+    findings_digest: str | None = None  # of its findings' rows, likewise
+    erased_by: str | None = None  # the erasure (``privacy_erasure``) that tombstoned its body and findings
 
 
 class PrivacyFinding(SQLModel, table=True):
@@ -83,6 +86,20 @@ class PrivacyReceipt(SQLModel, table=True):
     token: str
 
 
+class PrivacyErasure(SQLModel, table=True):
+    """An erasure (``DELETE /v1/sessions/{id}``) or a retention sweep: which calls' content it dropped, as a digest
+    of their ids, so a tombstone no erasure made is named by the verifier."""
+
+    __tablename__ = "privacy_erasure"
+
+    id: str = Field(primary_key=True)
+    reason: str  # "session" | "retention"
+    session_id: str | None = None
+    created_at: float
+    calls: int
+    calls_digest: str
+
+
 class PrivacyInbound(SQLModel, table=True):
     """One row per sensitive value a cloud answer carried that neither the call's placeholders nor its request did
     (``privacy.response_guard``): type, layer and where in the answer — never the value, nor a hash of it (a
@@ -133,5 +150,6 @@ class PrivacyCheckpoint(SQLModel, table=True):
 
 
 TABLES = [PrivacyCall.__table__, PrivacyFinding.__table__, PrivacyUnit.__table__,  # type: ignore[attr-defined]
-          PrivacyEgress.__table__, PrivacyReceipt.__table__, PrivacyInbound.__table__,  # type: ignore[attr-defined]
+          PrivacyEgress.__table__, PrivacyReceipt.__table__, PrivacyErasure.__table__,  # type: ignore[attr-defined]
+          PrivacyInbound.__table__,  # type: ignore[attr-defined]
           PrivacyChain.__table__, PrivacyCheckpoint.__table__]  # type: ignore[attr-defined]

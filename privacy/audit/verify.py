@@ -21,6 +21,7 @@ from privacy.audit.tables import (
     PrivacyChain,
     PrivacyCheckpoint,
     PrivacyEgress,
+    PrivacyErasure,
     PrivacyFinding,
     PrivacyInbound,
     PrivacyReceipt,
@@ -43,6 +44,8 @@ class TrailReport:
     entries: int = 0
     checkpoints: int = 0
     receipts: int = 0
+    erased: int = 0  # calls whose content an erasure or retention tombstoned (not a break)
+    erasures: int = 0
     head_hash: str = chain.GENESIS
     checkpoint_hashes: list[str] = field(default_factory=list)
     breaks: list[Break] = field(default_factory=list)
@@ -53,7 +56,7 @@ class TrailReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"intact": self.intact, "entries": self.entries, "checkpoints": self.checkpoints,
-                "receipts": self.receipts,
+                "receipts": self.receipts, "erased": self.erased, "erasures": self.erasures,
                 "head_hash": self.head_hash, "checkpoint_hashes": self.checkpoint_hashes,
                 "breaks": [{"what": b.what, "where": b.where, "detail": b.detail} for b in self.breaks]}
 
@@ -108,10 +111,28 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
     receipts_t = PrivacyReceipt.__table__  # type: ignore[attr-defined]
     stored_receipts = {r["id"]: r for r in _rows(conn, receipts_t, receipts_t.c.id)}
 
+    erasures_t = PrivacyErasure.__table__  # type: ignore[attr-defined]
+    erasures = {r["id"]: r for r in _rows(conn, erasures_t, erasures_t.c.created_at)}
+
+    def call_found(ref: str) -> str | None:
+        call = calls.get(ref)
+        if call is None:
+            return None
+        if call["body_digest"] is None and call["erased_by"] is None:  # chained before schema step 6
+            return chain.call_digest(call, findings.get(ref, []))
+        if call["erased_by"] is None:
+            if (chain.content_digest(call["body"]) != call["body_digest"]
+                    or chain.rows_digest(findings.get(ref, [])) != call["findings_digest"]):
+                return "content"  # the body or the findings differ from the digests chained beside them
+        elif ref in findings:
+            return "content"  # findings under a tombstone
+        return chain.erasable_call_digest(call)
+
     def found(kind: str, ref: str) -> str | None:
         if kind == "call":
-            call = calls.get(ref)
-            return None if call is None else chain.call_digest(call, findings.get(ref, []))
+            return call_found(ref)
+        if kind == "erasure":
+            return chain.rows_digest([erasures[ref]]) if ref in erasures else None
         if kind == "usage":
             call = calls.get(ref)
             return None if call is None else chain.usage_digest(call["prompt_tokens"], call["completion_tokens"],
@@ -151,9 +172,31 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
     chained_units = {ref for kind, ref in latest if kind == "units"}
     for ref in set(units) - chained_units:
         report.breaks.append(Break("inserted", f"units of session {ref}", "units that are not in the chain"))
+    _check_erasures(calls, erasures, {ref for kind, ref in latest if kind == "erasure"}, report)
     chained_receipts = {ref for kind, ref in latest if kind == "receipt"}
     for ref in set(stored_receipts) - chained_receipts:
         report.breaks.append(Break("inserted", f"receipt {ref}", "a receipt that is not in the chain"))
+
+
+def _check_erasures(calls: dict[str, dict[str, Any]], erasures: dict[str, dict[str, Any]], chained: set[str],
+                    report: TrailReport) -> None:
+    """An erased call is not a break, but its tombstone must be one a chained erasure made: each erasure's digest of
+    the calls it erased still matches, and no call is tombstoned by an erasure that does not exist."""
+    erased: dict[str, list[str]] = {}
+    for ref, call in calls.items():
+        if call["erased_by"] is not None:
+            erased.setdefault(str(call["erased_by"]), []).append(ref)
+    report.erased = sum(len(ids) for ids in erased.values())
+    report.erasures = len(erasures)
+    for ref in set(erasures) - chained:
+        report.breaks.append(Break("inserted", f"erasure {ref}", "an erasure that is not in the chain"))
+    for ref, row in erasures.items():
+        if chain.ids_digest(erased.get(ref, [])) != row["calls_digest"]:
+            report.breaks.append(Break("altered", f"erasure {ref} ({row['reason']})",
+                                       "the calls it tombstoned are not the ones it recorded"))
+    for ref in set(erased) - set(erasures):
+        report.breaks.append(Break("altered", f"calls {', '.join(sorted(erased[ref])[:3])}",
+                                   f"tombstoned by erasure {ref}, which does not exist"))
 
 
 def _check_receipts(conn: Connection, public: Ed25519PublicKey, since: float | None, report: TrailReport) -> None:

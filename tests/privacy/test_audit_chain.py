@@ -126,12 +126,14 @@ def test_a_rewritten_chain_fails_its_signed_checkpoint_and_a_forged_signature_fa
     _sql(filled, "UPDATE privacy_finding SET type = 'NOTHING' WHERE call_id = 'c2'")
     with filled.begin() as conn:
         rows = [dict(r._mapping) for r in conn.execute(text("SELECT * FROM privacy_chain ORDER BY seq"))]
-        call = dict(conn.execute(text("SELECT * FROM privacy_call WHERE id = 'c2'")).one()._mapping)
         findings = [dict(r._mapping) for r in conn.execute(
             text("SELECT * FROM privacy_finding WHERE call_id = 'c2' ORDER BY id"))]
+        conn.execute(text("UPDATE privacy_call SET findings_digest = :d WHERE id = 'c2'"),
+                     {"d": chain.rows_digest(findings)})
+        call = dict(conn.execute(text("SELECT * FROM privacy_call WHERE id = 'c2'")).one()._mapping)
         prev = rows[3]["hash"]
         for row in rows[4:]:
-            digest = chain.call_digest(call, findings) if row["ref"] == "c2" else row["digest"]
+            digest = chain.erasable_call_digest(call) if row["ref"] == "c2" else row["digest"]
             new = chain.entry_hash(row["seq"], row["kind"], row["ref"], digest, row["created_at"], prev)
             conn.execute(text("UPDATE privacy_chain SET digest = :d, prev = :p, hash = :h WHERE seq = :s"),
                          {"d": digest, "p": prev, "h": new, "s": row["seq"]})

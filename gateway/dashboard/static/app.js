@@ -112,6 +112,25 @@ function renderExperiments(data) {
   if (blocks.length) $("#experiment-list").replaceChildren(...blocks);
 }
 
+function renderBudgets(data) {
+  const num = (n) => (n === null || n === undefined ? "–" : Number(n).toPrecision(4));
+  const limits = data.limits.map((r) => el("tr", { "data-budget": r.scope + ":" + r.name + ":" + r.kind },
+    cell(r.scope, "scope"), cell(r.name, "name"), cell(r.kind, "kind"), cell(r.window, "window"),
+    cell(num(r.amount), "amount"), cell(num(r.spent), "spent"), cell(num(r.left), "left"), cell(r.resets_at || "session", "resets_at")));
+  if (limits.length) $("#budget-table tbody").replaceChildren(...limits);
+  const targets = data.targets.map((t) => {
+    const cost = t.target_cost_per_session !== undefined;
+    return el("tr", { "data-target": t.policy + ":" + (t.arm || "-") },
+      cell(t.policy, "policy"), cell(t.arm || "–", "arm"),
+      cell(cost ? usd(t.target_cost_per_session) + " / session" : pct(t.target_cloud_rate), "target"),
+      cell(cost ? (t.achieved_cost_per_session === null ? "–" : usd(t.achieved_cost_per_session) + " / session")
+        : (t.achieved_cloud_rate === null ? "–" : pct(t.achieved_cloud_rate)), "achieved"),
+      cell(t.achieved_cloud_rate === null ? "–" : pct(t.achieved_cloud_rate), "achieved_cloud_rate"),
+      cell(int(t.steps), "steps"), cell(num(t.threshold), "threshold"));
+  });
+  if (targets.length) $("#target-table tbody").replaceChildren(...targets);
+}
+
 function renderPrivacy(data) {
   if (!data.enabled) { $("#privacy-tiles").replaceChildren(tile("privacy protection", "off", "off", true)); return; }
   const findings = Object.values(data.findings_by_type).reduce((a, acts) => a + Object.values(acts).reduce((x, y) => x + y, 0), 0);
@@ -211,9 +230,11 @@ async function openSession(id) {
 async function refresh() {
   const q = "?since=" + encodeURIComponent(since());
   try {
-    const [overview, experiments, privacy, sessions] = await Promise.all([
-      getJSON("/ui/api/overview" + q), getJSON("/ui/api/experiments"), getJSON("/ui/api/privacy"), getJSON("/ui/api/sessions" + q)]);
+    const [overview, experiments, privacy, sessions, budgets] = await Promise.all([
+      getJSON("/ui/api/overview" + q), getJSON("/ui/api/experiments"), getJSON("/ui/api/privacy"), getJSON("/ui/api/sessions" + q),
+      getJSON("/ui/api/budgets")]);
     renderTraffic(overview);
+    renderBudgets(budgets);
     renderExperiments(experiments);
     renderPrivacy(privacy);
     renderSessions(sessions);
