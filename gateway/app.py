@@ -45,6 +45,7 @@ from gateway.sealing import SealBroken, SealedStore
 from gateway.service import Services
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from gateway.settings import CloudSettings, ConfigError, Settings, edge_endpoint
+from gateway.shadow import Shadows
 from gateway.snapshot import Configuration, Snapshot, SnapshotPart
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
@@ -221,10 +222,12 @@ def build_services(
                                              hash_key=keys.derive("audit"),
                                              seal_key=keys.derive("audit-body"), scope_of=owner_of,
                                              sign_keys=SigningKeys(keys.derive))
+    doors = Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
+                        cloud_transport=cloud_transport)
+    budgets = build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"), clock=clock)
     return Services(
         config=config,
-        doors=Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
-                          cloud_transport=cloud_transport),
+        doors=doors,
         protector=protector,
         meter=meter,
         sessions=sessions,
@@ -235,8 +238,8 @@ def build_services(
         virtual_keys=virtual_keys,
         tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
                                          service_name=settings.observability.service_name),
-        budgets=build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"),
-                              clock=clock),
+        budgets=budgets,
+        shadows=Shadows(settings.learning, doors=doors, meter=meter, budgets=budgets),
         call_cost=call_cost_of(settings),
     )
 

@@ -149,6 +149,16 @@ class Budgets:
                              experiment=experiment, arm=arm)
         return StepBudget(self, scopes, session_id) if scopes else None
 
+    def for_shadow(self) -> StepBudget | None:
+        """The budget of shadow calls (``limits.shadow``): the operator's, over every shadow call's rows, and no
+        tenant's, key's, session's or arm's. None when it is not set."""
+        limits = self.settings.shadow
+        if limits is None or limits.empty:
+            return None
+        scope = Scope("shadow", "shadow", "shadow." + self.hasher("shadow"), Rows(where=(("purpose", "shadow"),)),
+                      limits)
+        return StepBudget(self, [scope], "")
+
     async def report(self, scopes: list[Scope], session_id: str | None) -> list[dict[str, Any]]:
         """``GET /v1/budget``'s rows: every budget and rate limit of these scopes, spent and left right now."""
         now = self.ledger.clock()

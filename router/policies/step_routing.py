@@ -15,8 +15,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from router.chat_shapes import aclose, chunks_to_completion
-from router.entropy import decision_entropy, logprob_entries
-from router.policies._knobs import KnobBook
+from router.entropy import decision_entropy, first_token_stats, logprob_entries
+from router.policies._knobs import Knobbed
 from router.policies._messages import in_tool_loop
 from router.policy import StepResult
 from router.step import Step
@@ -59,15 +59,14 @@ class Decision(BaseModel):
     tau: float | None = None
 
 
-class StepRouting:
+class StepRouting(Knobbed[StepRoutingKnobs]):
     name: ClassVar[str] = "step-routing"
 
-    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
-        self.knobs = KnobBook(self.name, StepRoutingKnobs, knobs)
-        self.missing_logprobs_events = 0
+    knobs_model = StepRoutingKnobs
 
-    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
-        self.knobs.check(overrides)
+    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
+        super().__init__(knobs)
+        self.missing_logprobs_events = 0
 
     @staticmethod
     def tau_for(knobs: StepRoutingKnobs, model: str) -> float:
@@ -96,9 +95,11 @@ class StepRouting:
             return Decision(side=last, reason="tool-loop")
         return None
 
-    def _from_entries(self, knobs: StepRoutingKnobs, entries: list[Mapping[str, Any]], model: str,
+    def _from_entries(self, step: Step, knobs: StepRoutingKnobs, entries: list[Mapping[str, Any]],
                       tokens: int) -> Decision:
+        model = step.edge.model
         skip = (knobs.think_opener,) if knobs.thinking else ()
+        step.note.features.update(first_token_stats(entries, skip_tokens=skip))
         entropy = decision_entropy(entries, skip_tokens=skip, tokens=tokens)
         tau = self.tau_for(knobs, model)
         if entropy is None:
@@ -132,7 +133,7 @@ class StepRouting:
     async def _probe(self, step: Step, knobs: StepRoutingKnobs) -> Decision:
         response = await step.edge.complete(self.probe_body(step.request, knobs), purpose="probe")
         choices = response.get("choices") or [{}]
-        return self._from_entries(knobs, logprob_entries(choices[0]), step.edge.model, 1)
+        return self._from_entries(step, knobs, logprob_entries(choices[0]), 1)
 
     # answers -----------------------------------------------------------------------------------------
     @staticmethod
@@ -185,8 +186,8 @@ class StepRouting:
         except BaseException:
             await aclose(edge)
             raise
-        decision = await self._aimed(step, knobs, self._from_entries(knobs, entries, step.edge.model,
-                                                                     knobs.decide_tokens), first)
+        decision = await self._aimed(step, knobs, self._from_entries(step, knobs, entries, knobs.decide_tokens),
+                                     first)
         step.decided(decision.side, decision.reason, entropy=decision.entropy, tau=decision.tau)
         await self._remember(step, knobs, decision)
         if decision.side == "cloud":

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from router.policies._knobs import KnobBook
+from router.policies._knobs import Knobbed
 from router.policies._messages import first_user_text, task_id
 from router.policy import StepResult
 from router.scorers import (
@@ -68,11 +68,12 @@ def build_scorer(knobs: TaskRoutingKnobs) -> Scorer:
     return TableScorer.from_file(knobs.table_path, threshold=knobs.threshold)
 
 
-class TaskRouting:
+class TaskRouting(Knobbed[TaskRoutingKnobs]):
     name: ClassVar[str] = "task-routing"
+    knobs_model = TaskRoutingKnobs
 
     def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
-        self.knobs = KnobBook(self.name, TaskRoutingKnobs, knobs)
+        super().__init__(knobs)
         self._scorers: dict[int, Scorer] = {}
         self._scorer(self.knobs.default)  # a missing table or checkpoint fails at startup, not mid-session
 
