@@ -40,12 +40,6 @@ def moment(value: str | None, *, now: float, name: str) -> float | None:
     """Unix seconds, an ISO 8601 time (UTC unless it says otherwise), or a duration back from now (``7d``)."""
     from accounting.reports import BadReportRequest, parse_since
 
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
     try:
         return parse_since(value, now=now)
     except BadReportRequest as exc:
