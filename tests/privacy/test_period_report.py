@@ -354,3 +354,18 @@ def test_on_postgresql_the_reports_numbers_are_the_usage_apis_too(tmp_path, edge
         with admin.begin() as conn:
             conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()
+
+
+def test_bad_options_are_refused_with_what_to_do(tmp_path, capsys):
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"database_url": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+                                      "secrets": {"key_file": str(tmp_path / "ecgw.key")}}), encoding="utf-8")
+    base = ["privacy-report", "--config", str(config)]
+    for argv, said in ((["--owner", "acme/other"], "name a tenant"),
+                       (["--owner", "acme", "--since", "2026-05-02", "--until", "2026-05-01"], "before --until"),
+                       (["--owner", "acme", "--until", "yesterday"], "--until 'yesterday'"),
+                       (["--session", "s1", "--format", "pdf"], "use --owner")):
+        assert main(base + argv) == 2, argv
+        assert said in capsys.readouterr().err, argv
+    assert main(base + ["--owner", "acme", "--format", "md"]) == 0  # an empty period is a report, not an error
+    assert "- cloud calls: 0" in capsys.readouterr().out
