@@ -8,7 +8,7 @@ checkpoints, ``verify`` its walk, ``receipts`` the signed egress receipts a clie
 """
 
 from privacy.audit.audited import AuditedUnits
-from privacy.audit.chain import Anchor, ChainSigner, key_id, load_public_pem, load_public_pems, public_pem
+from privacy.audit.chain import Anchor, ChainSigner, SigningKeys, key_id, load_public_pem, load_public_pems, public_pem
 from privacy.audit.dashboard import cloud_bodies, overview
 from privacy.audit.exposure import ExposureRecorder, units_left_raw
 from privacy.audit.inbound import inbound_counts, inbound_record
@@ -45,7 +45,7 @@ from privacy.audit.verify import Break, TrailReport, verify_trail
 from privacy.audit.writer import AuditWriter, Record
 
 __all__ = [
-    "RECEIPT_HEADER", "Anchor", "PrivacyCheckpoint", "PrivacyReceipt", "ReceiptInvalid", "ReceiptIssuer", "body_bytes", "key_id",
+    "RECEIPT_HEADER", "Anchor", "SigningKeys", "PrivacyCheckpoint", "PrivacyReceipt", "ReceiptInvalid", "ReceiptIssuer", "body_bytes", "key_id",
     "load_public_pems", "placeholder_counts", "request_receipts", "verify_receipt_token",
     "AuditStore", "AuditWriter", "AuditedUnits", "Break", "ChainSigner", "ExposureRecorder", "Hasher", "PrivacyCall",
     "PrivacyEgress", "PrivacyFinding", "PrivacyInbound", "inbound_counts", "inbound_record", "TrailReport", "PrivacyUnit", "Record", "benchmark_export", "body_opener", "call_row", "cloud_bodies",

@@ -22,7 +22,7 @@ from sqlmodel import select
 
 from accounting.migrations import migrate
 from privacy.audit import chain
-from privacy.audit.chain import Anchor, ChainSigner
+from privacy.audit.chain import Anchor, ChainSigner, SigningKeys
 from privacy.audit.migrations import AUDIT_MIGRATIONS, VERSION_TABLE
 from privacy.audit.tables import (
     PrivacyCall,
@@ -85,11 +85,14 @@ class AuditStore:
     (``privacy.audit.chain``) in the same transaction; ``signer`` signs the checkpoints (None: none are written),
     and ``anchor`` (the receipts' view of the key and of the latest checkpoint) follows what it signs."""
 
-    def __init__(self, engine: Engine, *, signer: ChainSigner | None = None,
+    def __init__(self, engine: Engine, *, signer: ChainSigner | None = None, keys: SigningKeys | None = None,
                  clock: Callable[[], float] = time.time) -> None:
+        """``keys``: the signing key's generations; the store then signs with the latest one recorded (``signer``
+        alone: that key, always)."""
         self.engine = engine
-        self.signer = signer
-        self.anchor = Anchor(signer) if signer is not None else None
+        self.keys = keys
+        self.signer = signer or (keys.signer(1) if keys is not None else None)
+        self.anchor = Anchor(self.signer) if self.signer is not None else None
         self._clock = clock
         self._ready = False
 
@@ -274,14 +277,27 @@ class AuditStore:
                 conn.execute(table.insert(), rows)
             chain.append(conn, "units", session_id, chain.rows_digest(rows), self._clock())
 
+    def rotate_key(self) -> ChainSigner:
+        """Record the next generation of the signing key and sign the head with it (``ecgw audit rotate-key``)."""
+        if self.keys is None:
+            raise ValueError("this audit store has no key generations to rotate (no secrets key)")
+        with self._chained() as conn:
+            signer = chain.rotate(conn, self.keys, self._clock())
+        self.write_checkpoint()
+        return signer
+
     def write_checkpoint(self) -> None:
         """Sign the chain's head (nothing when it is signed already, or without a signer)."""
         if self.signer is None:
             return
         with self._chained() as conn:
+            if self.keys is not None:  # a rotation recorded since: sign with the new generation from now on
+                self.signer = self.keys.signer(chain.current_generation(conn))
             latest = chain.write_checkpoint(conn, self.signer, self._clock())
-        if latest is not None and self.anchor is not None:
-            self.anchor.checkpoint = latest  # what the next receipts name
+        if self.anchor is not None:
+            self.anchor.signer = self.signer  # what the next receipts are signed with
+            if latest is not None:
+                self.anchor.checkpoint = latest  # and the checkpoint they name
 
 
 def units_record(session_id: str, units: list[Unit], hasher: Hasher) -> dict[str, Any]:

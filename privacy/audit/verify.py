@@ -8,6 +8,7 @@ against its latest entry; earlier entries of the same record stay in the chain a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,10 +200,10 @@ def _check_erasures(calls: dict[str, dict[str, Any]], erasures: dict[str, dict[s
                                    f"tombstoned by erasure {ref}, which does not exist"))
 
 
-def _check_receipts(conn: Connection, public: Ed25519PublicKey, since: float | None, report: TrailReport) -> None:
+def _check_receipts(conn: Connection, keys: dict[str, Ed25519PublicKey], since: float | None,
+                    report: TrailReport) -> None:
     """Every stored receipt's signature: a receipt forged in the database (its row chained anew) is named."""
     table = PrivacyReceipt.__table__  # type: ignore[attr-defined]
-    keys = {chain.key_id(public): public}
     for row in _rows(conn, table, table.c.created_at):
         if since is not None and row["created_at"] < since:
             continue
@@ -213,11 +214,10 @@ def _check_receipts(conn: Connection, public: Ed25519PublicKey, since: float | N
             report.breaks.append(Break("receipt", f"receipt {row['id']} (call {row['call_id']})", str(exc)))
 
 
-def _check_checkpoints(conn: Connection, entries: list[dict[str, Any]], public: Ed25519PublicKey,
+def _check_checkpoints(conn: Connection, entries: list[dict[str, Any]], keys: dict[str, Ed25519PublicKey],
                        report: TrailReport) -> None:
     points_t = PrivacyCheckpoint.__table__  # type: ignore[attr-defined]
     by_seq = {e["seq"]: e for e in entries}
-    key_id = chain.key_id(public)
     prev_hash, prev_seq = chain.GENESIS, 0
     for p in _rows(conn, points_t, points_t.c.seq):
         report.checkpoints += 1
@@ -226,8 +226,10 @@ def _check_checkpoints(conn: Connection, entries: list[dict[str, Any]], public: 
         if p["prev"] != prev_hash:
             report.breaks.append(Break("checkpoint", where, f"it does not follow checkpoint {prev_seq} (one was "
                                                             "removed, inserted or reordered)"))
-        if p["key_id"] != key_id:
-            report.breaks.append(Break("checkpoint", where, f"signed by key {p['key_id']}, not {key_id}"))
+        public = keys.get(p["key_id"])
+        if public is None:
+            report.breaks.append(Break("checkpoint", where, f"signed by key {p['key_id']}, not "
+                                                            f"{' or '.join(sorted(keys))}"))
         elif chain.sha256(message) != p["hash"] or not chain.signature_valid(public, p["signature"], message):
             report.breaks.append(Break("checkpoint", where, "the signature does not verify (forged or altered)"))
         head = by_seq.get(p["head_seq"])
@@ -240,7 +242,10 @@ def _check_checkpoints(conn: Connection, entries: list[dict[str, Any]], public: 
         prev_hash, prev_seq = p["hash"], p["seq"]
 
 
-def verify_trail(engine: Engine, public: Ed25519PublicKey, *, since: float | None = None) -> TrailReport:
+def verify_trail(engine: Engine, public: Ed25519PublicKey | Mapping[str, Ed25519PublicKey], *,
+                 since: float | None = None) -> TrailReport:
+    """``public``: the key, or every trusted key by id (each generation of a rotated key)."""
+    keys = dict(public) if isinstance(public, Mapping) else {chain.key_id(public): public}
     report = TrailReport()
     chain_t = PrivacyChain.__table__  # type: ignore[attr-defined]
     with engine.connect() as conn:
@@ -248,6 +253,6 @@ def verify_trail(engine: Engine, public: Ed25519PublicKey, *, since: float | Non
         report.entries = len(entries)
         _walk_links(entries, report)
         _check_records(conn, entries, since, report)
-        _check_checkpoints(conn, entries, public, report)
-        _check_receipts(conn, public, since, report)
+        _check_checkpoints(conn, entries, keys, report)
+        _check_receipts(conn, keys, since, report)
     return report

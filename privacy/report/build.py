@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -51,7 +51,8 @@ def _stopped(step: dict[str, Any]) -> list[str]:
     return [step["fallback"]] if step["fallback"] else []
 
 
-def _trail(engine: Engine, public: Ed25519PublicKey | None, scope: Scope) -> dict[str, Any]:
+def _trail(engine: Engine, public: Ed25519PublicKey | Mapping[str, Ed25519PublicKey] | None,
+           scope: Scope) -> dict[str, Any]:
     if public is None:
         return {"verified": False, "reason": "no public key to verify the checkpoints with"}
     report = verify_trail(engine, public, since=scope.since)
@@ -76,7 +77,8 @@ def _trail(engine: Engine, public: Ed25519PublicKey | None, scope: Scope) -> dic
     }
 
 
-def build_report(engine: Engine, scope: Scope, *, usage: UsageStore | None, public: Ed25519PublicKey | None,
+def build_report(engine: Engine, scope: Scope, *, usage: UsageStore | None,
+                 public: Ed25519PublicKey | Mapping[str, Ed25519PublicKey] | None,
                  owner_of: Callable[[str], str], inbound: reads.InboundReader = reads.no_inbound,
                  clock: Callable[[], float] = time.time) -> dict[str, Any]:
     """``engine``: the audit's database; ``usage``: the metering store (None when metering is off);
