@@ -57,6 +57,7 @@ from gateway.tracing import SessionHasher, Tracing, build_tracing
 from gateway.upstreams.provider_request import ProviderTransport
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
 from privacy import Protector
+from privacy.audit import SigningKeys
 from privacy.factory import build_protector
 from privacy.session_store import SessionStore, SessionStoreUnavailable
 from router.policies import builtin_policies
@@ -219,7 +220,7 @@ def build_services(
                                              sessions=sessions, edge=edge_endpoint(settings.edge),
                                              hash_key=keys.derive("audit"),
                                              seal_key=keys.derive("audit-body"), scope_of=owner_of,
-                                             sign_key=keys.derive("audit-sign"))
+                                             sign_keys=SigningKeys(keys.derive))
     doors = Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
                         cloud_transport=cloud_transport)
     budgets = build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"), clock=clock)

@@ -370,10 +370,13 @@ class CloudChannel(_MeteredChannel):
             upstream = self._stream(protection.body, purpose, span, hold, self._receipts(protection))
             with ending(span.child("ecgw.restore")):  # restore runs chunk by chunk while the stream flows
                 try:
-                    async for chunk in upstream:
-                        for out in restorer.feed(chunk):
-                            yield out
+                    try:
+                        async for chunk in upstream:
+                            for out in restorer.feed(chunk):
+                                yield out
+                    finally:
+                        await upstream.aclose()
+                    for out in restorer.flush():
+                        yield out
                 finally:
-                    await upstream.aclose()
-                for out in restorer.flush():
-                    yield out
+                    restorer.close()  # a stream cut short still owes the audit its record
