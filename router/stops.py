@@ -8,19 +8,13 @@ from privacy.errors import PrivacyBlocked, PrivacyFailedToEdge, PrivacyUnavailab
 from privacy.session_store import SessionStoreUnavailable
 from router.budgets.errors import BudgetUnavailable, CloudBudgetSpent
 
+# The first match names it: a subclass before its base (on_privacy_error: edge is a block that failed closed).
+_REASONS: tuple[tuple[type[BaseException], str], ...] = (
+    (PrivacyFailedToEdge, "privacy-error-edge"), (PrivacyBlocked, "privacy-blocked"),
+    (PrivacyUnavailable, "privacy-unavailable"), (SessionStoreUnavailable, "session-store-unavailable"),
+    (CloudBudgetSpent, "budget"), (BudgetUnavailable, "budget-unavailable"))
+
 
 def stop_reason(exc: BaseException) -> str | None:
     """The name of what stopped a cloud call before it left; None for anything else (a bug, a cancellation)."""
-    if isinstance(exc, PrivacyFailedToEdge):
-        return "privacy-error-edge"
-    if isinstance(exc, PrivacyBlocked):
-        return "privacy-blocked"
-    if isinstance(exc, PrivacyUnavailable):
-        return "privacy-unavailable"
-    if isinstance(exc, SessionStoreUnavailable):
-        return "session-store-unavailable"
-    if isinstance(exc, CloudBudgetSpent):
-        return "budget"
-    if isinstance(exc, BudgetUnavailable):
-        return "budget-unavailable"
-    return None
+    return next((name for kind, name in _REASONS if isinstance(exc, kind)), None)
