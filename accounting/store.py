@@ -140,16 +140,16 @@ class UsageStore:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
-    def aggregate(self, by: str, *, since: float | None = None,
+    def aggregate(self, by: str, *, since: float | None = None, until: float | None = None,
                   where: Mapping[str, Any] | None = None,
                   session_prefix: str | None = None) -> list[dict[str, Any]]:
-        """Raw sums per group (see ``accounting.reports`` for the derived figures); ``where``: equality filters on
-        columns (e.g. ``{"experiment": "e1"}``); ``session_prefix``: only sessions whose id starts with it (an
-        owner's namespace)."""
+        """Raw sums per group (see ``accounting.reports`` for the derived figures) of the calls started at or after
+        ``since`` and before ``until``; ``where``: equality filters on columns (e.g. ``{"experiment": "e1"}``);
+        ``session_prefix``: only sessions whose id starts with it (an owner's namespace)."""
         if by not in GROUPS:
             raise ValueError(f"unknown grouping {by!r}; use one of {', '.join(GROUPS)}")
         t = _table()
-        return self._grouped(t.c[GROUPS[by]], since=since, where=where, session_prefix=session_prefix)
+        return self._grouped(t.c[GROUPS[by]], since=since, until=until, where=where, session_prefix=session_prefix)
 
     def aggregate_buckets(self, bucket_s: float, *, since: float | None = None,
                           session_prefix: str | None = None) -> list[dict[str, Any]]:
@@ -160,12 +160,14 @@ class UsageStore:
         return self._grouped(time_bucket(t.c.started_at, bucket_s, self.engine.dialect.name), since=since,
                              session_prefix=session_prefix)
 
-    def _grouped(self, group: Any, *, since: float | None, where: Mapping[str, Any] | None = None,
-                 session_prefix: str | None = None) -> list[dict[str, Any]]:
+    def _grouped(self, group: Any, *, since: float | None, until: float | None = None,
+                 where: Mapping[str, Any] | None = None, session_prefix: str | None = None) -> list[dict[str, Any]]:
         t = _table()
         query = select(group.label("group"), *_sums(t)).group_by(group).order_by(group)
         if since is not None:
             query = query.where(t.c.started_at >= since)
+        if until is not None:
+            query = query.where(t.c.started_at < until)
         for column, value in (where or {}).items():
             query = query.where(t.c[column] == value)
         if session_prefix is not None:

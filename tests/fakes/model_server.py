@@ -82,6 +82,7 @@ class Reply:
     usage: bool = True  # report usage at all
     break_after: int | None = None  # a stream breaks after this many content pieces
     break_how: str = "reset"  # "reset" | "eof" | "error"
+    char_stream: bool = False  # stream content, reasoning and tool-call arguments one character per event
 
 
 class ModelServer:
@@ -277,9 +278,12 @@ class ModelServer:
         finish_on_last = vllm and bool(out_tokens) and not reply.tool_calls
         try:
             yield chunk({"role": "assistant", "content": ""})
-            for piece in tokens_of(reply.reasoning or ""):
+            for piece in (list(reply.reasoning or "") if reply.char_stream else
+                          [t + " " for t in tokens_of(reply.reasoning or "")]):
                 await self._pause(reply)
-                yield chunk({"reasoning" if vllm else "reasoning_content": piece + " "})
+                yield chunk({"reasoning" if vllm else "reasoning_content": piece})
+            if reply.char_stream:  # every character its own event (no logprobs, no breaks)
+                out_tokens, logprobs = list(content or ""), None
             for i, token in enumerate(out_tokens):
                 if i == reply.break_after:
                     async for piece in self._break(reply):
@@ -288,7 +292,7 @@ class ModelServer:
                 await self._pause(reply)
                 lp = {"content": [logprobs["content"][i]]} if logprobs else None
                 last = i == len(out_tokens) - 1
-                text = token if last else token + " "
+                text = token if last or reply.char_stream else token + " "
                 yield chunk({"content": text}, finish if (last and finish_on_last) else None, lp=lp)
             for index, call in enumerate(reply.tool_calls):
                 await self._pause(reply)
@@ -299,7 +303,7 @@ class ModelServer:
                     yield chunk({"tool_calls": [{"index": index, "id": call.id, "type": "function",
                                                  "function": {"name": call.name, "arguments": ""}}]})
                 text = call.arguments
-                step = max(1, len(text) // 3)
+                step = 1 if reply.char_stream else max(1, len(text) // 3)
                 for start in range(0, len(text), step):
                     await self._pause(reply)
                     piece = {"tool_calls": [{"index": index, "function": {"arguments": text[start:start + step]}}]}
