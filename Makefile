@@ -53,6 +53,7 @@ bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy; the ed
 	$(PY) -m benchmarks.fleet
 	$(PY) -m benchmarks.targets
 	$(PY) -m benchmarks.receipts
+	$(PY) -m benchmarks.guard
 
 .PHONY: help
 help: ## list the targets

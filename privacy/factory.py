@@ -19,9 +19,11 @@ from privacy.detect import (
     PhoneDetector,
     SecretDetector,
     SpacyRecognizer,
+    TextDetector,
     shared_people,
 )
 from privacy.hook import PassThroughProtector, Protector
+from privacy.inbound import InboundScanner
 from privacy.lastcheck import EgressCheck, LastCheck
 from privacy.metrics import PrivacyMetrics
 from privacy.passthrough import RecordingPassThroughProtector
@@ -100,17 +102,23 @@ def build_privacy_protector(settings: PrivacySettings, *, database_url: str | No
                         shared=SharedDetections(settings.cache_entries))
     metrics = PrivacyMetrics()
     last_check = LastCheck(build_egress_check(settings), actions, metrics) if settings.last_check else None
+    inbound = InboundScanner(*last_check_detectors()) if settings.response_guard.action != "off" else None
     return PrivacyProtector(settings, sessions=sessions, scrubber=scrubber,
                             units=UnitRegistry(sessions, settings.units_files), audit=audit, hasher=hasher,
                             last_check=last_check, metrics=metrics, sealer=Sealer(seal_key) if seal_key else None,
-                            scope_of=scope_of)
+                            scope_of=scope_of, inbound=inbound)
+
+
+def last_check_detectors() -> tuple[list[TextDetector], list[LabelledValueDetector]]:
+    """The last check's detectors (secrets, patterns, identifiers, phones; values after a label), whatever
+    ``privacy.layers`` switches off: what leaves is checked with them, and what answers bring in is read with them."""
+    return [SecretDetector(), PatternDetector(), IdentifierDetector(), PhoneDetector()], [LabelledValueDetector()]
 
 
 def build_egress_check(settings: PrivacySettings) -> EgressCheck:
     """The last check's detectors: secrets and patterns, whatever ``privacy.layers`` switches off (units are the
     session's, passed per call)."""
-    return EgressCheck([SecretDetector(), PatternDetector(), IdentifierDetector(), PhoneDetector()],
-                       [LabelledValueDetector()], cache_entries=settings.cache_entries)
+    return EgressCheck(*last_check_detectors(), cache_entries=settings.cache_entries)
 
 
 def build_protector(settings: PrivacySettings, *, database_url: str, sessions: SessionStore,

@@ -29,6 +29,7 @@ from privacy.audit.tables import (
     PrivacyEgress,
     PrivacyErasure,
     PrivacyFinding,
+    PrivacyInbound,
     PrivacyReceipt,
     PrivacyUnit,
 )
@@ -42,6 +43,7 @@ _CALL_COLUMNS = tuple(PrivacyCall.model_fields)
 _FINDING_COLUMNS = tuple(name for name in PrivacyFinding.model_fields if name != "id")  # the database numbers them
 _EGRESS_COLUMNS = tuple(name for name in PrivacyEgress.model_fields if name != "id")
 _RECEIPT_COLUMNS = tuple(PrivacyReceipt.model_fields)
+_INBOUND_COLUMNS = tuple(name for name in PrivacyInbound.model_fields if name != "id")
 
 
 def normalise_for_hash(value: str) -> str:
@@ -149,6 +151,8 @@ class AuditStore:
             self.write_egress(record["rows"])
         elif kind == "receipt":
             self.write_receipt(record["row"])
+        elif kind == "inbound":  # what a cloud answer carried that its request did not (privacy.response_guard)
+            self.write_inbound(record["rows"])
         elif kind == "checkpoint":
             self.write_checkpoint()
         elif kind == "retention":
@@ -269,6 +273,19 @@ class AuditStore:
                 return  # a retried record the database took before
             conn.execute(table.insert(), [stored])
             chain.append(conn, "receipt", str(row["id"]), chain.rows_digest([stored]), float(row["created_at"]))
+
+    def write_inbound(self, rows: list[dict[str, Any]]) -> None:
+        """A cloud answer's inbound findings (one record per call, ``privacy.inbound``), chained like egress rows."""
+        if not rows:
+            return
+        table = PrivacyInbound.__table__  # type: ignore[attr-defined]
+        call_id = rows[0]["call_id"]
+        with self._chained() as conn:
+            if conn.execute(select(table.c.id).where(table.c.call_id == call_id)).first() is not None:
+                return  # a retried record the database took before
+            stored = [{name: row.get(name) for name in _INBOUND_COLUMNS} for row in rows]
+            conn.execute(table.insert(), stored)
+            chain.append(conn, "inbound", call_id, chain.rows_digest(stored), float(rows[0]["created_at"]))
 
     def write_units(self, session_id: str, units: list[PrivacyUnit]) -> None:
         table = PrivacyUnit.__table__  # type: ignore[attr-defined]

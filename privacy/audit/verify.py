@@ -24,6 +24,7 @@ from privacy.audit.tables import (
     PrivacyEgress,
     PrivacyErasure,
     PrivacyFinding,
+    PrivacyInbound,
     PrivacyReceipt,
     PrivacyUnit,
 )
@@ -101,6 +102,10 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
     egress: dict[str, list[dict[str, Any]]] = {}
     for g in _rows(conn, egress_t, egress_t.c.id):
         egress.setdefault(g["call_id"], []).append(g)
+    inbound_t = PrivacyInbound.__table__  # type: ignore[attr-defined]
+    inbound: dict[str, list[dict[str, Any]]] = {}
+    for row in _rows(conn, inbound_t, inbound_t.c.id):
+        inbound.setdefault(row["call_id"], []).append(row)
     units: dict[str, list[dict[str, Any]]] = {}
     for u in _rows(conn, units_t, units_t.c.unit_id):
         units.setdefault(u["session_id"], []).append(u)
@@ -139,6 +144,8 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
                                                                 call["cached_tokens"])
         if kind == "egress":
             return chain.rows_digest(egress[ref]) if ref in egress else None
+        if kind == "inbound":
+            return chain.rows_digest(inbound[ref]) if ref in inbound else None
         if kind == "units":
             return chain.rows_digest(units.get(ref, []))
         if kind == "receipt":
@@ -163,6 +170,10 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
     chained_egress = {ref for kind, ref in latest if kind == "egress"}
     for ref in set(egress) - chained_egress:
         report.breaks.append(Break("inserted", f"egress of call {ref}", "egress rows that are not in the chain"))
+    chained_inbound = {ref for kind, ref in latest if kind == "inbound"}
+    for ref in set(inbound) - chained_inbound:
+        report.breaks.append(Break("inserted", f"inbound findings of call {ref}",
+                                   "inbound rows that are not in the chain"))
     chained_units = {ref for kind, ref in latest if kind == "units"}
     for ref in set(units) - chained_units:
         report.breaks.append(Break("inserted", f"units of session {ref}", "units that are not in the chain"))
