@@ -18,9 +18,8 @@ from starlette.routing import Route
 
 from accounting.calls import Meter
 from accounting.database import StoreUnavailable
-from accounting.factory import build_meter
+from accounting.factory import build_meter, usage_store
 from accounting.store import UsageStore
-from accounting.writer import StoreMeter
 from gateway.admin.database import AdminDatabase
 from gateway.admin.routes import admin_routes
 from gateway.admin.virtual_keys import VirtualKeys
@@ -58,6 +57,7 @@ from gateway.tracing import SessionHasher, Tracing, build_tracing
 from gateway.upstreams.provider_request import ProviderTransport
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
 from privacy import Protector
+from privacy.audit import SigningKeys
 from privacy.factory import build_protector
 from privacy.session_store import SessionStore, SessionStoreUnavailable
 from router.policies import builtin_policies
@@ -127,9 +127,9 @@ def check_secrets(settings: Settings) -> Keys:
 def measured_rates(meter: Meter) -> CloudRateSource | None:
     """Arms' measured cloud-call rates from the metering store, for ``random-matched``'s ``match`` knob (read at
     most once a minute per arm). None when metering keeps no store; a failed read falls back to the knob's p."""
-    if not isinstance(meter, StoreMeter):
+    store = usage_store(meter)
+    if store is None:
         return None
-    store: UsageStore = meter.store
 
     def counts_of(experiment: str, arm: str) -> tuple[int, int] | None:
         try:
@@ -220,7 +220,7 @@ def build_services(
                                              sessions=sessions, edge=edge_endpoint(settings.edge),
                                              hash_key=keys.derive("audit"),
                                              seal_key=keys.derive("audit-body"), scope_of=owner_of,
-                                             sign_key=keys.derive("audit-sign"))
+                                             sign_keys=SigningKeys(keys.derive))
     doors = Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
                         cloud_transport=cloud_transport)
     budgets = build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"), clock=clock)

@@ -47,12 +47,11 @@ def moment(value: str | None, *, now: float, name: str) -> float | None:
 
 
 def period_report(args: argparse.Namespace) -> int:
-    from accounting.database import StoreUnavailable, make_engine
+    from accounting.database import StoreUnavailable
     from accounting.store import UsageStore
-    from gateway.audit_commands import _settings, _signer
+    from gateway.audit_commands import _settings, _store, _trusted
     from gateway.settings import ConfigError
     from gateway.tenancy import owner_of
-    from privacy.audit import AuditStore, load_public_pem
     from privacy.report import Scope, build_report, render
 
     now = time.time()
@@ -63,11 +62,9 @@ def period_report(args: argparse.Namespace) -> int:
         if since is not None and since >= until:
             raise ValueError("--since must come before --until")
         settings = _settings(args.config)
-        public = (load_public_pem(Path(args.public_key).read_bytes()) if args.public_key
-                  else _signer(settings).public)
         url = args.database_url or settings.database_url
-        audit = AuditStore(make_engine(url))
-        audit.ensure()
+        audit = _store(settings, url)
+        public = _trusted(audit, [args.public_key] if args.public_key else None)  # every generation of the key
         usage = UsageStore.from_url(url) if settings.accounting.enabled else None
         scope = Scope(owner=args.owner if prefix is None else prefix[:-1], prefix=prefix, since=since, until=until)
         report = build_report(audit.engine, scope, usage=usage, public=public, owner_of=owner_of)

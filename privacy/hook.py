@@ -19,6 +19,10 @@ class StreamRestorer(Protocol):
 
     def flush(self) -> list[dict[str, Any]]: ...
 
+    def close(self) -> None:
+        """The stream stopped (ended, broke or was cancelled): what it owes the audit is recorded now."""
+        ...
+
 
 class ReceiptSource(Protocol):
     """Signs the egress receipts of one call (``privacy.audit.receipts``)."""
@@ -87,6 +91,9 @@ class _PassThroughRestorer:
 
     def flush(self) -> list[dict[str, Any]]:
         return []
+
+    def close(self) -> None:
+        return None
 
 
 class PassThroughProtection:

@@ -17,6 +17,7 @@ from privacy.audit import (
     body_bytes,
     call_row,
     finding_row,
+    inbound_record,
     placeholder_counts,
     safe_location,
     seal_body,
@@ -24,7 +25,9 @@ from privacy.audit import (
 from privacy.audit.receipts import verdict
 from privacy.detect import DetectionError, Finding, Unit, UnitsDocument, is_credential_type
 from privacy.errors import PrivacyBlocked, PrivacyFailedToEdge, PrivacyUnavailable
+from privacy.guard import AnswerGuard, Found
 from privacy.hook import Protection, ReceiptSource, StreamRestorer
+from privacy.inbound import Carried, InboundScanner
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
 from privacy.registry import UnitRegistry
@@ -70,12 +73,14 @@ class ScrubbedRequest:
 
 class PrivacyProtection:
     def __init__(self, scrubbed: ScrubbedRequest, *, on_usage: Any = None,
-                 tool_secrets: ToolSecrets | None = None, receipts: ReceiptSource | None = None) -> None:
+                 tool_secrets: ToolSecrets | None = None, receipts: ReceiptSource | None = None,
+                 guard: AnswerGuard | None = None) -> None:
         self.body = scrubbed.body
         self._scrubbed = scrubbed
         self._restorer = Restorer(scrubbed.values, tool_secrets)
         self._on_usage = on_usage
         self._receipts = receipts
+        self._guard = guard  # privacy.response_guard: what the answer carries that the call never did
 
     def receipt(self, target: str, sent: dict[str, Any]) -> str | None:
         return None if self._receipts is None else self._receipts.issue(target, sent)
@@ -87,19 +92,23 @@ class PrivacyProtection:
     def restore(self, response: dict[str, Any]) -> dict[str, Any]:
         if self._on_usage is not None and isinstance(response.get("usage"), dict):
             self._on_usage(response["usage"])
-        return self._restorer.response(response)
+        restored = self._restorer.response(response)
+        return restored if self._guard is None else self._guard.response(restored)
 
     def stream_restorer(self) -> StreamRestorer:
-        return RestoringStream(self._restorer, on_usage=self._on_usage)
+        return RestoringStream(self._restorer, on_usage=self._on_usage, guard=self._guard)
 
 
 class PrivacyProtector:
     def __init__(self, settings: PrivacySettings, *, sessions: SessionStore, scrubber: Scrubber,
                  units: UnitRegistry, audit: AuditWriter | None, hasher: Hasher | None,
                  last_check: LastCheck | None = None, metrics: PrivacyMetrics | None = None,
-                 sealer: Sealer | None = None, scope_of: Callable[[str], str] | None = None) -> None:
+                 sealer: Sealer | None = None, scope_of: Callable[[str], str] | None = None,
+                 inbound: InboundScanner | None = None) -> None:
         """``scope_of``: the owner of a session id (``gateway.tenancy``): detections are shared within one owner's
-        sessions only. None: one owner (single-tenant, ``ecgw scrub``)."""
+        sessions only. None: one owner (single-tenant, ``ecgw scrub``). ``inbound``: how answers are read for what
+        the call never carried (``privacy.response_guard``; None: not read)."""
+        self._inbound = inbound
         self._settings = settings
         self._scope_of = scope_of
         self._last_check = last_check
@@ -218,6 +227,7 @@ class PrivacyProtector:
                 raise PrivacyFailedToEdge(reason + "; privacy.on_privacy_error is 'edge'") from exc
             raise PrivacyUnavailable(reason) from exc
         on_usage = record = receipts = None
+        call_id = ""
         if self._audited is not None:
             data = body_bytes(scrubbed.body)  # the exact bytes the receipts cover and the audit seals
             call_id = self._record(scrubbed, data, session_id, request_id, experiment)
@@ -231,7 +241,25 @@ class PrivacyProtector:
             record = _ToolRestoreRecorder(self._audited.audit, self._hasher, call_id, session_id)
         secrets = frozenset(p for p in scrubbed.values if is_credential_type(p[1:].rsplit("_", 1)[0]))
         tool_secrets = ToolSecrets(secrets, self._settings.restore_secrets_in_tools, record)
-        return PrivacyProtection(scrubbed, on_usage=on_usage, tool_secrets=tool_secrets, receipts=receipts)
+        guard = await self._guard(body, scrubbed, call_id, session_id, request_id)
+        return PrivacyProtection(scrubbed, on_usage=on_usage, tool_secrets=tool_secrets, receipts=receipts,
+                                 guard=guard)
+
+    async def _guard(self, body: dict[str, Any], scrubbed: ScrubbedRequest, call_id: str, session_id: str,
+                     request_id: str) -> AnswerGuard | None:
+        """The answer's guard (``privacy.guard``), when ``privacy.response_guard`` is on: the call carried the
+        client's body, the body that left and the values its placeholders restore."""
+        settings = self._settings.response_guard
+        if settings.action == "off" or self._inbound is None:
+            return None
+        _, units = await self.units.matcher(session_id)
+        record = None
+        if self._audited is not None:
+            owner = self._scope_of(session_id) if self._scope_of is not None else ""
+            record = _InboundRecorder(self._audited.audit, call_id=call_id, session_id=session_id,
+                                      request_id=request_id, owner=owner, action=settings.action)
+        carried = Carried([body, scrubbed.body], scrubbed.values.values())
+        return AnswerGuard(settings, self._inbound, units, carried, record)
 
     def _record(self, scrubbed: ScrubbedRequest, data: bytes, session_id: str, request_id: str,
                 experiment: str | None) -> str:
@@ -313,4 +341,18 @@ class _ToolRestoreRecorder:
                           location=f"tool_calls[{tool}].arguments", value_hash=self._hasher(value), unit_id=None,
                           field=None, dimension=None)
         record = {"kind": "tool_restore", "findings": [row]}
+        self._audit.submit(lambda: record)
+
+
+class _InboundRecorder:
+    """Audits what an answer carried that its call never did (``privacy.audit.inbound``): one record per call."""
+
+    def __init__(self, audit: AuditWriter, *, call_id: str, session_id: str, request_id: str, owner: str,
+                 action: str) -> None:
+        self._audit = audit
+        self._fields = {"call_id": call_id, "session_id": session_id, "request_id": request_id, "owner": owner,
+                        "action": action}
+
+    def __call__(self, found: list[Found]) -> None:
+        record = inbound_record(**self._fields, created_at=time.time(), found=found)
         self._audit.submit(lambda: record)

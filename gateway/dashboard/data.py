@@ -99,6 +99,7 @@ class Dashboard:
             row["exposure"] = seen["exposure"] if seen and seen["units_known"] else None
             row["units_known"] = seen["units_known"] if seen else 0
             row["privacy_blocked"] = blocked.get(row["group"], 0)
+            row["inbound"] = seen.get("inbound", 0) if seen else 0  # values answers carried, never sent
         rows.sort(key=lambda r: -float(r["cloud_cost_usd"]))
         return {"since": label, "data": rows}
 

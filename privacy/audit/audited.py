@@ -106,6 +106,7 @@ class AuditedUnits:
         self.audit.start()
         if self.units.file_units():
             self._persist("*", self.units.file_units())
+        self.checkpoint()  # the key's latest generation and the latest checkpoint, known before the first receipt
         self.sweep()  # retention at start, then hourly
         self._checkpoints = asyncio.create_task(self._sign_periodically())
 

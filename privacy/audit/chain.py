@@ -19,6 +19,7 @@ import base64
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
@@ -26,7 +27,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from sqlalchemy import Connection, select, text
 
-from privacy.audit.tables import PrivacyChain, PrivacyCheckpoint
+from privacy.audit.tables import PrivacyChain, PrivacyCheckpoint, PrivacySigningKey
 
 GENESIS = "0" * 64
 _LOCK_KEY = 0x6563677702  # "ecgw" + 2: the advisory lock id for appending to the chain
@@ -114,6 +115,48 @@ class ChainSigner:
 
     def public_pem(self) -> str:
         return public_pem(self.public)
+
+
+class SigningKeys:
+    """The signing key of each generation, derived from the secrets key (``derive``): generation 1 is
+    ``audit-sign`` (the key before rotation existed), generation n ≥ 2 ``audit-sign-n``. Rotating
+    (``ecgw audit rotate-key``) records the next generation in ``privacy_signing_key``; every worker signs with the
+    latest from its next checkpoint on, and every older key still verifies what it signed."""
+
+    def __init__(self, derive: Callable[[str], bytes]) -> None:
+        self._derive = derive
+        self._signers: dict[int, ChainSigner] = {}
+
+    def signer(self, generation: int) -> ChainSigner:
+        if generation not in self._signers:
+            self._signers[generation] = ChainSigner(self._derive("audit-sign" if generation <= 1
+                                                                 else f"audit-sign-{generation}"))
+        return self._signers[generation]
+
+    def ring(self, generations: int) -> dict[str, Ed25519PublicKey]:
+        """key id → public key of generations 1..``generations``."""
+        return {s.key_id: s.public for s in (self.signer(g) for g in range(1, max(generations, 1) + 1))}
+
+
+def current_generation(conn: Connection) -> int:
+    """The latest generation ``ecgw audit rotate-key`` recorded (1 before any rotation)."""
+    table = PrivacySigningKey.__table__  # type: ignore[attr-defined]
+    latest = conn.execute(select(table.c.generation).order_by(table.c.generation.desc()).limit(1)).first()
+    return int(latest[0]) if latest else 1
+
+
+def rotate(conn: Connection, keys: SigningKeys, created_at: float) -> ChainSigner:
+    """Record the next generation (inside the caller's locked transaction) and return its signer."""
+    table = PrivacySigningKey.__table__  # type: ignore[attr-defined]
+    current = current_generation(conn)
+    if conn.execute(select(table.c.generation).limit(1)).first() is None:  # generation 1, recorded on first use
+        first = keys.signer(1)
+        conn.execute(table.insert(), [{"generation": 1, "key_id": first.key_id, "public_pem": first.public_pem(),
+                                       "created_at": created_at}])
+    signer = keys.signer(current + 1)
+    conn.execute(table.insert(), [{"generation": current + 1, "key_id": signer.key_id,
+                                   "public_pem": signer.public_pem(), "created_at": created_at}])
+    return signer
 
 
 class Anchor:

@@ -144,6 +144,39 @@ def _v6_erasable_calls(conn: Connection) -> None:
     meta.create_all(conn, checkfirst=True)
 
 
+def _v7_signing_keys(conn: Connection) -> None:
+    meta = MetaData()
+    Table(
+        "privacy_signing_key", meta,
+        Column("generation", Integer, primary_key=True, autoincrement=False),
+        Column("key_id", String, nullable=False),
+        Column("public_pem", String, nullable=False),
+        Column("created_at", Float, nullable=False),
+    )
+    meta.create_all(conn, checkfirst=True)
+
+
+def _v8_inbound(conn: Connection) -> None:
+    meta = MetaData()
+    Table(
+        "privacy_inbound", meta,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("call_id", String, nullable=False),
+        Column("session_id", String, nullable=False),
+        Column("request_id", String, nullable=False),
+        Column("owner", String, nullable=False),
+        Column("type", String, nullable=False),
+        Column("layer", String, nullable=False),
+        Column("location", String, nullable=False),
+        Column("action", String, nullable=False),
+        Column("created_at", Float, nullable=False),
+        Index("ix_privacy_inbound_call_id", "call_id"),
+        Index("ix_privacy_inbound_session_id", "session_id"),
+        Index("ix_privacy_inbound_owner", "owner"),
+    )
+    meta.create_all(conn, checkfirst=True)
+
+
 AUDIT_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "audit: calls, findings, units", _v1_audit_tables),
     Migration(2, "audit: the hash key leaves the database", _v2_drop_hash_key),
@@ -151,4 +184,6 @@ AUDIT_MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "audit: the tamper-evident chain and its signed checkpoints", _v4_chain),
     Migration(5, "audit: signed egress receipts", _v5_receipts),
     Migration(6, "audit: erasable content (digests beside it, erasure records)", _v6_erasable_calls),
+    Migration(7, "audit: generations of the signing key (rotation)", _v7_signing_keys),
+    Migration(8, "audit: inbound findings (what cloud answers carried that no request did)", _v8_inbound),
 )

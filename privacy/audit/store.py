@@ -22,13 +22,14 @@ from sqlmodel import select
 
 from accounting.migrations import migrate
 from privacy.audit import chain
-from privacy.audit.chain import Anchor, ChainSigner
+from privacy.audit.chain import Anchor, ChainSigner, SigningKeys
 from privacy.audit.migrations import AUDIT_MIGRATIONS, VERSION_TABLE
 from privacy.audit.tables import (
     PrivacyCall,
     PrivacyEgress,
     PrivacyErasure,
     PrivacyFinding,
+    PrivacyInbound,
     PrivacyReceipt,
     PrivacyUnit,
 )
@@ -42,6 +43,7 @@ _CALL_COLUMNS = tuple(PrivacyCall.model_fields)
 _FINDING_COLUMNS = tuple(name for name in PrivacyFinding.model_fields if name != "id")  # the database numbers them
 _EGRESS_COLUMNS = tuple(name for name in PrivacyEgress.model_fields if name != "id")
 _RECEIPT_COLUMNS = tuple(PrivacyReceipt.model_fields)
+_INBOUND_COLUMNS = tuple(name for name in PrivacyInbound.model_fields if name != "id")
 
 
 def normalise_for_hash(value: str) -> str:
@@ -83,11 +85,14 @@ class AuditStore:
     (``privacy.audit.chain``) in the same transaction; ``signer`` signs the checkpoints (None: none are written),
     and ``anchor`` (the receipts' view of the key and of the latest checkpoint) follows what it signs."""
 
-    def __init__(self, engine: Engine, *, signer: ChainSigner | None = None,
+    def __init__(self, engine: Engine, *, signer: ChainSigner | None = None, keys: SigningKeys | None = None,
                  clock: Callable[[], float] = time.time) -> None:
+        """``keys``: the signing key's generations; the store then signs with the latest one recorded (``signer``
+        alone: that key, always)."""
         self.engine = engine
-        self.signer = signer
-        self.anchor = Anchor(signer) if signer is not None else None
+        self.keys = keys
+        self.signer = signer or (keys.signer(1) if keys is not None else None)
+        self.anchor = Anchor(self.signer) if self.signer is not None else None
         self._clock = clock
         self._ready = False
 
@@ -127,6 +132,8 @@ class AuditStore:
             self.write_egress(record["rows"])
         elif kind == "receipt":
             self.write_receipt(record["row"])
+        elif kind == "inbound":  # what a cloud answer carried that its request did not (privacy.response_guard)
+            self.write_inbound(record["rows"])
         elif kind == "checkpoint":
             self.write_checkpoint()
         elif kind == "retention":
@@ -248,6 +255,19 @@ class AuditStore:
             conn.execute(table.insert(), [stored])
             chain.append(conn, "receipt", str(row["id"]), chain.rows_digest([stored]), float(row["created_at"]))
 
+    def write_inbound(self, rows: list[dict[str, Any]]) -> None:
+        """A cloud answer's inbound findings (one record per call, ``privacy.inbound``), chained like egress rows."""
+        if not rows:
+            return
+        table = PrivacyInbound.__table__  # type: ignore[attr-defined]
+        call_id = rows[0]["call_id"]
+        with self._chained() as conn:
+            if conn.execute(select(table.c.id).where(table.c.call_id == call_id)).first() is not None:
+                return  # a retried record the database took before
+            stored = [{name: row.get(name) for name in _INBOUND_COLUMNS} for row in rows]
+            conn.execute(table.insert(), stored)
+            chain.append(conn, "inbound", call_id, chain.rows_digest(stored), float(rows[0]["created_at"]))
+
     def write_units(self, session_id: str, units: list[PrivacyUnit]) -> None:
         table = PrivacyUnit.__table__  # type: ignore[attr-defined]
         rows = sorted((u.model_dump() for u in units), key=lambda r: str(r["unit_id"]))
@@ -257,14 +277,27 @@ class AuditStore:
                 conn.execute(table.insert(), rows)
             chain.append(conn, "units", session_id, chain.rows_digest(rows), self._clock())
 
+    def rotate_key(self) -> ChainSigner:
+        """Record the next generation of the signing key and sign the head with it (``ecgw audit rotate-key``)."""
+        if self.keys is None:
+            raise ValueError("this audit store has no key generations to rotate (no secrets key)")
+        with self._chained() as conn:
+            signer = chain.rotate(conn, self.keys, self._clock())
+        self.write_checkpoint()
+        return signer
+
     def write_checkpoint(self) -> None:
         """Sign the chain's head (nothing when it is signed already, or without a signer)."""
         if self.signer is None:
             return
         with self._chained() as conn:
+            if self.keys is not None:  # a rotation recorded since: sign with the new generation from now on
+                self.signer = self.keys.signer(chain.current_generation(conn))
             latest = chain.write_checkpoint(conn, self.signer, self._clock())
-        if latest is not None and self.anchor is not None:
-            self.anchor.checkpoint = latest  # what the next receipts name
+        if self.anchor is not None:
+            self.anchor.signer = self.signer  # what the next receipts are signed with
+            if latest is not None:
+                self.anchor.checkpoint = latest  # and the checkpoint they name
 
 
 def units_record(session_id: str, units: list[Unit], hasher: Hasher) -> dict[str, Any]:

@@ -8,6 +8,7 @@ against its latest entry; earlier entries of the same record stay in the chain a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from privacy.audit.tables import (
     PrivacyEgress,
     PrivacyErasure,
     PrivacyFinding,
+    PrivacyInbound,
     PrivacyReceipt,
     PrivacyUnit,
 )
@@ -100,6 +102,10 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
     egress: dict[str, list[dict[str, Any]]] = {}
     for g in _rows(conn, egress_t, egress_t.c.id):
         egress.setdefault(g["call_id"], []).append(g)
+    inbound_t = PrivacyInbound.__table__  # type: ignore[attr-defined]
+    inbound: dict[str, list[dict[str, Any]]] = {}
+    for row in _rows(conn, inbound_t, inbound_t.c.id):
+        inbound.setdefault(row["call_id"], []).append(row)
     units: dict[str, list[dict[str, Any]]] = {}
     for u in _rows(conn, units_t, units_t.c.unit_id):
         units.setdefault(u["session_id"], []).append(u)
@@ -134,6 +140,8 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
                                                                 call["cached_tokens"])
         if kind == "egress":
             return chain.rows_digest(egress[ref]) if ref in egress else None
+        if kind == "inbound":
+            return chain.rows_digest(inbound[ref]) if ref in inbound else None
         if kind == "units":
             return chain.rows_digest(units.get(ref, []))
         if kind == "receipt":
@@ -158,6 +166,10 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
     chained_egress = {ref for kind, ref in latest if kind == "egress"}
     for ref in set(egress) - chained_egress:
         report.breaks.append(Break("inserted", f"egress of call {ref}", "egress rows that are not in the chain"))
+    chained_inbound = {ref for kind, ref in latest if kind == "inbound"}
+    for ref in set(inbound) - chained_inbound:
+        report.breaks.append(Break("inserted", f"inbound findings of call {ref}",
+                                   "inbound rows that are not in the chain"))
     chained_units = {ref for kind, ref in latest if kind == "units"}
     for ref in set(units) - chained_units:
         report.breaks.append(Break("inserted", f"units of session {ref}", "units that are not in the chain"))
@@ -188,10 +200,10 @@ def _check_erasures(calls: dict[str, dict[str, Any]], erasures: dict[str, dict[s
                                    f"tombstoned by erasure {ref}, which does not exist"))
 
 
-def _check_receipts(conn: Connection, public: Ed25519PublicKey, since: float | None, report: TrailReport) -> None:
+def _check_receipts(conn: Connection, keys: dict[str, Ed25519PublicKey], since: float | None,
+                    report: TrailReport) -> None:
     """Every stored receipt's signature: a receipt forged in the database (its row chained anew) is named."""
     table = PrivacyReceipt.__table__  # type: ignore[attr-defined]
-    keys = {chain.key_id(public): public}
     for row in _rows(conn, table, table.c.created_at):
         if since is not None and row["created_at"] < since:
             continue
@@ -202,11 +214,10 @@ def _check_receipts(conn: Connection, public: Ed25519PublicKey, since: float | N
             report.breaks.append(Break("receipt", f"receipt {row['id']} (call {row['call_id']})", str(exc)))
 
 
-def _check_checkpoints(conn: Connection, entries: list[dict[str, Any]], public: Ed25519PublicKey,
+def _check_checkpoints(conn: Connection, entries: list[dict[str, Any]], keys: dict[str, Ed25519PublicKey],
                        report: TrailReport) -> None:
     points_t = PrivacyCheckpoint.__table__  # type: ignore[attr-defined]
     by_seq = {e["seq"]: e for e in entries}
-    key_id = chain.key_id(public)
     prev_hash, prev_seq = chain.GENESIS, 0
     for p in _rows(conn, points_t, points_t.c.seq):
         report.checkpoints += 1
@@ -215,8 +226,10 @@ def _check_checkpoints(conn: Connection, entries: list[dict[str, Any]], public: 
         if p["prev"] != prev_hash:
             report.breaks.append(Break("checkpoint", where, f"it does not follow checkpoint {prev_seq} (one was "
                                                             "removed, inserted or reordered)"))
-        if p["key_id"] != key_id:
-            report.breaks.append(Break("checkpoint", where, f"signed by key {p['key_id']}, not {key_id}"))
+        public = keys.get(p["key_id"])
+        if public is None:
+            report.breaks.append(Break("checkpoint", where, f"signed by key {p['key_id']}, not "
+                                                            f"{' or '.join(sorted(keys))}"))
         elif chain.sha256(message) != p["hash"] or not chain.signature_valid(public, p["signature"], message):
             report.breaks.append(Break("checkpoint", where, "the signature does not verify (forged or altered)"))
         head = by_seq.get(p["head_seq"])
@@ -229,7 +242,10 @@ def _check_checkpoints(conn: Connection, entries: list[dict[str, Any]], public: 
         prev_hash, prev_seq = p["hash"], p["seq"]
 
 
-def verify_trail(engine: Engine, public: Ed25519PublicKey, *, since: float | None = None) -> TrailReport:
+def verify_trail(engine: Engine, public: Ed25519PublicKey | Mapping[str, Ed25519PublicKey], *,
+                 since: float | None = None) -> TrailReport:
+    """``public``: the key, or every trusted key by id (each generation of a rotated key)."""
+    keys = dict(public) if isinstance(public, Mapping) else {chain.key_id(public): public}
     report = TrailReport()
     chain_t = PrivacyChain.__table__  # type: ignore[attr-defined]
     with engine.connect() as conn:
@@ -237,6 +253,6 @@ def verify_trail(engine: Engine, public: Ed25519PublicKey, *, since: float | Non
         report.entries = len(entries)
         _walk_links(entries, report)
         _check_records(conn, entries, since, report)
-        _check_checkpoints(conn, entries, public, report)
-        _check_receipts(conn, public, since, report)
+        _check_checkpoints(conn, entries, keys, report)
+        _check_receipts(conn, keys, since, report)
     return report

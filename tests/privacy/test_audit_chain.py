@@ -207,3 +207,22 @@ def test_ecgw_audit_verify_and_public_key_on_a_gateway_configuration(tmp_path: P
     code, other = _ecgw(capsys, "audit", "verify", "--config", str(config), "--public-key",
                         str(tmp_path / "other.pem"))
     assert code == 1 and "signed by key" in other
+
+
+def test_inbound_findings_are_chained_and_their_tampering_named(engine: Engine) -> None:
+    from privacy.audit import inbound_record
+
+    store = AuditStore(engine, signer=ChainSigner(SEED))
+    store.apply(_call("c1", 1000.0))
+    record = inbound_record(call_id="c1", session_id="s1", request_id="r-c1", owner="", action="audit",
+                            created_at=1000.5, found=[("US_SSN", "patterns", "choices[0].content")] * 2)
+    assert record is not None
+    store.apply(record)
+    store.apply(record)  # a retried record is written once
+    assert verify_trail(engine, ChainSigner(SEED).public).intact
+    _sql(engine, "UPDATE privacy_inbound SET type = 'NOTHING' WHERE id = 1")
+    _sql(engine, "INSERT INTO privacy_inbound (call_id, session_id, request_id, owner, type, layer, location, "
+                 "action, created_at) VALUES ('c9', 's1', 'r', '', 'X', 'patterns', 'choices[0].content', 'audit', 1)")
+    assert sorted(_breaks(engine)) == [
+        "altered: seq 2 (inbound c1): the inbound record's rows differ from what was chained",
+        "inserted: inbound findings of call c9: inbound rows that are not in the chain"]

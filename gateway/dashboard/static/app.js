@@ -155,11 +155,12 @@ function renderSessions(data) {
       cell(int(r.cloud_raw_input_tokens), "cloud_raw_input_tokens"), cell(int(r.cloud_cache_read_tokens), "cloud_cache_read_tokens"),
       cell(int(r.cloud_output_tokens), "cloud_output_tokens"), cell(pflops(r.edge_pflops), "edge_pflops"),
       cell(r.exposure === null ? "no units" : pct(r.exposure), "exposure", r.exposure ? "up" : ""),
-      cell(int(r.privacy_blocked), "privacy_blocked"));
+      cell(int(r.privacy_blocked), "privacy_blocked"),
+      cell(int(r.inbound || 0), "inbound", r.inbound ? "up" : ""));
     tr.addEventListener("click", () => openSession(r.group));
     return tr;
   });
-  $("#session-table tbody").replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { colSpan: 11, class: "muted" }, "No sessions in this window."))]));
+  $("#session-table tbody").replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { colSpan: 12, class: "muted" }, "No sessions in this window."))]));
 }
 
 function signalText(step) {
@@ -206,7 +207,8 @@ async function openSession(id) {
     tile("cloud calls", int(data.steps.reduce((a, s) => a + s.calls.filter((c) => c.side === "cloud").length, 0)), "cloud_calls"),
     tile("units known", p ? int(p.units_known) : "–", "units"),
     tile("units exposed raw", p ? int(p.units_exposed) : "–", "exposed", p && p.units_exposed > 0),
-    tile("exposure", p && p.units_known ? pct(p.exposure) : "–", "exposure"));
+    tile("exposure", p && p.units_known ? pct(p.exposure) : "–", "exposure"),
+    tile("inbound (answers, never sent)", p && p.inbound ? int(p.inbound.total) : "–", "inbound", p && p.inbound && p.inbound.total > 0));
   const rows = data.steps.map((s, i) => {
     const cloud = s.calls.filter((c) => c.side === "cloud");
     const tok = (k) => cloud.reduce((a, c) => a + (c[k] || 0), 0);
