@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Integer, Table, case, cast, distinct, func, null, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from accounting.builder import Row
 from accounting.database import StoreUnavailable, make_engine, safe_url
@@ -109,7 +109,8 @@ class UsageStore:
         return cls(make_engine(database_url), url=database_url)
 
     def unavailable(self, exc: BaseException) -> StoreUnavailable:
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc  # the driver's own words
+        reason = str(cause or exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
         return StoreUnavailable(f"cannot use the metering database at {self.url}: {reason}. Check that it is "
                                 "running and reachable, or set database_url (ECGW_DATABASE_URL).")
 

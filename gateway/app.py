@@ -18,9 +18,8 @@ from starlette.routing import Route
 
 from accounting.calls import Meter
 from accounting.database import StoreUnavailable
-from accounting.factory import build_meter
+from accounting.factory import build_meter, usage_store
 from accounting.store import UsageStore
-from accounting.writer import StoreMeter
 from gateway.admin.database import AdminDatabase
 from gateway.admin.routes import admin_routes
 from gateway.admin.virtual_keys import VirtualKeys
@@ -128,9 +127,9 @@ def check_secrets(settings: Settings) -> Keys:
 def measured_rates(meter: Meter) -> CloudRateSource | None:
     """Arms' measured cloud-call rates from the metering store, for ``random-matched``'s ``match`` knob (read at
     most once a minute per arm). None when metering keeps no store; a failed read falls back to the knob's p."""
-    if not isinstance(meter, StoreMeter):
+    store = usage_store(meter)
+    if store is None:
         return None
-    store: UsageStore = meter.store
 
     def counts_of(experiment: str, arm: str) -> tuple[int, int] | None:
         try:

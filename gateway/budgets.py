@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from accounting.calls import Meter, UpstreamCall
-from accounting.factory import build_record_builder
+from accounting.factory import build_record_builder, usage_store
 from accounting.pricing import Pricer, bundled_litellm_cost_map
 from accounting.spend import spend
 from accounting.store import UsageStore
@@ -84,8 +84,8 @@ def _check_arms(arms: Iterable[str], experiments: ExperimentsSettings) -> None:
 
 def metering_seeder(meter: Meter) -> Seeder:
     """Counters seeded from the metering database (none when metering keeps no store)."""
-    store = getattr(meter, "store", None)
-    return usage_seeder(store) if isinstance(store, UsageStore) else no_seed
+    store = usage_store(meter)
+    return usage_seeder(store) if store is not None else no_seed
 
 
 def usage_seeder(store: UsageStore) -> Seeder:

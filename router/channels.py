@@ -343,17 +343,21 @@ class CloudChannel(_MeteredChannel):
             self._stopped(exc)
             raise
 
+    async def _protected(self, body: dict[str, Any], purpose: str, span: Span, hold: Hold | None) -> Protection:
+        """``body`` protected, in the call's span; protection that fails (or blocks) settles the hold as unsent."""
+        try:
+            with ending(span.child("ecgw.protect")):
+                return await self._protect(body)
+        except BaseException as exc:
+            self._stopped(exc)
+            await self._spend.settle(hold, self._unsent(purpose, body))
+            raise
+
     async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
         # The budgets first: a call they refuse is neither protected nor audited, since it never leaves.
         hold = await self._reserve(body)
         with ending(self._open(purpose)) as span:
-            try:
-                with ending(span.child("ecgw.protect")):
-                    protection = await self._protect(body)
-            except BaseException as exc:
-                self._stopped(exc)
-                await self._spend.settle(hold, self._unsent(purpose, body))
-                raise
+            protection = await self._protected(body, purpose, span, hold)
             response = await self._complete(protection.body, purpose, span, hold, self._receipts(protection))
             with ending(span.child("ecgw.restore")):
                 return protection.restore(response)
@@ -361,13 +365,7 @@ class CloudChannel(_MeteredChannel):
     async def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]:
         hold = await self._reserve(body)
         with ending(self._open(purpose)) as span:
-            try:
-                with ending(span.child("ecgw.protect")):
-                    protection = await self._protect(body)
-            except BaseException as exc:
-                self._stopped(exc)
-                await self._spend.settle(hold, self._unsent(purpose, body))
-                raise
+            protection = await self._protected(body, purpose, span, hold)
             restorer = protection.stream_restorer()
             upstream = self._stream(protection.body, purpose, span, hold, self._receipts(protection))
             with ending(span.child("ecgw.restore")):  # restore runs chunk by chunk while the stream flows

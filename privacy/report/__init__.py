@@ -11,7 +11,6 @@ from typing import Any
 
 from privacy.report.build import build_report
 from privacy.report.period import Scope
-from privacy.report.reads import InboundReader, no_inbound
 
 FORMATS = ("json", "md", "html", "pdf")
 
@@ -35,4 +34,4 @@ def render(report: dict[str, Any], fmt: str) -> bytes:
     raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
-__all__ = ["FORMATS", "InboundReader", "Scope", "build_report", "no_inbound", "render"]
+__all__ = ["FORMATS", "Scope", "build_report", "render"]

@@ -79,8 +79,7 @@ def _trail(engine: Engine, public: Ed25519PublicKey | Mapping[str, Ed25519Public
 
 def build_report(engine: Engine, scope: Scope, *, usage: UsageStore | None,
                  public: Ed25519PublicKey | Mapping[str, Ed25519PublicKey] | None,
-                 owner_of: Callable[[str], str], inbound: reads.InboundReader = reads.no_inbound,
-                 clock: Callable[[], float] = time.time) -> dict[str, Any]:
+                 owner_of: Callable[[str], str], clock: Callable[[], float] = time.time) -> dict[str, Any]:
     """``engine``: the audit's database; ``usage``: the metering store (None when metering is off);
     ``owner_of``: the owner of an internal session id (``gateway.tenancy.owner_of``)."""
     with engine.connect() as conn:
@@ -88,7 +87,7 @@ def build_report(engine: Engine, scope: Scope, *, usage: UsageStore | None,
         found = reads.findings(conn, scope)
         let_through = {(r["call_id"], r["unit_id"]) for r in reads.audited_units(conn, scope)}
         raw = reads.egress(conn, scope)
-        inbound_rows = inbound(conn, scope)
+        inbound_rows = reads.inbound(conn, scope)
         receipts = reads.receipts(conn, scope)
     metered = usage is not None and reads.has_table(usage.engine, "ecgw_usage_records")
     with_steps = usage is not None and reads.has_table(usage.engine, "ecgw_step_records")
@@ -175,16 +174,11 @@ def build_report(engine: Engine, scope: Scope, *, usage: UsageStore | None,
         if step["fallback"]:
             owner(step["session_id"])["kept_on_edge"] += 1
 
-    inbound_counts: dict[str, Any] = {"recorded": inbound_rows is not None, "total": 0, "by_type": {},
-                                      "by_action": {}}
-    if inbound_rows is not None:
-        by_type: Counter[str] = Counter()
-        by_action: Counter[str] = Counter()
-        for r in inbound_rows:
-            by_type[str(r["type"])] += int(r["n"])
-            by_action[str(r["action"])] += int(r["n"])
-        inbound_counts.update(total=sum(by_type.values()), by_type=dict(sorted(by_type.items())),
-                              by_action=dict(sorted(by_action.items())))
+    in_type: Counter[str] = Counter()
+    in_action: Counter[str] = Counter()
+    for r in inbound_rows:
+        in_type[str(r["type"])] += int(r["n"])
+        in_action[str(r["action"])] += int(r["n"])
 
     return {
         "object": "privacy.period_report",
@@ -223,7 +217,8 @@ def build_report(engine: Engine, scope: Scope, *, usage: UsageStore | None,
             "calls_stopped": dict(sorted(stopped.items())),
             "steps_in_period": len(steps),
         },
-        "inbound": inbound_counts,
+        "inbound": {"total": sum(in_type.values()), "by_type": dict(sorted(in_type.items())),
+                    "by_action": dict(sorted(in_action.items()))},
         "fail_closed": {"total": sum(closed.values()), "by_reason": dict(sorted(closed.items()))},
         "trail": _trail(engine, public, scope),
         "owners": sorted(owners.values(), key=lambda o: o["owner"]) if scope.prefix is None else [],

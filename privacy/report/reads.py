@@ -7,7 +7,6 @@ Rows only, no arithmetic beyond SQL's counts; ``privacy.report.build`` puts them
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Table, func, inspect, select
@@ -16,7 +15,14 @@ from sqlalchemy.engine import Connection, Engine
 from accounting.records import StepRecordRow, UsageRecord
 from accounting.reports import derive
 from accounting.store import UsageStore
-from privacy.audit import PrivacyCall, PrivacyCheckpoint, PrivacyEgress, PrivacyFinding, PrivacyReceipt
+from privacy.audit import (
+    PrivacyCall,
+    PrivacyCheckpoint,
+    PrivacyEgress,
+    PrivacyFinding,
+    PrivacyInbound,
+    PrivacyReceipt,
+)
 from privacy.report.period import Scope
 
 PLACED = ("pseudonymise", "mask")  # the actions that put a placeholder (or a type mask) where the value stood
@@ -114,10 +120,10 @@ def steps(conn: Connection, scope: Scope) -> list[dict[str, Any]]:
     return out
 
 
-# The response guard's findings (``privacy.response_guard``), read through this one seam: ``(conn, scope) ->``
-# rows ``{"type", "action", "n"}``, or None when this database records none (an older version).
-InboundReader = Callable[[Connection, Scope], list[dict[str, Any]] | None]
-
-
-def no_inbound(conn: Connection, scope: Scope) -> list[dict[str, Any]] | None:  # noqa: ARG001
-    return None
+def inbound(conn: Connection, scope: Scope) -> list[dict[str, Any]]:
+    """The response guard's findings (``privacy.response_guard``): what cloud answers carried that no request did,
+    per type and action (``audit``: recorded, ``redact``: replaced before the client got it)."""
+    i = _t(PrivacyInbound)
+    query = (select(i.c.type, i.c.action, func.count().label("n"))
+             .where(*scope.where(i.c.session_id, i.c.created_at)).group_by(i.c.type, i.c.action))
+    return [dict(r._mapping) for r in conn.execute(query)]

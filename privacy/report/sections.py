@@ -96,13 +96,11 @@ def sections(report: dict[str, Any]) -> list[Section]:
                [[k, str(v), KEPT.get(k, "")] for k, v in kept["by_reason"].items()]),
          Table("Cloud calls not made, by reason (consultations included)", ["reason", "calls", "meaning"],
                [[k, str(v), KEPT.get(k) or FAIL_CLOSED.get(k, "")] for k, v in kept["calls_stopped"].items()])]))
-    if inbound["recorded"]:
-        out.append(Section("Inbound findings (response guard)", [f"inbound findings: {inbound['total']}"],
-                           [_counts("Inbound findings by type", "type", inbound["by_type"]),
-                            _counts("Inbound findings by action", "action", inbound["by_action"])]))
-    else:
-        out.append(Section("Inbound findings (response guard)",
-                           ["inbound findings: not recorded (this database holds no response-guard records)"]))
+    out.append(Section("Inbound findings (response guard)", [
+        f"inbound findings: {inbound['total']}",
+        "values cloud answers carried that no request did (privacy.response_guard; off records none)"],
+        [_counts("Inbound findings by type", "type", inbound["by_type"]),
+         _counts("Inbound findings by action", "action", inbound["by_action"])]))
     out.append(Section("Fail-closed events", [f"fail-closed events: {closed['total']}"],
                        [Table("Fail-closed events by reason", ["reason", "events", "meaning"],
                               [[k, str(v), FAIL_CLOSED.get(k, "")] for k, v in closed["by_reason"].items()])]))

@@ -133,7 +133,7 @@ class Advisor(ToolPolicy[AdvisorKnobs]):
             return "(the advisor is unavailable for this step; continue on your own)"
         except (PrivacyBlocked, PrivacyUnavailable, UpstreamError) as exc:
             # The edge is in control: a missing advisor is an answer it can work with, not a failed step.
-            reason = getattr(exc, "reason", None) or getattr(exc, "message", None) or type(exc).__name__
+            reason = exc.message if isinstance(exc, UpstreamError) else exc.reason
             log.warning("advisor consultation not sent or failed: %s", reason)
             return "(the advisor is unavailable for this step; continue on your own)"
         choices = response.get("choices") or [{}]

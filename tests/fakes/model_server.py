@@ -37,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-CACHE_BLOCK = 16  # tokens per prefix-cache block, as vLLM's default block size
+from benchmarks.prefix_cache import PrefixCache
 
 
 def tokens_of(text: str) -> list[str]:
@@ -103,7 +103,7 @@ class ModelServer:
         self.usages: list[dict[str, Any]] = []  # every usage object it reported, in order
         self._script: deque[Reply] = deque()
         self._responder = responder
-        self._cache: list[tuple[str | None, list[str]]] = []
+        self._cache = PrefixCache()  # counted as vLLM counts a prefix-cache hit
         self._lock = threading.Lock()
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
@@ -138,25 +138,8 @@ class ModelServer:
         return Reply(content=f"{self.name} reply to: {str(last)[:60]}")
 
     # helpers -----------------------------------------------------------------------------------------
-    def _cached(self, prompt: list[str], salt: str | None) -> int:
-        """Tokens of ``prompt`` a prefix cache holds, as vLLM counts them: whole blocks of an earlier prompt with
-        the same ``cache_salt`` (a different salt never shares a block)."""
-        best = 0
-        for earlier_salt, earlier in self._cache:
-            if earlier_salt != salt:
-                continue
-            n = 0
-            for a, b in zip(earlier, prompt, strict=False):
-                if a != b:
-                    break
-                n += 1
-            best = max(best, n)
-        self._cache.append((salt, prompt))
-        cached = (best // CACHE_BLOCK) * CACHE_BLOCK
-        return min(cached, max(len(prompt) - 1, 0))
-
     def _usage(self, prompt: list[str], completion: int, salt: str | None = None) -> dict[str, Any]:
-        cached = self._cached(prompt, salt)
+        cached = self._cache.cached(prompt, salt)
         usage: dict[str, Any] = {"prompt_tokens": len(prompt), "completion_tokens": completion,
                                  "total_tokens": len(prompt) + completion}
         if self.usage_style == "deepseek":

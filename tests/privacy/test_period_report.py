@@ -25,7 +25,7 @@ from gateway.app import create_app
 from gateway.cli import main
 from tests.conftest import settings_for
 from tests.door import guarded_services, guarded_targets
-from tests.fakes.model_server import ModelServer
+from tests.fakes.model_server import ModelServer, Reply
 from tests.fakes.threaded import ThreadedServer
 from tests.privacy.helpers import UNITS
 
@@ -80,13 +80,14 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
                                  {"name": "beta-1", "key": BETA, "tenant": "beta"}], "admin_keys": [ADMIN]},
             accounting={"prices": PRICES, "spill_path": None},
             limits={"keys": {"beta-1": {"cloud_calls": {"amount": 2, "window": "1d"}}}},
-            privacy={"layers": {"ner": False}, "audit_spill_path": None,
+            privacy={"layers": {"ner": False}, "audit_spill_path": None, "response_guard": {"action": "audit"},
                      "actions": {"contact": "audit", "IP_ADDRESS": "audit", "CREDIT_CARD": "block"}})
         services = guarded_services(settings, cloud_transport=guarded_targets([]))
         server = ThreadedServer(create_app(settings, services=services)).start()
         url, fallbacks = server.url, {ACME: Counter[str](), BETA: Counter[str]()}
         try:
             start = time.time()
+            cloud_fake.script(Reply(content="Done. Frank (frank@example.com) was copied."))  # no request said so
             seen = [
                 (ACME, _step(url, ACME, "a1", "Write to alice@example.com about the invoice.")),
                 (ACME, _step(url, ACME, "a1", "Mail bob@example.org and carol@example.net the summary.",
@@ -197,7 +198,8 @@ def test_what_left_raw_names_the_operators_audit_actions_and_blocks_and_budgets_
     assert acme["kept_on_edge"]["calls_stopped"] == {"privacy-blocked": 1}
     assert _json(run, capsys, "beta")["kept_on_edge"]["by_reason"] == dict(run.fallbacks[BETA])
     assert acme["fail_closed"] == {"total": 0, "by_reason": {}}
-    assert acme["inbound"]["recorded"] in (True, False)
+    assert acme["inbound"] == {"total": 1, "by_type": {"EMAIL_ADDRESS": 1}, "by_action": {"audit": 1}}
+    assert _json(run, capsys, "beta")["inbound"]["total"] == 0
 
 
 def test_the_trail_is_verified_with_the_checkpoint_that_signs_the_period(run, capsys):
@@ -231,6 +233,7 @@ def _numbers(report: dict[str, Any]) -> dict[str, str]:
             "listed units found raw in what left": str(report["left_raw"]["units_left_raw"]),
             "steps kept on the edge": str(report["kept_on_edge"]["steps"]),
             "fail-closed events": str(report["fail_closed"]["total"]),
+            "inbound findings": str(report["inbound"]["total"]),
             "signed checkpoints": str(report["trail"]["checkpoints"])}
 
 
@@ -369,3 +372,24 @@ def test_bad_options_are_refused_with_what_to_do(tmp_path, capsys):
         assert said in capsys.readouterr().err, argv
     assert main(base + ["--owner", "acme", "--format", "md"]) == 0  # an empty period is a report, not an error
     assert "- cloud calls: 0" in capsys.readouterr().out
+
+
+def test_a_tampered_trail_is_reported_broken_and_a_tenant_is_not_shown_other_owners_records(run, capsys):
+    import sqlite3
+    from contextlib import closing
+
+    copy = run.tmp / "tampered.sqlite3"
+    with closing(sqlite3.connect(run.tmp / "gw.sqlite3")) as source, closing(sqlite3.connect(copy)) as db:
+        source.backup(db)  # a copy with what the write-ahead log holds
+        db.execute("UPDATE privacy_finding SET type = 'NOTHING' WHERE session_id LIKE 't.beta/%'")  # beta's rows
+        db.commit()
+    config = run.tmp / "tampered.yaml"
+    config.write_text(yaml.safe_dump({**yaml.safe_load(run.config.read_text(encoding="utf-8")),
+                                      "database_url": f"sqlite:///{copy}"}), encoding="utf-8")
+    tampered = Run(run.tmp, config, run.start, run.middle, run.end, {}, {})
+    every, acme = _json(tampered, capsys, "all"), _json(tampered, capsys, "acme")
+    assert not every["trail"]["intact"] and not acme["trail"]["intact"]
+    assert {b["what"] for b in every["trail"]["breaks"]} == {"altered"}
+    assert all("where" in b for b in every["trail"]["breaks"])
+    assert acme["trail"]["breaks"] and all("where" not in b for b in acme["trail"]["breaks"])
+    assert "trail: BROKEN" in _report(tampered, capsys, "acme", "md").read_text(encoding="utf-8")
