@@ -29,6 +29,9 @@ from privacy.audit.store import (
     Hasher,
     body_opener,
     call_row,
+    chain_row,
+    chained,
+    ensure_schema,
     finding_row,
     seal_body,
 )
@@ -47,7 +50,7 @@ from privacy.audit.writer import AuditWriter, Record
 
 __all__ = [
     "RECEIPT_HEADER", "Anchor", "SigningKeys", "PrivacyChain", "PrivacyCheckpoint", "PrivacyReceipt", "ReceiptInvalid", "ReceiptIssuer", "body_bytes", "key_id",
-    "load_public_pems", "placeholder_counts", "request_receipts", "verify_receipt_token",
+    "load_public_pems", "placeholder_counts", "chain_row", "chained", "ensure_schema", "request_receipts", "verify_receipt_token",
     "AuditStore", "AuditWriter", "AuditedUnits", "Break", "ChainSigner", "ExposureRecorder", "Hasher", "PrivacyCall",
     "PrivacyEgress", "PrivacyFinding", "PrivacyInbound", "inbound_counts", "inbound_record", "TrailReport", "PrivacyUnit", "Record", "benchmark_export", "body_opener", "call_row", "cloud_bodies",
     "finding_row", "overview", "safe_location", "seal_body", "session_exposure", "session_report", "sessions_of",

@@ -214,6 +214,8 @@ HELD = [
     (f"the key is sk-proj-{'a1B2' * 12} ok", "the key is [INBOUND_OPENAI_KEY] ok"),
     (f"here:\n{_KEY}\nthat was it", "here:\n[INBOUND_PRIVATE_KEY]\nthat was it"),
     (f"password: hunter2horse and {PERSON}", f"password: [INBOUND_PASSWORD] and {PERSON}"),
+    ("auth eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c done",
+     "auth [INBOUND_JWT] done"),  # found only once whole: held as one word
 ]
 
 
