@@ -24,6 +24,7 @@ from router.budgets.errors import BudgetUnavailable
 from router.budgets.ledger import Rows, Seeder, no_seed
 from router.budgets.limits import Budgets
 from router.budgets.measures import Estimator, Prices
+from router.budgets.settings import Limits
 from router.experiments import ExperimentsSettings
 from router.target_costs import CallCost
 from router.targets import COST_KNOB
@@ -68,15 +69,21 @@ def check_limits(settings: Settings) -> None:
             raise ConfigError(f"{where}.{COST_KNOB}: the cloud model {settings.cloud.model} has no price, so a cost "
                               "target cannot be measured; add it to accounting.prices")
     for where, value in every.items():
-        if value.cloud_usd is not None and prices_of(settings).price(settings.cloud.model, warn=False) is None:
-            raise ConfigError(f"{where}.cloud_usd: the cloud model {settings.cloud.model} has no price, so a USD "
-                              "budget cannot be counted; add it to accounting.prices")
-        if value.edge_pflops is not None:
-            models = {m.lower() for m in settings.accounting.edge_models}
-            edge = settings.edge.model.lower()
-            if edge not in models and edge.rsplit("/", 1)[-1] not in models:
-                raise ConfigError(f"{where}.edge_pflops: the edge model {settings.edge.model} has no entry in "
-                                  "accounting.edge_models, so its FLOPs cannot be counted; add its parameter count")
+        check_countable(where, value, settings)
+
+
+def check_countable(where: str, value: Limits, settings: Settings) -> None:
+    """A USD budget needs the cloud model's price and a FLOPs budget the edge model's size (``ConfigError`` naming
+    ``where``): for ``limits:`` at start and for a virtual key's limits at its creation."""
+    if value.cloud_usd is not None and prices_of(settings).price(settings.cloud.model, warn=False) is None:
+        raise ConfigError(f"{where}.cloud_usd: the cloud model {settings.cloud.model} has no price, so a USD "
+                          "budget cannot be counted; add it to accounting.prices")
+    if value.edge_pflops is not None:
+        models = {m.lower() for m in settings.accounting.edge_models}
+        edge = settings.edge.model.lower()
+        if edge not in models and edge.rsplit("/", 1)[-1] not in models:
+            raise ConfigError(f"{where}.edge_pflops: the edge model {settings.edge.model} has no entry in "
+                              "accounting.edge_models, so its FLOPs cannot be counted; add its parameter count")
 
 
 def _check_arms(arms: Iterable[str], experiments: ExperimentsSettings) -> None:
@@ -106,9 +113,9 @@ def usage_seeder(store: UsageStore) -> Seeder:
 
 
 def build_budgets(settings: Settings, *, sessions: SessionStore, meter: Meter, hash_key: bytes,
-                  clock: Callable[[], float] | None = None) -> Budgets | None:
-    if not settings.limits.configured:
-        return None
+                  clock: Callable[[], float] | None = None) -> Budgets:
+    """Built even when ``limits:`` names no limit: a virtual key created at run time may carry its own (a step
+    with no limit in scope gets no ``StepBudget`` and costs one look-up)."""
     estimator = Estimator(prices_of(settings), build_record_builder(settings.accounting),
                           default_max_tokens=settings.limits.default_max_tokens)
     extra = {"clock": clock} if clock is not None else {}
@@ -133,7 +140,7 @@ def budget_endpoint(budgets: Budgets | None, session_of: Callable[[Request, str]
                 client_session = request.headers.get("x-session-id") or request.query_params.get("session")
                 session_id = session_of(request, client_session) if client_session else None
                 scopes = budgets.scopes(key_name=key_name(identity), owner_prefix=identity.prefix,
-                                        session_id=session_id)
+                                        session_id=session_id, key_limits=identity.limits)
                 rows = await budgets.report(scopes, session_id)
             body: dict[str, Any] = {"limits": rows}
             if targets is not None and (identity.admin or identity.owner is None):

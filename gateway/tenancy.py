@@ -31,6 +31,7 @@ from starlette.requests import Request
 from gateway.errors import ClientError
 from gateway.sessions import identify_session
 from gateway.settings import ApiKey, ServerSettings, SessionSettings
+from router.budgets.settings import Limits
 
 _OWNER_HEX = 24  # 96 bits of the owner's keyed hash
 _ID_HEX = 24
@@ -44,7 +45,7 @@ class RuntimeKey:
     tenant: str
     session: str | None = None
     policies: tuple[str, ...] | None = None  # None: every policy
-    limits: Mapping[str, Any] | None = None
+    limits: Limits | None = None
     expires_at: float | None = None
 
 
@@ -66,7 +67,7 @@ class Identity:
     tenant: str | None = field(default=None, repr=False)
     label: str | None = None
     policies: tuple[str, ...] | None = None  # a virtual key's allowed policies; None: every policy
-    limits: Mapping[str, Any] | None = field(default=None, repr=False)  # a virtual key's limits (the budgets')
+    limits: Limits | None = field(default=None, repr=False)  # a virtual key's limits (the budgets')
     shadow: bool = True  # its steps may be shadowed (a key's ``learning.shadow``)
 
     @property

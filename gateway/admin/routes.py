@@ -10,7 +10,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from starlette.requests import Request
@@ -19,11 +18,13 @@ from starlette.routing import Route
 
 from gateway.admin.database import AdminDatabase
 from gateway.admin.virtual_keys import VirtualKeys, new_secret
+from gateway.budgets import check_countable
 from gateway.errors import error_response
 from gateway.reload import Reloader, reload_endpoint
-from gateway.settings import NAME_PATTERN
+from gateway.settings import NAME_PATTERN, ConfigError
 from gateway.snapshot import Configuration
 from gateway.tenancy import Identity
+from router.budgets.settings import Limits
 
 log = logging.getLogger("ecgw")
 
@@ -56,7 +57,7 @@ class NewKey(BaseModel):
     tenant: str = Field(pattern=NAME_PATTERN)
     session: str | None = Field(None, min_length=1, max_length=512)
     policies: list[str] | None = Field(None, min_length=1)
-    limits: dict[str, Any] | None = None
+    limits: Limits | None = None  # the budgets' shape (``limits.keys.<name>``), checked like config
     expires_at: datetime | None = None
 
     @field_validator("expires_at")
@@ -97,10 +98,16 @@ def keys_routes(db: AdminDatabase, keys: VirtualKeys, config: Configuration) -> 
             return new
         if new.expires_at is not None and new.expires_at.timestamp() <= time.time():
             return _bad("expires_at: the time has passed.", "expires_at")
+        if new.limits is not None:
+            try:
+                check_countable("limits", new.limits, config.current().settings)
+            except ConfigError as exc:
+                return _bad(f"{exc}.", str(exc).split(":", 1)[0])
         secret = new_secret()
         key = await asyncio.to_thread(
             db.create, key_hash=keys.hash(secret), tenant=new.tenant, session=new.session, policies=new.policies,
-            limits=new.limits, expires_at=new.expires_at.timestamp() if new.expires_at else None,
+            limits=new.limits.model_dump(mode="json", exclude_none=True) if new.limits is not None else None,
+            expires_at=new.expires_at.timestamp() if new.expires_at else None,
             created_by=request.state.identity.label or "admin")
         keys.added(key)
         request.state.audit_target = key.id

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from gateway.admin.database import AdminDatabase, VirtualKey
 from gateway.polling import Poller
 from gateway.tenancy import RuntimeKey
+from router.budgets.settings import Limits
 
 log = logging.getLogger("ecgw")
 
@@ -37,7 +38,8 @@ def key_hash(hash_key: bytes, secret: str) -> str:
 
 
 def _runtime(key: VirtualKey) -> RuntimeKey:
-    return RuntimeKey(id=key.id, tenant=key.tenant, session=key.session, policies=key.policies, limits=key.limits,
+    limits = Limits.model_validate(key.limits) if key.limits else None
+    return RuntimeKey(id=key.id, tenant=key.tenant, session=key.session, policies=key.policies, limits=limits,
                       expires_at=key.expires_at)
 
 

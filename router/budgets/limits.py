@@ -110,16 +110,20 @@ class Budgets:
         self.hasher = keyed(hash_key)
         self.pending: set[asyncio.Task[None]] = set()
 
-    def key_limits(self, key_name: str | None) -> Limits | None:
+    def key_limits(self, key_name: str | None, own: Limits | None = None) -> Limits | None:
+        """A virtual key's own limits (``own``, set at its creation), else ``limits.keys.<name>``, else
+        ``limits.default_key``."""
+        if own is not None:
+            return own
         if key_name is not None and key_name in self.settings.keys:
             return self.settings.keys[key_name]
         return self.settings.default_key
 
     def scopes(self, *, key_name: str | None, owner_prefix: str | None, session_id: str | None,
-               experiment: str | None = None, arm: str | None = None) -> list[Scope]:
+               experiment: str | None = None, arm: str | None = None, key_limits: Limits | None = None) -> list[Scope]:
         scopes: list[Scope] = []
         name = key_name or "anonymous"
-        limits = self.key_limits(key_name)
+        limits = self.key_limits(key_name, key_limits)
         if limits is not None and not limits.empty:
             scopes.append(Scope("key", name, "k." + self.hasher(name), Rows(session_prefix=owner_prefix or None),
                                 limits))
@@ -144,9 +148,9 @@ class Budgets:
         return out
 
     def for_step(self, *, key_name: str | None, owner_prefix: str | None, session_id: str,
-                 experiment: str | None, arm: str | None) -> StepBudget | None:
+                 experiment: str | None, arm: str | None, key_limits: Limits | None = None) -> StepBudget | None:
         scopes = self.scopes(key_name=key_name, owner_prefix=owner_prefix, session_id=session_id,
-                             experiment=experiment, arm=arm)
+                             experiment=experiment, arm=arm, key_limits=key_limits)
         return StepBudget(self, scopes, session_id) if scopes else None
 
     def for_shadow(self) -> StepBudget | None:

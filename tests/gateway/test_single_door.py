@@ -11,6 +11,7 @@ from privacy import PassThroughProtector, Protection
 from privacy.errors import PrivacyUnavailable
 from router.channels import CloudChannel
 from router.context import CallContext, RouteTracker
+from router.learning.model import RouterModel
 from tests.door import DoorViolation, GuardedCloud
 
 CANARY = "CANARY-4111-1111"
@@ -54,9 +55,12 @@ async def test_the_guard_catches_a_call_that_skips_the_channel(gateway):
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_every_policy_sends_only_protected_bodies(start_gateway, cloud, stream):
+def test_every_policy_sends_only_protected_bodies(start_gateway, cloud, stream, tmp_path):
     protector = CanaryProtector()
-    gw = start_gateway(protector=protector)
+    model = tmp_path / "router.json"  # learned-routing serves only with a fitted model; this one always escalates
+    RouterModel(("step_index",), (0.0,), (1.0,), (0.0,), 10.0, 0.0).write(model)
+    gw = start_gateway(protector=protector,
+                       policy={"knobs": {"learned-routing": {"model": str(model), "threshold": 0.5}}})
     for name in gw.services.policies.names:
         for turn in range(2):
             response = httpx.post(gw.base_url + "/chat/completions", headers={"X-Session-Id": f"{name}-{stream}"},

@@ -95,3 +95,23 @@ def test_the_cli_creates_lists_and_revokes_over_the_database(tmp_path, edge, clo
     assert main(["keys", "revoke", made["id"], "--config", str(path)]) == 0
     _until(lambda: _chat(url, made["key"]).status_code == 401, "the gateway kept a key the CLI revoked")
     assert main(["keys", "create", "--config", str(path), "--tenant", "acme", "--policies", "nope"]) == 2
+
+
+def test_a_virtual_keys_own_limits_hold_and_bad_limits_are_refused(tmp_path, edge, cloud, gateway):
+    """Limits given at a key's creation are enforced like ``limits.keys.<name>`` (the config here names no limit at
+    all), and a limit of the wrong shape is refused naming its field."""
+    url = gateway(_write(tmp_path / "config.yaml", _config(tmp_path, edge, cloud)))
+    for limits, param in (({"cloud_calls": {"amount": 1}}, "limits.cloud_calls.window"),
+                          ({"cloud_calls": {"amount": 1, "window": "1d"}, "endpoint": "http://evil"}, "limits.endpoint")):
+        bad = _admin("POST", url, "/admin/v1/keys", json={"tenant": "acme", "limits": limits})
+        assert bad.status_code == 400 and bad.json()["error"]["param"] == param, (limits, bad.text)
+    made = _admin("POST", url, "/admin/v1/keys", json={
+        "tenant": "acme", "limits": {"cloud_calls": {"amount": 2, "window": "1d"}}}).json()
+    other = _admin("POST", url, "/admin/v1/keys", json={"tenant": "beta"}).json()["key"]
+    cloud.script(*[Reply(content="ok")] * 6)
+    answers = [_chat(url, made["key"], session=f"v{i}", model="ecgw/cloud-only") for i in range(3)]
+    assert [a.status_code for a in answers] == [200] * 3
+    assert [a.headers.get("x-ecgw-fallback") for a in answers] == [None, None, "budget"]
+    assert _chat(url, other, session="w", model="ecgw/cloud-only").headers.get("x-ecgw-fallback") is None
+    budget = httpx.get(url + "/v1/budget", headers={"Authorization": f"Bearer {made['key']}"}, timeout=30).json()
+    assert [(r["kind"], r["spent"]) for r in budget["limits"]] == [("cloud_calls", 2)]
