@@ -29,7 +29,7 @@ from gateway.body import BodyReader
 from gateway.budgets import budget_endpoint, build_budgets, check_limits
 from gateway.dashboard.access import UiSessions
 from gateway.dashboard.routes import dashboard_routes
-from gateway.doors import Doors, ManagedUpstream
+from gateway.doors import DoorsPart, ManagedUpstream
 from gateway.errors import ClientError, StartupError, error_response
 from gateway.failures import Failure, client_failure
 from gateway.gatekeeper import REQUEST_ID_HEADER, Gatekeeper
@@ -205,24 +205,26 @@ def build_services(
     admin_db = AdminDatabase.from_url(settings.database_url)
     virtual_keys = VirtualKeys(admin_db, keys.derive("virtual-keys"), poll_s=reload_poll_s)
 
-    def snapshot(of: Settings, version: int) -> Snapshot:
-        registry, chooser = build_router(of, cloud_rates=rates)
-        return Snapshot(version, of, registry, chooser,
-                        Tenancy(of.server, of.sessions, owner_key=owner_key, session_id_key=session_id_key,
-                                runtime=virtual_keys),
-                        {part.name: part.build(of) for part in parts})
-
-    config = Configuration(snapshot(settings, 0), snapshot, parts=parts)
     sessions = sessions or build_session_store(settings, keys)
     protector = protector or build_protector(settings.privacy, database_url=settings.database_url,
                                              sessions=sessions, edge=edge_endpoint(settings.edge),
                                              hash_key=keys.derive("audit"),
                                              seal_key=keys.derive("audit-body"), scope_of=owner_of,
                                              sign_key=keys.derive("audit-sign"))
+    every = (DoorsPart(meter=meter, protector=protector, sessions=sessions, edge=edge, cloud=cloud,
+                       cloud_transport=cloud_transport), *parts)
+
+    def snapshot(of: Settings, version: int, running: Snapshot | None) -> Snapshot:
+        registry, chooser = build_router(of, cloud_rates=rates)
+        return Snapshot(version, of, registry, chooser,
+                        Tenancy(of.server, of.sessions, owner_key=owner_key, session_id_key=session_id_key,
+                                runtime=virtual_keys),
+                        {part.name: part.build(of, running.parts[part.name] if running is not None else None)
+                         for part in every})
+
+    config = Configuration(snapshot(settings, 0, None), snapshot, parts=every)
     return Services(
         config=config,
-        doors=Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
-                          cloud_transport=cloud_transport),
         protector=protector,
         meter=meter,
         sessions=sessions,
