@@ -316,7 +316,7 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
         # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", CountTokens(reader).handle, methods=["POST"]),
-        *admin_routes(services.admin_db, services.virtual_keys, services.config, services.reloader),
+        *admin_routes(services.admin_db, services.virtual_keys, services.config, services.reloader, reader),
     ]
     # Plain Starlette: the chat route is the hot path of every agent step, and FastAPI's extra per-request
     # middleware (telemetry, body limit, exit stacks) buys nothing for raw-Request endpoints.

@@ -216,11 +216,13 @@ class EdgePool:
         return bool(healthy), f"{len(healthy)} of {len(self.members)} deployments healthy"
 
     def status(self) -> dict[str, dict[str, object]]:
-        """Each member as ``/readyz`` shows it."""
+        """Each member as ``/readyz`` shows it: this worker's view (each worker counts its own calls, and
+        ``max_in_flight`` bounds each worker's)."""
         return {m.name: {"ready": self._health[m.name].healthy, "detail": self._health[m.name].detail,
                          "model": m.upstream.model, "in_flight": self._health[m.name].in_flight,
+                         "max_in_flight": config.max_in_flight, "in_flight_scope": "worker",
                          "consecutive_failures": self._health[m.name].failures}
-                for m in self.members}
+                for m, config in zip(self.members, self._configs, strict=True)}
 
     def exposition(self) -> bytes:
         """This worker's view of each member, in Prometheus' text format (``/metrics``)."""

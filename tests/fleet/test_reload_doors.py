@@ -114,6 +114,7 @@ def test_edge_deployments_reload_added_probed_removed_drained(tmp_path, start, r
     assert answer.status_code == 200 and answer.json()["not_reloadable"] == [], answer.text
     ready = httpx.get(gw.url + "/readyz").json()["upstreams"]["edge"]["deployments"]
     assert ready["gone"]["ready"] is False and ready["b"]["ready"] is True  # probed before it served
+    assert ready["b"]["in_flight_scope"] == "worker"  # max_in_flight bounds each worker's own calls
     on_gone = gw.session_on("gone", ["a", "b", "gone"], tag="g")
     assert gw.chat(on_gone).status_code == 200
     assert gw.chat(on_b).headers["x-ecgw-edge-deployment"] == "b"

@@ -80,8 +80,11 @@ def test_a_valid_file_is_swapped_in_and_what_needs_a_restart_is_named(tmp_path, 
     url = gateway(path)
     assert _chat(url, session="before").headers["x-ecgw-policy"] == "edge-only"
     assert _chat(url, LATER).status_code == 401
+    ui = lambda key: httpx.get(url + "/ui", headers={"Authorization": f"Bearer {key}"}).status_code  # noqa: E731
+    assert ui("sk-ops-later") == 401
     config["policy"] = {"default": "cloud-only"}
     config["server"] = {**config["server"], "api_keys": [USER, {"name": "later", "key": LATER, "tenant": "t2"}],
+                        "admin_keys": [{"name": "ops", "key": ADMIN}, {"name": "ops2", "key": "sk-ops-later"}],
                         "port": 4999}
     _write(path, config)
     answer = _reload(url)
@@ -91,6 +94,7 @@ def test_a_valid_file_is_swapped_in_and_what_needs_a_restart_is_named(tmp_path, 
     cloud.script(Reply(content="from the cloud"), Reply(content="again"))
     assert _chat(url, session="after").headers["x-ecgw-policy"] == "cloud-only"
     assert _chat(url, LATER, session="other").status_code == 200  # a key added by the reload
+    assert ui("sk-ops-later") == 200  # the dashboard reads the admin keys of the request's snapshot too
     assert _chat(url, session="before").headers["x-ecgw-policy"] == "edge-only"  # a session's sticky choice stays
     assert _reload(url).json()["version"] == 2  # store-wide, one more each time
 
