@@ -52,6 +52,7 @@ bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy; the ed
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.fleet
 	$(PY) -m benchmarks.targets
+	$(PY) -m benchmarks.guard
 
 .PHONY: help
 help: ## list the targets

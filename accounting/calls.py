@@ -55,6 +55,10 @@ class StepRecord:
     arm: str | None = None
     fallback: str | None = None  # "privacy-blocked" when privacy kept the step on the edge
     trace_id: str | None = None
+    # Numbers and labels a learned router reads (``router.learning.features``), and the step's agreement label
+    # from a shadow call (``router.learning.agreement``) when it had one. Never text.
+    features: Mapping[str, Any] = field(default_factory=dict)
+    label: Mapping[str, Any] | None = None
 
 
 class Meter(Protocol):

@@ -27,6 +27,11 @@ def build_record_builder(settings: AccountingSettings) -> RecordBuilder:
     return RecordBuilder(pricer, flops, TokenEstimator())
 
 
+def usage_store(meter: Meter) -> UsageStore | None:
+    """The metering database a meter writes to (None: a meter that keeps nothing, or a test's own)."""
+    return meter.store if isinstance(meter, StoreMeter) else None
+
+
 def build_meter(settings: AccountingSettings, *, database_url: str) -> Meter:
     """A ``StoreMeter`` writing to ``database_url``; nothing connects until ``start()``."""
     if not settings.enabled:

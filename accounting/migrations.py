@@ -124,12 +124,18 @@ def _v5_usage_deployment(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE ecgw_usage_records ADD COLUMN deployment VARCHAR(64)"))
 
 
+def _v6_step_features(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE ecgw_step_records ADD COLUMN features TEXT"))
+    conn.execute(text("ALTER TABLE ecgw_step_records ADD COLUMN label TEXT"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "usage records", _v1_usage_records),
     Migration(2, "request marks: how many upstream calls each finished request caused", _v2_request_marks),
     Migration(3, "step decision records", _v3_step_records),
     Migration(4, "session grades", _v4_session_grades),
     Migration(5, "usage records name the edge deployment or cloud target that made the call", _v5_usage_deployment),
+    Migration(6, "step records keep numeric features and a shadow call's agreement label", _v6_step_features),
 )
 
 

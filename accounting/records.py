@@ -75,6 +75,8 @@ class StepRecordRow(SQLModel, table=True):
     status: int
     latency_s: float
     trace_id: str | None = Field(default=None, max_length=32)
+    features: str | None = None  # JSON: numbers and labels (``router.learning.features``)
+    label: str | None = None  # JSON: a shadow call's agreement label, when the step had one
 
 
 class SessionGrade(SQLModel, table=True):

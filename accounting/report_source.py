@@ -16,9 +16,10 @@ T = TypeVar("T")
 
 @runtime_checkable
 class UsageReports(Protocol):
-    async def report(self, by: str, *, since: float | None = None,
+    async def report(self, by: str, *, since: float | None = None, until: float | None = None,
                      session_prefix: str | None = None) -> list[dict[str, Any]]:
-        """The rows of ``ecgw usage`` grouped ``by`` (``accounting.reports``), after what is buffered is written."""
+        """The rows of ``ecgw usage`` grouped ``by`` (``accounting.reports``) of the calls started in [``since``,
+        ``until``), after what is buffered is written."""
         ...
 
     async def settlement(self, request_ids: list[str], *, session_prefix: str | None = None) -> dict[str, Any]:

@@ -36,7 +36,7 @@ class BadReportRequest(EcgwError, ValueError):
 
 
 def parse_since(text: str | None, *, now: float) -> float | None:
-    """``7d``, ``24h``, ``30m`` back from ``now``; or an ISO date/time (UTC unless it says otherwise)."""
+    """``7d``, ``24h``, ``30m`` back from ``now``; unix seconds; or an ISO date/time (UTC unless it says otherwise)."""
     if text is None or not text.strip():
         return None
     value = text.strip()
@@ -44,10 +44,14 @@ def parse_since(text: str | None, *, now: float) -> float | None:
     if match:
         return now - float(match.group(1)) * _UNIT_S[match.group(2)]
     try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise BadReportRequest(f"--since {text!r}: use a duration such as 7d, 24h, 30m, or an ISO date such as "
-                               "2026-05-01 or 2026-05-01T12:00:00Z") from None
+        raise BadReportRequest(f"--since {text!r}: use a duration such as 7d, 24h, 30m, unix seconds, or an ISO date "
+                               "such as 2026-05-01 or 2026-05-01T12:00:00Z") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
@@ -89,11 +93,11 @@ def derive(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def usage_report(store: UsageStore, by: str, *, since: float | None = None,
+def usage_report(store: UsageStore, by: str, *, since: float | None = None, until: float | None = None,
                  session_prefix: str | None = None) -> list[dict[str, Any]]:
     if by not in GROUPS:
         raise BadReportRequest(f"unknown grouping {by!r}; valid: {', '.join(GROUPS)}")
-    return [derive(raw) for raw in store.aggregate(by, since=since, session_prefix=session_prefix)]
+    return [derive(raw) for raw in store.aggregate(by, since=since, until=until, session_prefix=session_prefix)]
 
 
 # formatting ----------------------------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ from sqlalchemy import Table, case, func, select
 from accounting.records import UsageRecord
 from accounting.store import UsageStore
 
+SHADOW = "shadow"  # the purpose of a shadow call (gateway.shadow): no tenant's, key's or session's spend
+
 
 def _table() -> Table:
     table: Table = UsageRecord.__table__  # type: ignore[attr-defined]
@@ -36,6 +38,8 @@ def spend(store: UsageStore, *, since: float | None, where: Sequence[tuple[str, 
         query = query.where(t.c.started_at >= since)
     for column, value in where:
         query = query.where(t.c[column] == value)
+    if not any(column == "purpose" for column, _ in where):  # shadow calls are the operator's (limits.shadow)
+        query = query.where(t.c.purpose != SHADOW)
     if session_prefix is not None:
         query = query.where(t.c.session_id.startswith(session_prefix, autoescape=True))
     with store.engine.connect() as conn:

@@ -28,6 +28,8 @@ def step_row(step: StepRecord) -> dict[str, Any]:
         "experiment": step.experiment, "arm": step.arm, "policy": step.policy, "route": step.route,
         "decision": step.decision, "reason": step.reason, "signal": json.dumps(dict(step.signal), sort_keys=True),
         "fallback": step.fallback, "status": step.status, "latency_s": step.latency_s, "trace_id": step.trace_id,
+        "features": json.dumps(dict(step.features), sort_keys=True) if step.features else None,
+        "label": json.dumps(dict(step.label), sort_keys=True) if step.label is not None else None,
     }
 
 
@@ -91,6 +93,8 @@ def session_steps(store: UsageStore, session_id: str) -> list[dict[str, Any]]:
     by_request: dict[str, dict[str, Any]] = {}
     for step in steps:
         step["signal"] = json.loads(step["signal"] or "{}")
+        step["features"] = json.loads(step["features"] or "{}")
+        step["label"] = json.loads(step["label"]) if step["label"] else None
         step["calls"] = []
         by_request[step["request_id"]] = step
     for call in calls:
@@ -100,8 +104,26 @@ def session_steps(store: UsageStore, session_id: str) -> list[dict[str, Any]]:
                 "request_id": call["request_id"], "session_id": session_id, "started_at": call["started_at"],
                 "policy": call["policy"], "experiment": call["experiment"], "arm": call["arm"], "route": None,
                 "decision": None, "reason": None, "signal": {}, "fallback": None, "status": None,
-                "latency_s": None, "trace_id": None, "calls": []}
+                "latency_s": None, "trace_id": None, "features": {}, "label": None, "calls": []}
         found["calls"].append({k: call[k] for k in (
             "purpose", "side", "model", "status", "latency_s", "prompt_tokens", "raw_input_tokens",
             "cache_read_tokens", "cache_write_tokens", "output_tokens", "cost_usd", "edge_flops", "usage_source")})
     return sorted(by_request.values(), key=lambda s: float(s["started_at"]))
+
+
+def labelled_steps(store: UsageStore, *, since: float | None = None, until: float | None = None
+                   ) -> list[dict[str, Any]]:
+    """Steps that carry a shadow call's label, oldest first: ``request_id``, ``session_id``, ``started_at``,
+    ``features`` and ``label`` (decoded) — what ``ecgw router fit`` and ``replay`` learn from. ``since``: started at
+    or after; ``until``: started strictly before."""
+    t = _steps()
+    query = (select(t.c.request_id, t.c.session_id, t.c.started_at, t.c.features, t.c.label)
+             .where(t.c.label.is_not(None)).order_by(t.c.started_at, t.c.id))
+    if since is not None:
+        query = query.where(t.c.started_at >= since)
+    if until is not None:
+        query = query.where(t.c.started_at < until)
+    with store.engine.connect() as conn:
+        return [{"request_id": r.request_id, "session_id": r.session_id, "started_at": float(r.started_at),
+                 "features": json.loads(r.features or "{}"), "label": json.loads(r.label)}
+                for r in conn.execute(query)]

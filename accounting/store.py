@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Integer, Table, case, cast, distinct, func, null, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from accounting.builder import Row
 from accounting.database import StoreUnavailable, make_engine, safe_url
@@ -109,7 +109,8 @@ class UsageStore:
         return cls(make_engine(database_url), url=database_url)
 
     def unavailable(self, exc: BaseException) -> StoreUnavailable:
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc  # the driver's own words
+        reason = str(cause or exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
         return StoreUnavailable(f"cannot use the metering database at {self.url}: {reason}. Check that it is "
                                 "running and reachable, or set database_url (ECGW_DATABASE_URL).")
 
@@ -140,19 +141,19 @@ class UsageStore:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
-    def aggregate(self, by: str, *, since: float | None = None,
+    def aggregate(self, by: str, *, since: float | None = None, until: float | None = None,
                   where: Mapping[str, Any] | None = None,
                   session_prefix: str | None = None) -> list[dict[str, Any]]:
-        """Raw sums per group (see ``accounting.reports`` for the derived figures); ``where``: equality filters on
-        columns (e.g. ``{"experiment": "e1"}``); ``session_prefix``: only sessions whose id starts with it (an
-        owner's namespace)."""
+        """Raw sums per group (see ``accounting.reports`` for the derived figures) of the calls started at or after
+        ``since`` and before ``until``; ``where``: equality filters on columns (e.g. ``{"experiment": "e1"}``);
+        ``session_prefix``: only sessions whose id starts with it (an owner's namespace)."""
         if by not in GROUPS:
             raise ValueError(f"unknown grouping {by!r}; use one of {', '.join(GROUPS)}")
         t = _table()
         group: Any = t.c[GROUPS[by]]
         if by == "deployment":  # both sides' one-member shorthands are named "default": told apart by side
             group = case((group == "default", t.c.side + ":default"), else_=group)
-        return self._grouped(group, since=since, where=where, session_prefix=session_prefix)
+        return self._grouped(group, since=since, until=until, where=where, session_prefix=session_prefix)
 
     def aggregate_buckets(self, bucket_s: float, *, since: float | None = None,
                           session_prefix: str | None = None) -> list[dict[str, Any]]:
@@ -163,12 +164,14 @@ class UsageStore:
         return self._grouped(time_bucket(t.c.started_at, bucket_s, self.engine.dialect.name), since=since,
                              session_prefix=session_prefix)
 
-    def _grouped(self, group: Any, *, since: float | None, where: Mapping[str, Any] | None = None,
-                 session_prefix: str | None = None) -> list[dict[str, Any]]:
+    def _grouped(self, group: Any, *, since: float | None, until: float | None = None,
+                 where: Mapping[str, Any] | None = None, session_prefix: str | None = None) -> list[dict[str, Any]]:
         t = _table()
         query = select(group.label("group"), *_sums(t)).group_by(group).order_by(group)
         if since is not None:
             query = query.where(t.c.started_at >= since)
+        if until is not None:
+            query = query.where(t.c.started_at < until)
         for column, value in (where or {}).items():
             query = query.where(t.c[column] == value)
         if session_prefix is not None:

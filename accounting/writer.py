@@ -1,7 +1,8 @@
 """``StoreMeter``: the meter the gateway injects. ``record()`` only enqueues; a background task builds rows (usage,
 price, FLOPs) in a thread and writes them in batches. A database outage keeps rows in a bounded buffer (counted in
 /metrics) and retries with back-off; ``aclose()`` flushes everything, and what still cannot be written at shutdown
-is spilled to a JSON-lines file that the next start writes first.
+is spilled to a JSON-lines file (mode 0600) that the next start claims and writes first: the buffer, back-off,
+spill and replay are the durable core (``accounting.durable``) the audit writer stands on too.
 
 ``settle(request_id, session_id)`` is called once a client request has finished, after every upstream call it
 caused was ``record``-ed: it queues a request mark saying how many calls that were. Marks are written after the
@@ -12,9 +13,7 @@ checks the count as well, so a dropped record shows as a request that never sett
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -24,6 +23,7 @@ from typing import Any, TypeVar
 from accounting.builder import RecordBuilder, Row
 from accounting.calls import StepRecord, UpstreamCall
 from accounting.database import StoreUnavailable
+from accounting.durable import Backoff, DurableBuffer, SpillFile
 from accounting.metrics import MeteringMetrics
 from accounting.reports import usage_report
 from accounting.settings import WriterSettings
@@ -46,11 +46,12 @@ class StoreMeter:
         self.metrics = metrics
         self._builder = builder
         self._settings = settings
-        self._spill_path = spill_path
         self._sleep = sleep
         self._clock = clock
         self._pending: deque[UpstreamCall] = deque()
-        self._unwritten: deque[Row] = deque()
+        self._rows = DurableBuffer(f"metering database at {store.url}", log=log, clock=clock,
+                                   spill=SpillFile(spill_path) if spill_path is not None else None,
+                                   explain=lambda exc: str(self.store.unavailable(exc)))  # built, not yet written
         # Upstream calls of requests that have not finished yet, oldest first. A request that never finishes (a
         # bug, a task torn down) would stay for ever: past max_open_requests the oldest is forgotten, and then
         # never shows as settled (its mark counts no calls), rather than memory growing without end.
@@ -63,7 +64,6 @@ class StoreMeter:
         self._lock: asyncio.Lock | None = None
         self._task: asyncio.Task[None] | None = None
         self._closing = False
-        self._failing_since: float | None = None
         self._last_drop_warning = 0.0
         self._opened = False
         self.dropped = 0
@@ -79,7 +79,7 @@ class StoreMeter:
             log.warning("request %s made upstream calls but has not finished after %d newer requests; it will not "
                         "show as settled (accounting.writer.max_open_requests)", forgotten,
                         self._settings.max_open_requests)
-        if len(self._pending) + len(self._unwritten) >= self._settings.max_buffered:
+        if len(self._pending) + len(self._rows) >= self._settings.max_buffered:
             self.dropped += 1
             self.metrics.dropped.inc()
             now = self._clock()
@@ -104,7 +104,7 @@ class StoreMeter:
 
     @property
     def buffered(self) -> int:
-        return len(self._pending) + len(self._unwritten)
+        return len(self._pending) + len(self._rows)
 
     # lifecycle ------------------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -123,15 +123,15 @@ class StoreMeter:
             self._wake.set()
             await self._task
             self._task = None
-        deadline = self._clock() + self._settings.shutdown_timeout_s
-        delay = self._settings.retry_initial_s
+        backoff = Backoff(self._settings.retry_initial_s, self._settings.retry_max_s,
+                          deadline_s=self._settings.shutdown_timeout_s, clock=self._clock)
         while self.buffered or self._marks or self._steps:
             if await self._flush_once():
                 break
-            if self._clock() + delay > deadline:
+            delay = backoff.failed()
+            if delay is None:
                 break
             await self._sleep(delay)
-            delay = min(delay * 2, self._settings.retry_max_s)
         if self.buffered or self._marks or self._steps:  # what is left is spilled, or its loss logged
             await asyncio.to_thread(self._spill)
         await asyncio.to_thread(self.store.dispose)
@@ -140,10 +140,11 @@ class StoreMeter:
         """Write what is buffered now; False if the database refused."""
         return await self._flush_once()
 
-    async def report(self, by: str, *, since: float | None = None,
+    async def report(self, by: str, *, since: float | None = None, until: float | None = None,
                      session_prefix: str | None = None) -> list[dict[str, Any]]:
         await self.flush()
-        return await asyncio.to_thread(usage_report, self.store, by, since=since, session_prefix=session_prefix)
+        return await asyncio.to_thread(usage_report, self.store, by, since=since, until=until,
+                                       session_prefix=session_prefix)
 
     async def query(self, read: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``read(store, *args, **kwargs)`` in a thread, after writing what is buffered (reports see every call
@@ -164,7 +165,7 @@ class StoreMeter:
     # the writer -------------------------------------------------------------------------------------------------
     async def _run(self) -> None:
         assert self._wake is not None
-        delay = self._settings.retry_initial_s
+        backoff = Backoff(self._settings.retry_initial_s, self._settings.retry_max_s, clock=self._clock)
         while not self._closing:
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=self._settings.flush_interval_s)
@@ -175,15 +176,14 @@ class StoreMeter:
                 return
             try:
                 if await self._flush_once():
-                    delay = self._settings.retry_initial_s
+                    backoff.reset()
                     continue
             except Exception:  # never let the writer die: records would pile up unseen
                 log.exception("metering writer failed; retrying")
             try:  # back off, but wake at once for shutdown
-                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+                await asyncio.wait_for(self._wake.wait(), timeout=backoff.failed() or backoff.maximum)
             except TimeoutError:
                 pass
-            delay = min(delay * 2, self._settings.retry_max_s)
 
     async def _flush_once(self) -> bool:
         if self._lock is None:
@@ -202,45 +202,37 @@ class StoreMeter:
                 log.exception("could not build a usage record for request %s", call.request_id)
         if built:
             self.metrics.observe(built)
-            self._unwritten.extend(built)
-        try:
+            self._rows.add(built)
+        rows, steps, size = len(self._rows), len(self._steps), self._settings.batch_size
+
+        def write(taken: list[Row]) -> None:
             if not self._opened:  # closed without having been started: the schema may not exist yet
                 self.store.open()
                 self._opened = True
-            rows, steps, size = len(self._unwritten), len(self._steps), self._settings.batch_size
-            if rows or marks or steps:
+            if taken or marks or steps:
                 # One transaction for the records, the marks and the step records (a commit each was most of
                 # what a flush cost); a mark is then never visible without its request's records.
                 with self.store.engine.begin() as conn:
-                    for start in range(0, rows, size):
-                        self.store.insert([self._unwritten[i] for i in range(start, min(start + size, rows))],
-                                          conn=conn)
+                    for start in range(0, len(taken), size):
+                        self.store.insert(taken[start:start + size], conn=conn)
                     if marks:
                         self.store.insert_marks([self._marks[i] for i in range(marks)], conn=conn)
                     for start in range(0, steps, size):
                         insert_steps(self.store, [step_row(self._steps[i])
                                                   for i in range(start, min(start + size, steps))], conn=conn)
-                for _ in range(rows):
-                    self._unwritten.popleft()
-                for _ in range(marks):
-                    self._marks.popleft()
-                for _ in range(steps):
-                    self._steps.popleft()
-                self.written += rows
-                self.metrics.written.inc(rows)
-        except Exception as exc:
+
+        written = self._rows.write(write)
+        if written:
+            for _ in range(marks):
+                self._marks.popleft()
+            for _ in range(steps):
+                self._steps.popleft()
+            self.written += rows
+            self.metrics.written.inc(rows)
+        else:
             self.metrics.write_errors.inc()
-            if self._failing_since is None:
-                self._failing_since = self._clock()
-                log.error("%s; buffering %d records and retrying", self.store.unavailable(exc), self.buffered)
-            return False
-        finally:
-            self.metrics.buffered.set(self.buffered)
-        if self._failing_since is not None:
-            log.warning("metering database at %s is back after %.1f s", self.store.url,
-                        self._clock() - self._failing_since)
-            self._failing_since = None
-        return True
+        self.metrics.buffered.set(self.buffered)
+        return written
 
     # spill file ---------------------------------------------------------------------------------------------------
     def _spill(self) -> None:
@@ -250,39 +242,21 @@ class StoreMeter:
         if self._steps:
             log.error("%d step decision records not written at shutdown (the dashboard will miss them)",
                       len(self._steps))
-        rows = list(self._unwritten)
-        rows += [self._builder.build(call) for call in self._pending]
-        if not rows:
-            return
-        if self._spill_path is None:
-            log.error("metering database at %s unreachable at shutdown; %d usage records lost (set "
-                      "accounting.spill_path to keep them)", self.store.url, len(rows))
-            return
-        self._spill_path.parent.mkdir(parents=True, exist_ok=True)
-        with self._spill_path.open("a", encoding="utf-8") as out:
-            for row in rows:
-                out.write(json.dumps(row) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
-        self._unwritten.clear()
+        self._rows.add([self._builder.build(call) for call in self._pending])
         self._pending.clear()
-        log.error("metering database at %s unreachable at shutdown; %d usage records saved to %s and written at "
-                  "the next start", self.store.url, len(rows), self._spill_path)
+        self._rows.spill("accounting.spill_path")
 
     def _replay_spill(self) -> None:
-        path = self._spill_path
-        if path is None or not path.exists():
+        claim = self._rows.claim()
+        if claim is None:  # none, or another worker claimed it first
             return
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:  # another worker replayed it first
-            return
-        rows = [json.loads(line) for line in lines if line.strip()]
+        rows = claim.records
         try:
             for start in range(0, len(rows), self._settings.batch_size):
                 self.store.insert(rows[start:start + self._settings.batch_size])
         except Exception as exc:
+            self._rows.give_back(claim)  # for the next start
             raise StoreUnavailable(f"{self.store.unavailable(exc)} (while writing {len(rows)} records saved in "
-                                   f"{path})") from None
-        path.unlink(missing_ok=True)
-        log.warning("wrote %d usage records saved at the last shutdown from %s", len(rows), path)
+                                   f"{claim.path})") from None
+        claim.done()
+        log.warning("wrote %d usage records saved at the last shutdown from %s", len(rows), claim.path)

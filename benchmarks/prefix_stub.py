@@ -13,9 +13,10 @@ import asyncio
 import json
 from typing import Any
 
-BLOCK = 16
+from benchmarks.prefix_cache import PrefixCache
+
 WORDS = ["Read", " the", " file", " and", " run", " the", " tests", "."]
-_seen: dict[str | None, list[list[str]]] = {}
+_seen = PrefixCache()
 _stats = {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0}
 _name = "stub"
 
@@ -27,19 +28,6 @@ def _tokens(body: dict[str, Any]) -> list[str]:
         content = message.get("content")
         out.extend(str(content or "").split())
     return out
-
-
-def _cached(prompt: list[str], salt: str | None) -> int:
-    best = 0
-    for earlier in _seen.setdefault(salt, []):
-        n = 0
-        for a, b in zip(earlier, prompt, strict=False):
-            if a != b:
-                break
-            n += 1
-        best = max(best, n)
-    _seen[salt].append(prompt)
-    return min((best // BLOCK) * BLOCK, max(len(prompt) - 1, 0))
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, usage: dict[str, Any] | None = None) -> bytes:
@@ -86,7 +74,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         return
     body = json.loads(await _body(receive))
     prompt = _tokens(body)
-    cached = _cached(prompt, body.get("cache_salt"))
+    cached = _seen.cached(prompt, body.get("cache_salt"))
     _stats["requests"] += 1
     _stats["prompt_tokens"] += len(prompt)
     _stats["cached_tokens"] += cached

@@ -5,24 +5,29 @@
    lognormal that moves up by 0.5 nats (and widens) at step 1000. ``target_cloud_rate: 0.25`` (``router.targets``,
    on a real SQLite session store) against a fixed τ that sent 25 % of the first 1000 steps to the cloud. Reported:
    the cloud share of each 200-step window after 200 warm-up steps.
-2. The reservation and settlement of one cloud call against a key's USD budget (``router.budgets``), on the memory
-   and the SQLite session store: mean microseconds per call.
+2. Budget reservation: the reservation and settlement of one cloud call (``router.budgets``) against a key's USD
+   budget, and against a key's and a session's, on the memory, SQLite and (with ``ECGW_TEST_REDIS_URL``) Redis
+   session stores, sealed as the gateway seals them: mean microseconds per call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import os
 import random
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from accounting.calls import UpstreamCall
 from accounting.factory import build_record_builder
 from accounting.pricing import Pricer
 from accounting.settings import AccountingSettings, ModelPrice
+from gateway.sealing import SealedStore
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from privacy.session_store import SessionStore
 from router.budgets.ledger import no_seed
@@ -73,8 +78,16 @@ def windows(decisions: list[bool]) -> list[float]:
     return [100 * sum(decisions[s:s + WINDOW]) / WINDOW for s in range(WARMUP, STEPS, WINDOW)]
 
 
-async def reservation_cost(store: SessionStore, calls: int = 500) -> float:
-    settings = LimitsSettings.model_validate({"keys": {"k": {"cloud_usd": {"amount": 1e9, "window": "30d"}}}})
+LIMITS = {
+    "key": {"keys": {"k": {"cloud_usd": {"amount": 1e9, "window": "30d"}}}},
+    "key + session": {"keys": {"k": {"cloud_usd": {"amount": 1e9, "window": "30d"}}},
+                      "sessions": {"cloud_calls": {"amount": 1e9, "window": "session"}}},
+}
+
+
+async def reservation_cost(store: SessionStore, limits: str = "key", calls: int = 500) -> float:
+    """Mean µs of one cloud call's reservation and settlement, through ``StepBudget`` as the cloud door runs them."""
+    settings = LimitsSettings.model_validate(LIMITS[limits])
     table = {"m": ModelPrice(input=1.0, output=2.0)}
     builder = build_record_builder(AccountingSettings(prices=table, litellm_fallback=False))
     budgets = Budgets(settings, store=store, seeder=no_seed, hash_key=b"k" * 32,
@@ -85,11 +98,58 @@ async def reservation_cost(store: SessionStore, calls: int = 500) -> float:
     call = UpstreamCall(request_id="r", session_id="s", policy="p", purpose="step", side="cloud", provider="p",
                         model="m", streamed=False, status=200, started_at=time.time(), latency_s=0.1,
                         usage={"prompt_tokens": 2010, "completion_tokens": 200})
-    await step.settle(await step.reserve("cloud", body, "m"), call)  # seeds the counter
+    await step.settle(await step.reserve("cloud", body, "m"), call)  # seeds the counters
     started = time.perf_counter()
     for _ in range(calls):
         await step.settle(await step.reserve("cloud", body, "m"), call)
     return (time.perf_counter() - started) / calls * 1e6
+
+
+class _Counted:
+    """Counts the commands a Redis client sends one by one (each is a round trip; the store's updates use none
+    of redis-py's pipelines)."""
+
+    def __init__(self, client: Any) -> None:
+        self.sent = 0
+        self._execute = client.execute_command
+        client.execute_command = self._count
+
+    async def _count(self, *args: Any, **options: Any) -> Any:
+        self.sent += 1
+        return await self._execute(*args, **options)
+
+
+async def reservation_costs(tmp: Path) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """Per store (as the gateway builds it: SQLite and Redis sealed) and per set of limits: µs per call; and the
+    Redis round trips per call."""
+    stores: dict[str, Callable[[], SessionStore]] = {
+        "memory": MemorySessionStore,
+        "SQLite": lambda: SealedStore(SQLiteSessionStore(str(tmp / "budget.sqlite3")), b"s" * 32)}
+    url = os.environ.get("ECGW_TEST_REDIS_URL")
+    redis: list[Any] = []
+    if url:  # the Redis the tests use, under a key prefix of its own
+        from gateway.redis_sessions import RedisSessionStore
+
+        def make_redis() -> SessionStore:
+            inner = RedisSessionStore(url, prefix="ecgw:bench-budget:")
+            redis.append(inner)
+            return SealedStore(inner, b"s" * 32)
+
+        stores["Redis"] = make_redis
+    costs: dict[str, dict[str, float]] = {}
+    trips: dict[str, float] = {}
+    for name, make in stores.items():
+        store = make()
+        try:
+            costs[name] = {}
+            for limits in LIMITS:
+                counted = _Counted(redis[-1]._redis) if name == "Redis" else None  # noqa: SLF001 (a bench probe)
+                costs[name][limits] = await reservation_cost(store, limits)
+                if counted is not None:
+                    trips[limits] = counted.sent / 501  # 500 timed calls and the one that seeds
+        finally:
+            await store.aclose()
+    return costs, trips
 
 
 async def main() -> str:
@@ -99,9 +159,8 @@ async def main() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         sqlite = SQLiteSessionStore(str(Path(tmp) / "s.sqlite3"))
         target = windows(await aimed(entropies, sqlite))
-        sqlite_us = await reservation_cost(sqlite)
         await sqlite.aclose()
-    memory_us = await reservation_cost(MemorySessionStore())
+        costs, trips = await reservation_costs(Path(tmp))
     worst = max(abs(w - 100 * TARGET) for w in target)
     lines = [
         f"\n## Routing to a target, and budget reservations ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
@@ -114,8 +173,15 @@ async def main() -> str:
         f"| fixed τ = {tau:.3f} nats (25 % of the first half) | " + " | ".join(f"{w:.1f}" for w in fixed)
         + f" | {max(abs(w - 25) for w in fixed):.1f} |",
         "",
-        f"Reservation + settlement of one cloud call against a key's USD budget: {memory_us:.0f} µs on the memory "
-        f"store, {sqlite_us:.0f} µs on SQLite (mean of 500; Redis adds its round trips: 2 per update).",
+        "Budget reservation: reserve + settle of one cloud call through `StepBudget` (what the cloud door runs), "
+        "mean µs per call of 500, the stores as the gateway builds them (SQLite and Redis sealed):\n",
+        "| limits | " + " | ".join(costs) + " |",
+        "|---|" + "---:|" * len(costs),
+        *("| " + limits + " | " + " | ".join(f"{costs[store][limits]:.0f}" for store in costs) + " |"
+          for limits in LIMITS),
+        "",
+        "Redis round trips per call: " + (", ".join(f"{limits} {n:.2f}" for limits, n in trips.items())
+                                          or "(no ECGW_TEST_REDIS_URL: not measured)") + ".",
     ]
     return "\n".join(lines) + "\n"
 

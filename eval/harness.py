@@ -1,5 +1,6 @@
 """The built-in harness: one task run = fresh workspace → (warmup) → OpenAI tool-calling agent loop through the
-gateway → OpenClaw transcript → ``gt/`` copied in → ``grade()`` in a subprocess → one ``RunRecord`` on disk.
+gateway → OpenClaw transcript → ``gt/`` copied in → ``grade()`` in a subprocess → the grade reported to the gateway
+(``PUT /v1/sessions/{id}/grade``) → one ``RunRecord`` on disk.
 
 Every attempt of a run has its own session id (``eval.attempts``), sent as ``X-Session-Id`` on every model call
 (and its policy, when set, as ``X-ECGW-Policy``). The harness keeps the ``x-ecgw-request-id`` of every response and
@@ -146,7 +147,13 @@ class AgentHarness:
             except Exception as exc:  # grading that cannot happen is a recorded 0, not a lost run
                 error = f"grading failed: {type(exc).__name__}: {exc}"
         usage = self._usage(session_id, calls)
-        record = RunRecord(task_id=task.id, run=run, overall_score=0.0 if error else score, error=error,
+        final = 0.0 if error else score
+        try:  # the gateway keeps it as the session's outcome label; a failure to tell it never loses the run
+            self.meter.report_grade(session_id, final, source=f"ecgw eval:{task.id}")
+            extra["grade_reported"] = True
+        except Exception as exc:
+            extra["grade_reported"] = f"{type(exc).__name__}: {exc}"
+        record = RunRecord(task_id=task.id, run=run, overall_score=final, error=error,
                            cloud=usage.cloud, cloud_cost_usd=usage.cloud_cost_usd, edge_flops=usage.edge_flops,
                            leaks=usage.leaks, attempts=attempt.number, incomplete=usage.incomplete)
         extra.update(grade_details=dict(details), flops_formula=usage.flops_formula, privacy=usage.privacy,

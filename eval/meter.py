@@ -1,6 +1,7 @@
 """What the harness learns from the gateway about one session: registering its sensitivity units beforehand, and
 its cloud tokens, cost, edge FLOPs and per-unit privacy exposure afterwards — over HTTP only
-(``PUT /v1/sessions/{id}/units``, ``POST /v1/usage/requests``, ``GET /v1/sessions/{id}/privacy``).
+(``PUT /v1/sessions/{id}/units``, ``POST /v1/usage/requests``, ``GET /v1/sessions/{id}/privacy``), and the
+session's grade once it is graded (``PUT /v1/sessions/{id}/grade``).
 
 Complete before read: the built-in harness knows the id of every request it made (``x-ecgw-request-id`` on every
 response) and asks ``POST /v1/usage/requests`` until the gateway says each of them is *settled* — its mark and all
@@ -51,6 +52,11 @@ class SessionMeter(Protocol):
         client made them (the official harness): then whatever the store holds for the session."""
         ...
 
+    def report_grade(self, session_id: str, score: float, *, source: str) -> None:
+        """Tell the gateway the session's grade (an outcome label for learning the router, and the arms' completion
+        in ``ecgw ab``)."""
+        ...
+
 
 class NullSessionMeter:
     """No gateway-side figures (a harness pointed straight at a model server)."""
@@ -60,6 +66,9 @@ class NullSessionMeter:
 
     def session_usage(self, session_id: str, calls: RunCalls | None = None) -> SessionUsage:
         return SessionUsage()
+
+    def report_grade(self, session_id: str, score: float, *, source: str) -> None:
+        return None
 
 
 class GatewayMeterError(RuntimeError):
@@ -86,6 +95,14 @@ class GatewaySessionMeter:
             return
         if response.status_code >= 400:
             raise GatewayMeterError(f"registering units for {session_id} failed: HTTP {response.status_code}: "
+                                    f"{response.text[:300]}")
+
+    def report_grade(self, session_id: str, score: float, *, source: str) -> None:
+        """``PUT /v1/sessions/{id}/grade``."""
+        response = self._client.put(f"/v1/sessions/{quote(session_id, safe='')}/grade",
+                                    json={"score": score, "source": source})
+        if response.status_code >= 400:
+            raise GatewayMeterError(f"reporting the grade of {session_id} failed: HTTP {response.status_code}: "
                                     f"{response.text[:300]}")
 
     def session_usage(self, session_id: str, calls: RunCalls | None = None) -> SessionUsage:

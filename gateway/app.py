@@ -18,18 +18,17 @@ from starlette.routing import Route
 
 from accounting.calls import Meter
 from accounting.database import StoreUnavailable
-from accounting.factory import build_meter
+from accounting.factory import build_meter, usage_store
 from accounting.store import UsageStore
-from accounting.writer import StoreMeter
 from gateway.admin.database import AdminDatabase
 from gateway.admin.routes import admin_routes
 from gateway.admin.virtual_keys import VirtualKeys
 from gateway.api import healthz, list_models, readyz
 from gateway.body import BodyReader
-from gateway.budgets import budget_endpoint, build_budgets, check_limits
+from gateway.budgets import budget_endpoint, build_budgets, call_cost_of, check_limits
 from gateway.dashboard.access import UiSessions
 from gateway.dashboard.routes import dashboard_routes
-from gateway.doors import DoorsPart, ManagedUpstream
+from gateway.doors import DoorsPart, ManagedUpstream, doors_of
 from gateway.errors import ClientError, StartupError, error_response
 from gateway.failures import Failure, client_failure
 from gateway.gatekeeper import REQUEST_ID_HEADER, Gatekeeper
@@ -39,25 +38,28 @@ from gateway.metrics import RequestMetrics, multiprocess_exposition
 from gateway.owner_migration import migrate_owners
 from gateway.pipeline import StepPipeline
 from gateway.policy_choice import PolicyChooser
-from gateway.privacy_routes import session_privacy_endpoint, units_endpoint
+from gateway.privacy_routes import erase_endpoint, receipts_endpoint, session_privacy_endpoint, units_endpoint
 from gateway.reload import POLL_S, Reloader, on_sighup
 from gateway.sealing import SealBroken, SealedStore
 from gateway.service import Services
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from gateway.settings import CloudSettings, ConfigError, Settings, edge_endpoint
+from gateway.shadow import Shadows
 from gateway.snapshot import Configuration, Snapshot, SnapshotPart
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
 from gateway.surfaces.messages import CountTokens, MessagesSurface, native_anthropic
 from gateway.surfaces.messages import error_body as messages_error_body
 from gateway.surfaces.responses import responses_endpoint
+from gateway.targets_report import targets_exposition, targets_report
 from gateway.tenancy import RequestTenancy, Tenancy, owner_of
 from gateway.tracing import SessionHasher, Tracing, build_tracing
 from gateway.upstreams.provider_request import ProviderTransport
 from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
 from privacy import Protector
+from privacy.audit import SigningKeys
 from privacy.factory import build_protector
-from privacy.session_store import SessionStore
+from privacy.session_store import SessionStore, SessionStoreUnavailable
 from router.policies import builtin_policies
 from router.policies.random_matched import CloudRateSource
 from router.policy import PolicyRegistry
@@ -125,9 +127,9 @@ def check_secrets(settings: Settings) -> Keys:
 def measured_rates(meter: Meter) -> CloudRateSource | None:
     """Arms' measured cloud-call rates from the metering store, for ``random-matched``'s ``match`` knob (read at
     most once a minute per arm). None when metering keeps no store; a failed read falls back to the knob's p."""
-    if not isinstance(meter, StoreMeter):
+    store = usage_store(meter)
+    if store is None:
         return None
-    store: UsageStore = meter.store
 
     def counts_of(experiment: str, arm: str) -> tuple[int, int] | None:
         try:
@@ -210,7 +212,7 @@ def build_services(
                                              sessions=sessions, edge=edge_endpoint(settings.edge),
                                              hash_key=keys.derive("audit"),
                                              seal_key=keys.derive("audit-body"), scope_of=owner_of,
-                                             sign_key=keys.derive("audit-sign"))
+                                             sign_keys=SigningKeys(keys.derive))
     every = (DoorsPart(meter=meter, protector=protector, sessions=sessions, edge=edge, cloud=cloud,
                        cloud_transport=cloud_transport), *parts)
 
@@ -223,6 +225,8 @@ def build_services(
                          for part in every})
 
     config = Configuration(snapshot(settings, 0, None), snapshot, parts=every)
+    budgets = build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"), clock=clock)
+
     return Services(
         config=config,
         protector=protector,
@@ -235,8 +239,9 @@ def build_services(
         virtual_keys=virtual_keys,
         tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
                                          service_name=settings.observability.service_name),
-        budgets=build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"),
-                              clock=clock),
+        budgets=budgets,
+        shadows=Shadows(settings.learning, doors=lambda: doors_of(config.current()), meter=meter, budgets=budgets),
+        call_cost=call_cost_of(settings),
     )
 
 
@@ -290,12 +295,23 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
     metering_metrics = metrics_endpoint(services.meter)
     messages = SurfaceEndpoint(MessagesSurface(reader, native=native_anthropic(services)), pipeline, request_metrics).handle
 
+    async def targets() -> list[dict[str, Any]]:
+        return await targets_report(services.settings, services.sessions)
+
+    async def targets_metrics() -> bytes:
+        """Achieved against target, from the shared store: the same on every worker, so never summed."""
+        try:
+            return targets_exposition(await targets())
+        except SessionStoreUnavailable:
+            return b""  # the store is down: /metrics still answers, without the targets' gauges
+
     async def metrics(request: Request) -> Response:
         if (workers := multiprocess_exposition()) is not None:  # several workers: all of them, summed
-            return Response(workers, media_type=CONTENT_TYPE_LATEST)
+            return Response(workers + await targets_metrics(), media_type=CONTENT_TYPE_LATEST)
         metering = await metering_metrics(request)
         extra = services.protector.exposition() + services.doors.exposition()  # the last check's hits, the boundary's
-        return Response(request_metrics.exposition() + bytes(metering.body) + extra, media_type=metering.media_type)
+        return Response(request_metrics.exposition() + bytes(metering.body) + extra + await targets_metrics(),
+                        media_type=metering.media_type)
 
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),
@@ -308,8 +324,13 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
               units_endpoint(services.protector, reader, session_of=tenancy.own), methods=["PUT"]),
         Route("/v1/sessions/{session_id:path}/privacy",
               session_privacy_endpoint(services.protector, session_of=tenancy.readable), methods=["GET"]),
+        Route("/v1/receipts/{request_id}", receipts_endpoint(services.protector, scope=tenancy.usage_scope),
+              methods=["GET"]),
+        Route("/v1/sessions/{session_id:path}", erase_endpoint(services.protector, session_of=tenancy.readable),
+              methods=["DELETE"]),
         Route("/v1/usage", usage_endpoint(services.meter, scope=tenancy.usage_scope), methods=["GET"]),
-        Route("/v1/budget", budget_endpoint(services.budgets, session_of=tenancy.own), methods=["GET"]),
+        Route("/v1/budget", budget_endpoint(services.budgets, session_of=tenancy.own, targets=targets),
+              methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/usage/requests", usage_requests_endpoint(services.meter, reader, scope=tenancy.usage_scope), methods=["POST"]),
         *dashboard_routes(services, reader, UiSessions(services.dashboard_key)),

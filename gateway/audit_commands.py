@@ -1,8 +1,10 @@
-"""``ecgw audit public-key`` (the checkpoints' Ed25519 key, PEM) and ``ecgw audit verify`` (walk the audit's
-chain and checkpoints, name every break, exit 1 on any).
+"""``ecgw audit public-key`` (the checkpoints' Ed25519 key, PEM), ``ecgw audit rotate-key``, ``ecgw audit verify`` (walk the audit's
+chain and checkpoints, name every break, exit 1 on any) and ``ecgw audit verify-receipt`` (an egress receipt's
+signature and, given the body, its hash; exit 1 on a forged receipt or a body that does not match).
 
-The key is derived from the gateway's secrets key (``audit-sign``), so the same configuration finds the same key;
-an auditor without the secrets key verifies with ``--public-key`` (the PEM the operator published).
+The keys are derived from the gateway's secrets key (``audit-sign``, then ``audit-sign-N`` per rotation), so the
+same configuration finds the same keys; an auditor without the secrets key verifies with ``--public-key`` (the
+PEMs the operator published).
 """
 
 from __future__ import annotations
@@ -30,13 +32,35 @@ def _settings(config: str | None) -> Any:
     return load_settings(config_path(config))
 
 
-def _signer(settings: Any) -> Any:
+def _store(settings: Any, database_url: str | None = None) -> Any:
+    """The audit store on the configured database, with the signing key's generations derived from the secrets
+    key (the same configuration finds the same keys)."""
+    from accounting.database import make_engine
     from gateway.app import session_store_kind
     from gateway.keys import load_keys
-    from privacy.audit import ChainSigner
+    from privacy.audit import AuditStore, SigningKeys
 
     keys = load_keys(settings, persistent_sessions=session_store_kind(settings) != "memory")
-    return ChainSigner(keys.derive("audit-sign"))
+    store = AuditStore(make_engine(database_url or settings.database_url), keys=SigningKeys(keys.derive))
+    store.ensure()
+    return store
+
+
+def _generations(store: Any) -> int:
+    from privacy.audit.chain import current_generation
+
+    with store.engine.connect() as conn:
+        return current_generation(conn)
+
+
+def _trusted(store: Any, public_keys: list[str] | None) -> dict[str, Any]:
+    """key id → public key: every PEM block of every ``--public-key`` file, else every generation derived."""
+    from privacy.audit import key_id, load_public_pems
+
+    if public_keys:
+        return {key_id(k): k for path in public_keys for k in load_public_pems(Path(path).read_bytes())}
+    ring: dict[str, Any] = store.keys.ring(_generations(store))
+    return ring
 
 
 def _since(value: str | None) -> float | None:
@@ -54,29 +78,47 @@ def _since(value: str | None) -> float | None:
 
 
 def public_key(args: argparse.Namespace) -> int:
+    from accounting.database import StoreUnavailable
     from gateway.settings import ConfigError
 
     try:
-        signer = _signer(_settings(args.config))
-    except (ConfigError, OSError, ValueError) as exc:
+        store = _store(_settings(args.config), args.database_url)
+        generations = _generations(store)
+    except (ConfigError, OSError, ValueError, StoreUnavailable) as exc:
         return _fail(str(exc))
+    for generation in range(1 if args.all else generations, generations + 1):
+        signer = store.keys.signer(generation)
+        if args.all:
+            sys.stdout.write(f"# generation {generation}, key id {signer.key_id}\n")
+        sys.stdout.write(signer.public_pem())
+    return 0
+
+
+def rotate_key(args: argparse.Namespace) -> int:
+    from accounting.database import StoreUnavailable
+    from gateway.settings import ConfigError
+
+    try:
+        store = _store(_settings(args.config), args.database_url)
+        signer = store.rotate_key()
+    except (ConfigError, OSError, ValueError, StoreUnavailable) as exc:
+        return _fail(str(exc))
+    sys.stderr.write(f"ecgw audit: signing key rotated to generation {_generations(store)} (key id {signer.key_id});"
+                     " running gateways sign with it from their next checkpoint; publish the new key below, keep the"
+                     " old ones (ecgw audit public-key --all)\n")
     sys.stdout.write(signer.public_pem())
     return 0
 
 
 def verify(args: argparse.Namespace) -> int:
-    from accounting.database import StoreUnavailable, make_engine
+    from accounting.database import StoreUnavailable
     from gateway.settings import ConfigError
-    from privacy.audit import AuditStore, load_public_pem, verify_trail
+    from privacy.audit import verify_trail
 
     try:
-        settings = _settings(args.config)
         since = _since(args.since)
-        public = (load_public_pem(Path(args.public_key).read_bytes()) if args.public_key
-                  else _signer(settings).public)
-        store = AuditStore(make_engine(args.database_url or settings.database_url))
-        store.ensure()
-        report = verify_trail(store.engine, public, since=since)
+        store = _store(_settings(args.config), args.database_url)
+        report = verify_trail(store.engine, _trusted(store, args.public_key), since=since)
     except (ConfigError, OSError, ValueError, StoreUnavailable) as exc:
         return _fail(str(exc))
     if args.format == "json":
@@ -85,23 +127,89 @@ def verify(args: argparse.Namespace) -> int:
         for found in report.breaks:
             sys.stdout.write(f"BROKEN {found}\n")
         state = "intact" if report.intact else f"BROKEN ({len(report.breaks)} breaks)"
+        erased = (f", {report.erased} calls erased by {report.erasures} erasures (content tombstoned, hashes kept)"
+                  if report.erasures else "")
         sys.stdout.write(f"audit trail {state}: {report.entries} records, {report.checkpoints} signed checkpoints, "
-                         f"head {report.head_hash}\n")
+                         f"{report.receipts} receipts{erased}, head {report.head_hash}\n")
     return 0 if report.intact else EXIT_BROKEN
 
 
+def _tokens(value: str) -> list[str]:
+    """The receipts an argument holds: a token, a header's comma-separated tokens, ``@FILE`` or ``-`` (stdin)."""
+    if value == "-":
+        value = sys.stdin.read()
+    elif value.startswith("@"):
+        value = Path(value[1:]).read_text(encoding="utf-8")
+    return [token.strip() for token in value.split(",") if token.strip()]
+
+
+def verify_receipt(args: argparse.Namespace) -> int:
+    from accounting.database import StoreUnavailable
+    from gateway.settings import ConfigError
+    from privacy.audit import ReceiptInvalid, verify_receipt_token
+
+    try:
+        keys = _trusted(None if args.public_key else _store(_settings(args.config)), args.public_key)
+        tokens = _tokens(args.receipt)
+        body = Path(args.body).read_bytes() if args.body else None
+    except (ConfigError, OSError, ValueError, StoreUnavailable) as exc:
+        return _fail(str(exc))
+    if not tokens:
+        return _fail("no receipt given: pass the x-ecgw-egress-receipt value, @FILE or - (stdin)")
+    bad = 0
+    for token in tokens:
+        try:
+            claims = verify_receipt_token(token, keys)
+        except ReceiptInvalid as exc:
+            bad += 1
+            sys.stdout.write(f"FORGED {exc}\n")
+            continue
+        line = (f"receipt valid: request {claims.get('rid')}, target {claims.get('target')}, verdict "
+                f"{claims.get('verdict')}, body_sha256 {claims.get('body_sha256')}")
+        if body is not None:
+            import hashlib
+
+            if hashlib.sha256(body).hexdigest() == claims.get("body_sha256"):
+                line += "; the body matches"
+            else:
+                bad += 1
+                line = f"MISMATCH {line}; the body given hashes to {hashlib.sha256(body).hexdigest()}"
+        sys.stdout.write((json.dumps(claims) if args.format == "json" and not line.startswith("MISMATCH")
+                          else line) + "\n")
+    return EXIT_BROKEN if bad else 0
+
+
 def register(subparsers: Any) -> None:
-    audit = subparsers.add_parser("audit", help="the tamper-evident audit trail: public key, verification")
+    audit = subparsers.add_parser("audit", help="the tamper-evident audit trail: public key, verification, receipts")
     commands = audit.add_subparsers(dest="audit_command", required=True, metavar="AUDIT_COMMAND")
-    key = commands.add_parser("public-key", help="print the checkpoints' Ed25519 public key (PEM)")
-    key.add_argument("--config", default=None, help="YAML config file (finds the secrets key)")
+    key = commands.add_parser("public-key", help="print the signing key's Ed25519 public key (PEM)")
+    key.add_argument("--config", default=None, help="YAML config file (the secrets key, database_url)")
+    key.add_argument("--database-url", default=None, help="overrides the config's database_url")
+    key.add_argument("--all", action="store_true", help="every generation's key (after rotations), oldest first")
     key.set_defaults(func=public_key)
+    rotate = commands.add_parser("rotate-key", help="sign with a new key from now on; old checkpoints and receipts "
+                                                    "still verify with the old public keys")
+    rotate.add_argument("--config", default=None, help="YAML config file (the secrets key, database_url)")
+    rotate.add_argument("--database-url", default=None, help="overrides the config's database_url")
+    rotate.set_defaults(func=rotate_key)
     check = commands.add_parser("verify", help="walk the chain and its checkpoints; exit 1 on any break")
     check.add_argument("--config", default=None, help="YAML config file (database_url, the secrets key)")
     check.add_argument("--database-url", default=None, help="overrides the config's database_url")
     check.add_argument("--since", default=None, help="re-hash the records made at or after this time "
                                                      "(unix seconds or ISO 8601); links are always walked in full")
-    check.add_argument("--public-key", default=None, help="PEM file of the public key (default: derived)")
+    check.add_argument("--public-key", action="append", default=None,
+                       help="PEM file of the public key(s), repeatable (default: every generation, derived)")
     check.add_argument("--format", choices=("text", "json"), default="text",
                        help="text: one line per break; json: the breaks as a JSON list")
     check.set_defaults(func=verify)
+    receipt = commands.add_parser("verify-receipt", help="check an egress receipt's signature and, with --body, "
+                                                         "the hash of the body it covers; exit 1 when either fails")
+    receipt.add_argument("receipt", help="the x-ecgw-egress-receipt value (one token or several, comma-separated), "
+                                         "@FILE to read it from a file, or - for stdin")
+    receipt.add_argument("--body", default=None, help="a file holding the exact body the receipt covers")
+    receipt.add_argument("--public-key", action="append", default=None,
+                         help="PEM file of the signing public key(s), repeatable (default: derived from --config)")
+    receipt.add_argument("--config", default=None, help="YAML config file (finds the secrets key)")
+    receipt.add_argument("--format", choices=("text", "json"), default="text",
+                         help="text: one line per receipt; json: each valid receipt's claims")
+    receipt.set_defaults(func=verify_receipt)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from accounting.calls import Meter
-from accounting.factory import build_record_builder
+from accounting.calls import Meter, UpstreamCall
+from accounting.factory import build_record_builder, usage_store
 from accounting.pricing import Pricer, bundled_litellm_cost_map
 from accounting.spend import spend
 from accounting.store import UsageStore
@@ -17,12 +18,13 @@ from gateway.errors import error_response
 from gateway.jsonio import dumps
 from gateway.settings import ConfigError, Settings
 from gateway.tenancy import Identity
-from privacy.session_store import SessionStore
+from privacy.session_store import SessionStore, SessionStoreUnavailable
 from router.budgets.errors import BudgetUnavailable
 from router.budgets.ledger import Rows, Seeder, no_seed
 from router.budgets.limits import Budgets
 from router.budgets.measures import Estimator, Prices
 from router.experiments import ExperimentsSettings
+from router.target_costs import CallCost
 
 
 def key_name(identity: Identity) -> str | None:
@@ -36,6 +38,16 @@ def prices_of(settings: Settings) -> Prices:
     accounting = settings.accounting
     return Pricer(accounting.prices, price_version=accounting.price_version,
                   fallback=bundled_litellm_cost_map if accounting.litellm_fallback else None)
+
+
+def call_cost_of(settings: Settings) -> CallCost:
+    """A cloud call's USD as metering records it (the same builder, the same prices): a cost target's feedback."""
+    builder = build_record_builder(settings.accounting)
+
+    def cost(call: UpstreamCall) -> float:
+        return float(builder.build(call)["cost_usd"] or 0.0)
+
+    return cost
 
 
 def check_limits(settings: Settings) -> None:
@@ -72,9 +84,12 @@ def _check_arms(arms: Iterable[str], experiments: ExperimentsSettings) -> None:
 
 def metering_seeder(meter: Meter) -> Seeder:
     """Counters seeded from the metering database (none when metering keeps no store)."""
-    store = getattr(meter, "store", None)
-    if not isinstance(store, UsageStore):
-        return no_seed
+    store = usage_store(meter)
+    return usage_seeder(store) if store is not None else no_seed
+
+
+def usage_seeder(store: UsageStore) -> Seeder:
+    """Counters seeded from this metering database."""
 
     async def seed(rows: Rows, since: float | None) -> dict[str, float]:
         return await asyncio.to_thread(spend, store, since=since, where=rows.where,
@@ -94,21 +109,34 @@ def build_budgets(settings: Settings, *, sessions: SessionStore, meter: Meter, h
                    hash_key=hash_key, **extra)
 
 
-def budget_endpoint(budgets: Budgets | None, session_of: Callable[[Request, str], str]) -> Callable[..., object]:
-    """``GET /v1/budget``: the caller's key's budgets and rate limits (and its session's, with ``X-Session-Id``)."""
+Targets = Callable[[], Awaitable[list[dict[str, Any]]]]  # achieved against target (``gateway.targets_report``)
+
+
+def budget_endpoint(budgets: Budgets | None, session_of: Callable[[Request, str], str],
+                    targets: Targets | None = None) -> Callable[..., object]:
+    """``GET /v1/budget``: the caller's key's budgets and rate limits (and its session's, with ``X-Session-Id``);
+    for an admin key (or with no keys configured) also every target's achieved figures (``targets``), which sum
+    every tenant's decisions."""
 
     async def endpoint(request: Request) -> Response:
-        if budgets is None:
-            return Response(dumps({"limits": []}), media_type="application/json")
         identity: Identity = request.state.identity
-        client_session = request.headers.get("x-session-id") or request.query_params.get("session")
-        session_id = session_of(request, client_session) if client_session else None
-        scopes = budgets.scopes(key_name=key_name(identity), owner_prefix=identity.prefix, session_id=session_id)
+        rows: list[dict[str, Any]] = []
         try:
-            rows = await budgets.report(scopes, session_id)
+            if budgets is not None:
+                client_session = request.headers.get("x-session-id") or request.query_params.get("session")
+                session_id = session_of(request, client_session) if client_session else None
+                scopes = budgets.scopes(key_name=key_name(identity), owner_prefix=identity.prefix,
+                                        session_id=session_id)
+                rows = await budgets.report(scopes, session_id)
+            body: dict[str, Any] = {"limits": rows}
+            if targets is not None and (identity.admin or identity.owner is None):
+                body["targets"] = await targets()
         except BudgetUnavailable as exc:
             return error_response(503, f"The budgets cannot be read right now: {exc.reason}. Retry shortly.",
                                   "budget_unavailable", code="budget_unavailable")
-        return Response(dumps({"limits": rows}), media_type="application/json")
+        except SessionStoreUnavailable as exc:
+            return error_response(503, f"The targets cannot be read right now: {exc}. Retry shortly.",
+                                  "budget_unavailable", code="budget_unavailable")
+        return Response(dumps(body), media_type="application/json")
 
     return endpoint

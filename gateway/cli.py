@@ -24,8 +24,9 @@ from gateway.settings import ConfigError, Settings, load_settings, missing_cloud
 CONFIG_ENV = "ECGW_CONFIG_FILE"
 
 # Packages that add sub-commands: each module has ``register(subparsers)``.
-COMMAND_MODULES: tuple[str, ...] = ("accounting.cli", "gateway.privacy_commands", "gateway.policy_commands",
-                                     "gateway.key_commands", "gateway.audit_commands", "eval.cli")
+COMMAND_MODULES: tuple[str, ...] = ("accounting.cli", "gateway.budget_commands", "gateway.privacy_commands",
+                                     "gateway.policy_commands", "gateway.key_commands", "gateway.audit_commands",
+                                     "eval.cli")
 
 
 def config_path(given: str | None) -> str | None:

@@ -22,6 +22,7 @@ from gateway.fleet.edge_pool import EdgePool
 from gateway.fleet.fixed import Fixed
 from gateway.fleet.lifecycle import Sharing
 from gateway.settings import CloudSettings, ConfigError, Settings, edge_endpoint
+from gateway.snapshot import Snapshot
 from gateway.upstreams.boundary import DroppedFields, ProviderBoundary
 from gateway.upstreams.provider_request import ProviderTransport, RequestShape
 from privacy import Protector
@@ -165,6 +166,13 @@ DOOR_PATHS: tuple[str, ...] = (
                                    "on_privacy_error", "units_files", "restore_secrets_in_tools", "last_check")),
     "accounting.prices", "accounting.price_version", "accounting.litellm_fallback",
 )
+
+
+def doors_of(snapshot: Snapshot) -> Doors:
+    """The doors of a configuration snapshot (``build_services`` registers them as a part of every one)."""
+    doors = snapshot.part(DoorsPart.name)
+    assert isinstance(doors, Doors)
+    return doors
 
 
 def check_units_files(paths: Sequence[str]) -> None:

@@ -19,17 +19,22 @@ from gateway.logs import log_request
 from gateway.metrics import RequestMetrics
 from gateway.policy_choice import PolicyDecision
 from gateway.service import Services
+from gateway.shadow import Ticket
 from gateway.tenancy import Identity
+from privacy.audit import RECEIPT_HEADER
 from privacy.errors import PrivacyBlocked
 from router.budgets.errors import KEPT_ON_EDGE, OverBudget, fallback_of
 from router.budgets.limits import NO_SPEND, Spend
 from router.chat_shapes import aclose, chunks_to_completion, completion_to_chunks
 from router.context import CallContext, RouteTracker
 from router.fleet import TARGET_KNOB, without_target
+from router.learning.features import request_features
 from router.policies.edge_only import EdgeOnly
 from router.policy import Policy
 from router.spans import NO_SPAN, Span, make_current
-from router.step import SessionState, Step
+from router.step import DecisionNote, SessionState, Step
+from router.target_costs import TargetCosts
+from router.targets import TargetTracker
 
 log = logging.getLogger("ecgw")
 
@@ -139,6 +144,9 @@ class StepPipeline:
                 experiment=decision.experiment, arm=decision.arm)) is not None:
             limited = await budget.admit(body)  # rpm/tpm: RateLimited (429) before anything runs
             spend = budget
+        note = DecisionNote()
+        arm = f"{decision.experiment}:{decision.arm}" if decision.arm is not None else None
+        spend = TargetCosts(spend, note, TargetTracker(s.sessions), s.call_cost, policy=policy_name, arm=arm)
         step = Step(
             request=body,
             context=context,
@@ -147,6 +155,7 @@ class StepPipeline:
             cloud=s.doors.cloud(context, route, spend, target=self._target(body, decision)),
             route=route,
             knobs=without_target(decision.knobs),
+            note=note,
         )
         out_headers = {"x-ecgw-request-id": request_id, "x-ecgw-session": header_safe(shown),
                        "x-ecgw-policy": policy_name, **limited}
@@ -156,7 +165,8 @@ class StepPipeline:
             out_headers[s.settings.observability.trace_header] = outcome.span.trace_id
         policy_span = outcome.span.child("ecgw.policy", **{"ecgw.policy": policy_name})
         make_current(policy_span)  # the policy's channel calls, streamed ones included, are its children
-        outcome.finish.append(_StepEnd(self.services, step, policy_span, out_headers, outcome, time.time()))
+        ticket = s.shadows.draw(step, allowed=identity.shadow, target=self._target(body, decision))
+        outcome.finish.append(_StepEnd(self.services, step, policy_span, out_headers, outcome, time.time(), ticket))
         try:
             started = await _run(s.policies.get(policy_name), step, out_headers)
         except (PrivacyBlocked, *KEPT_ON_EDGE) as exc:
@@ -171,10 +181,18 @@ class StepPipeline:
             started = await _run(self._edge_only, step, out_headers)
             step.note.decision, step.note.reason = wanted
         out_headers["x-ecgw-route"] = route.route
+        if route.receipts:  # each body that left before the headers (later ones: GET /v1/receipts/{request_id})
+            out_headers[RECEIPT_HEADER] = ",".join(route.receipts)
         for side, header in (("edge", "x-ecgw-edge-deployment"), ("cloud", "x-ecgw-cloud-target")):
             if side in route.answered:
                 out_headers[header] = route.answered[side]
         outcome.streamed = started.completion is None
+        if ticket is not None:  # the edge's answer, as the client gets it, for the shadow call's comparison
+            ticket.completion = started.completion
+            if started.first is not None:
+                ticket.chunks.append(started.first)
+            if started.rest is not None:
+                started.rest = ticket.collect(started.rest)
         started.session_id = shown  # the client's id: naming it again (same key) reaches this session
         return started
 
@@ -183,9 +201,10 @@ class _StepEnd:
     """At the end of a request: the step's decision record (into the metering store) and the policy span."""
 
     def __init__(self, services: Services, step: Step, span: Span, headers: dict[str, str], outcome: Outcome,
-                 started_at: float) -> None:
+                 started_at: float, ticket: Ticket | None = None) -> None:
         self._services, self._step, self._span = services, step, span
         self._headers, self._outcome, self._started_at = headers, outcome, started_at
+        self._ticket = ticket
 
     def __call__(self, status: int, seconds: float) -> None:
         step, note, span = self._step, self._step.note, self._span
@@ -198,17 +217,24 @@ class _StepEnd:
             span.set(f"ecgw.signal.{key}", value)
         span.end()
         ctx = step.context
-        self._services.meter.record_step(StepRecord(
+        record = StepRecord(
             request_id=ctx.request_id, session_id=ctx.session_id, policy=ctx.policy, started_at=self._started_at,
             latency_s=seconds, status=status, route=route, decision=decision, reason=reason,
             signal={**note.signal, **_chains(step.route)}, experiment=ctx.experiment, arm=ctx.arm,
-            fallback=self._headers.get("x-ecgw-fallback"), trace_id=self._outcome.span.trace_id))
+            fallback=self._headers.get("x-ecgw-fallback"), trace_id=self._outcome.span.trace_id,
+            features={**request_features(step.request), **note.features, "latency_s": round(seconds, 4)})
+        if self._ticket is None or not self._services.shadows.offer(self._ticket, record):
+            self._services.meter.record_step(record)  # else the shadow call writes it, with its label
 
 
 def _chains(route: RouteTracker) -> dict[str, str]:
     """The members each side tried before one answered (``edge_chain``, ``cloud_chain``), when it was not the
-    first: the step record keeps the failover."""
-    return {f"{side}_chain": chain for side in ("edge", "cloud") if (chain := route.chain(side)) is not None}
+    first: the step record keeps the failover; and why the cloud door made no call, when it did not
+    (``cloud_stopped``, ``router.stops``)."""
+    out = {f"{side}_chain": chain for side in ("edge", "cloud") if (chain := route.chain(side)) is not None}
+    if route.stopped:
+        out["cloud_stopped"] = ",".join(route.stopped)
+    return out
 
 
 async def _run(policy: Policy, step: Step, headers: dict[str, str]) -> Started:

@@ -60,11 +60,10 @@ class PolicyChooser:
                 if arm.policy not in self._registry:
                     raise ConfigError(f"{where}.policy is {arm.policy!r}; expected one of "
                                       f"{', '.join(self._registry.names)}", param=f"{where}.policy")
-                checker = getattr(self._registry.get(arm.policy), "check_overrides", None)
                 knobs = without_target(arm.knobs)
-                if knobs and checker is not None:
+                if knobs:
                     try:
-                        checker(knobs)
+                        self._registry.get(arm.policy).check_overrides(knobs)
                     except ValueError as exc:
                         raise ConfigError(f"{where}.knobs: {exc}", param=f"{where}.knobs") from None
 

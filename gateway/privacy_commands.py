@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from gateway.report_commands import add_arguments as add_period_arguments
 from gateway.sessions import MemorySessionStore
 from privacy.detect import EdgeEndpoint
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
@@ -124,6 +125,12 @@ def privacy_report(args: argparse.Namespace) -> int:
     from accounting.database import make_engine
     from privacy.audit import AuditStore, benchmark_export, session_report, sessions_of, to_html, to_markdown
 
+    if args.owner is not None:  # the period report (gateway.report_commands)
+        from gateway.report_commands import period_report
+
+        return period_report(args)
+    if args.format == "pdf":
+        return _fail("--format pdf is for the period report: use --owner (with --since/--until)")
     try:
         _, database_url = _config(args.config)
     except (OSError, ValueError, ValidationError) as exc:
@@ -158,13 +165,18 @@ def register(subparsers: Any) -> None:
     p.add_argument("--session", default="cli", help="session id (placeholders are per session)")
     p.add_argument("--report", default=None, help="write the findings (no raw values) to this JSON file")
     p.set_defaults(func=scrub)
-    r = subparsers.add_parser("privacy-report", help="units exposed and protected per session, and exposure")
+    r = subparsers.add_parser("privacy-report", help="units exposed and protected per session, and exposure; or "
+                                                     "the period report of an owner (--owner)")
     who = r.add_mutually_exclusive_group(required=True)
     who.add_argument("--session", default=None, help="report this session")
     who.add_argument("--experiment", default=None, help="report every session of this experiment")
-    r.add_argument("--format", choices=("md", "html", "json"), default="md", help="output format")
+    who.add_argument("--owner", default=None, help="the period report of this tenant (or all): cloud calls, "
+                                                   "placeholders, what left raw, blocks, the trail's verification")
+    r.add_argument("--format", choices=("md", "html", "json", "pdf"), default="md",
+                   help="output format (pdf: the period report only)")
     r.add_argument("--config", default=None, help="YAML config file (for database_url)")
     r.add_argument("--database-url", default=None, help="overrides the config's database_url")
     r.add_argument("--export", default=None,
                    help="also write the benchmark's cloud_assistant_audit.jsonl lines to this file")
+    add_period_arguments(r)
     r.set_defaults(func=privacy_report)

@@ -1,4 +1,6 @@
-"""``PUT /v1/sessions/{session_id}/units``: register a session's listed units (sensitive_items.json schema).
+"""``PUT /v1/sessions/{session_id}/units``: register a session's listed units (sensitive_items.json schema);
+``GET /v1/sessions/{session_id}/privacy``: its exposure; ``DELETE /v1/sessions/{session_id}``: its erasure;
+``GET /v1/receipts/{request_id}``: a request's receipts.
 
 The gateway mounts this behind its API keys. Units come only from a request body or config files — never from a
 path named in a request.
@@ -14,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from gateway.body import BodyReader
 from gateway.errors import ClientError, error_response
 from privacy import Protector, SessionPrivacy
+from privacy.audit import request_receipts
 from privacy.detect import UnitsDocument
 from privacy.errors import PrivacyUnavailable
 
@@ -77,3 +80,51 @@ def session_privacy_endpoint(protector: Protector, *, session_of: SessionOf = _a
         return JSONResponse({**report, "session_id": session_id})
 
     return get_privacy
+
+
+ScopeOf = Callable[[Request], str | None]
+
+
+def receipts_endpoint(protector: Protector, *, scope: ScopeOf) -> Callable[[Request], Awaitable[Response]]:
+    """``GET /v1/receipts/{request_id}``: every egress receipt of one request — those of cloud calls made after its
+    response headers had left (an advisor or a delegate mid-stream) included. ``scope``: the caller's owner prefix
+    (None: an admin, or single-tenant); another owner's request is not found, exactly like one that never was."""
+
+    async def get_receipts(request: Request) -> Response:
+        request_id = request.path_params["request_id"]
+        if not isinstance(protector, SessionPrivacy):
+            return _error(409, "The privacy audit is off, so no receipts are kept.", "audit_disabled")
+        try:
+            found = await protector.read_audit(request_receipts, request_id, scope(request))
+        except Exception as exc:
+            return _error(503, f"The receipts cannot be read now ({type(exc).__name__}). Retry later.",
+                          "audit_unavailable")
+        if found is None:
+            return _error(409, "The privacy audit is off (privacy.audit: false), so no receipts are kept.",
+                          "audit_disabled")
+        if not found:
+            return error_response(404, f"No egress receipts for request {request_id!r}: it made no cloud call, or it "
+                                       "is not one of this key's requests.", "invalid_request_error",
+                                  code="receipts_not_found")
+        return JSONResponse({"object": "list", "request_id": request_id, "data": found})
+
+    return get_receipts
+
+
+def erase_endpoint(protector: Protector, *, session_of: SessionOf) -> Callable[[Request], Awaitable[Response]]:
+    """``DELETE /v1/sessions/{session_id}``: the session's vault and units forgotten, its audited content (sealed
+    bodies, findings) tombstoned with the chain intact. Its owner names it as usual; an admin by its internal id."""
+
+    async def erase(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        if not isinstance(protector, SessionPrivacy):
+            return _error(409, "Privacy protection and its audit are off, so nothing of a session is kept to erase.",
+                          "privacy_disabled")
+        try:
+            calls = await protector.erase_session(session_of(request, session_id))
+        except PrivacyUnavailable as exc:
+            return _error(503, f"The session cannot be erased now: {exc.reason}. Retry later; nothing was half-erased "
+                               "in the audit.", "audit_unavailable")
+        return JSONResponse({"session_id": session_id, "erased": True, "calls_erased": calls or 0})
+
+    return erase

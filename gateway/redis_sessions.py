@@ -2,15 +2,19 @@
 
 A session is one Redis hash, ``ecgw:session:<id>``, a field per key (JSON). Its TTL is Redis' own: every read and
 write sets it to ``sessions.ttl_s`` again, so an idle session expires by itself and nothing needs sweeping.
-``update`` is optimistic: read the value (one round trip), run ``fn``, and write with a compare-and-set Lua script
-that checks the value's SHA-1 is still what ``fn`` saw (a second round trip); on a conflict the script returns the
-newer value and ``fn`` runs again on it. A value ``fn`` leaves alone is not written. Redis unreachable or failing
+``update`` is optimistic: run ``fn`` on the value this process last read or wrote for that key (``_LastSeen``, small
+values only; else read it, one round trip) and write with a compare-and-set Lua script that checks the stored
+value's SHA-1 is still what ``fn`` saw (one round trip); on a conflict — another worker wrote since — the script
+returns the newer value and ``fn`` runs again on it. So an update from the worker that wrote last (a budget counter,
+a session's state between its steps) costs one round trip, and a stale memory only costs the retry it would have
+cost anyway. A value ``fn`` leaves alone is not written, and is read from Redis before it is returned. Redis unreachable or failing
 → ``SessionStoreUnavailable`` naming the server; the pool reconnects by itself on the next call once it is back.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +36,34 @@ return {1, ''}
 """
 
 _CONFLICTS = 100  # compare-and-set attempts for one update before it gives up (each retry saw a newer value)
+_SEEN_ENTRIES = 4096  # values remembered for the next update's first compare-and-set
+_SEEN_BYTES = 4096  # larger values (a long vault) are read again rather than remembered
+
+
+class _LastSeen:
+    """The raw value this process last read or wrote per (hash, field), bounded (least recently used goes first).
+    Only ever a guess: the compare-and-set checks it against Redis before anything is written."""
+
+    def __init__(self) -> None:
+        self._values: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+
+    def get(self, name: str, key: str) -> bytes | None:
+        raw = self._values.get((name, key))
+        if raw is not None:
+            self._values.move_to_end((name, key))
+        return raw
+
+    def put(self, name: str, key: str, raw: bytes | None) -> None:
+        if raw is None or len(raw) > _SEEN_BYTES:
+            self._values.pop((name, key), None)
+            return
+        self._values[(name, key)] = raw
+        self._values.move_to_end((name, key))
+        if len(self._values) > _SEEN_ENTRIES:
+            self._values.popitem(last=False)
+
+    def forget(self, name: str, key: str) -> None:
+        self._values.pop((name, key), None)
 
 
 def _raw(value: bytes | str | None) -> bytes | None:
@@ -59,6 +91,7 @@ class RedisSessionStore:
         self._cas = self._redis.register_script(_CAS)
         self._ttl_ms = max(1, int(ttl_s * 1000))
         self._prefix = prefix
+        self._seen = _LastSeen()
         self.name = where(url)
 
     def _key(self, session_id: str) -> str:
@@ -76,34 +109,46 @@ class RedisSessionStore:
                 raw, _ = await pipe.execute()
         except RedisError as exc:
             raise self._unavailable(exc) from exc
+        self._seen.put(name, key, _raw(raw))
         return None if raw is None else loads(raw)
 
     async def set(self, session_id: str, key: str, value: Any) -> None:
         name = self._key(session_id)
+        blob = dumps(value)
         try:
             async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.hset(name, key, dumps(value))
+                pipe.hset(name, key, blob)
                 pipe.pexpire(name, self._ttl_ms)
                 await pipe.execute()
         except RedisError as exc:
+            self._seen.forget(name, key)
             raise self._unavailable(exc) from exc
+        self._seen.put(name, key, blob)
 
     async def update(self, session_id: str, key: str, fn: Callable[[Any | None], Any]) -> Any:
         name = self._key(session_id)
         try:
-            raw = _raw(await self._redis.hget(name, key))
+            raw, confirmed = self._seen.get(name, key), False
+            if raw is None:
+                raw, confirmed = _raw(await self._redis.hget(name, key)), True
             for _ in range(_CONFLICTS):
                 current = None if raw is None else loads(raw)
                 new = fn(current)
                 if new == current:
+                    if not confirmed:  # a guess from memory is never answered as the stored value: read it
+                        raw, confirmed = _raw(await self._redis.hget(name, key)), True
+                        continue
+                    self._seen.put(name, key, raw)
                     return current
                 blob = dumps(new)
                 seen = "" if raw is None else hashlib.sha1(raw).hexdigest()  # noqa: S324 (a checksum, not a secret)
                 written, newer = await self._cas(keys=[name], args=[key, seen, blob, self._ttl_ms])
                 if int(written) == 1:
+                    self._seen.put(name, key, blob)
                     return loads(blob)
-                raw = _raw(newer or None)
+                raw, confirmed = _raw(newer or None), True
         except RedisError as exc:
+            self._seen.forget(name, key)
             raise self._unavailable(exc) from exc
         raise SessionStoreUnavailable(self.name, f"{_CONFLICTS} conflicting writers on one session key {key!r}")
 

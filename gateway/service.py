@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from accounting.calls import Meter
 from gateway.admin.database import AdminDatabase
 from gateway.admin.virtual_keys import VirtualKeys
-from gateway.doors import Doors, DoorsPart
+from gateway.doors import Doors, doors_of
 from gateway.policy_choice import PolicyChooser
 from gateway.reload import Reloader
 from gateway.settings import Settings
+from gateway.shadow import Shadows
 from gateway.snapshot import Configuration
 from gateway.tenancy import Tenancy
 from gateway.tracing import NoTracing, SessionHasher, Tracing
@@ -19,6 +20,7 @@ from privacy import Protector
 from privacy.session_store import SessionStore
 from router.budgets.limits import Budgets
 from router.policy import PolicyRegistry
+from router.target_costs import CallCost, no_cost
 
 log = logging.getLogger("ecgw")
 
@@ -40,14 +42,14 @@ class Services:
     admin_db: AdminDatabase
     virtual_keys: VirtualKeys
     dashboard_key: bytes = field(repr=False)  # signs the dashboard's sign-in sessions (from the secrets key)
+    shadows: Shadows  # shadow calls (learning.shadow_rate)
     tracing: Tracing = field(default_factory=NoTracing)
     budgets: Budgets | None = None  # None: no limits configured
+    call_cost: CallCost = no_cost  # a cloud call's USD as metering prices it (a cost target's feedback)
 
     @property
     def doors(self) -> Doors:
-        doors = self.config.current().part(DoorsPart.name)
-        assert isinstance(doors, Doors)  # build_services registers the doors as a part of every snapshot
-        return doors
+        return doors_of(self.config.current())
 
     @property
     def settings(self) -> Settings:
@@ -78,6 +80,7 @@ class Services:
         """Flush and close, in the order that loses nothing: upstreams first, then the meter."""
         await self.reloader.aclose()
         await self.virtual_keys.aclose()
+        await self.shadows.aclose()  # before the doors close and the meter flushes: their records are written
         try:
             await self.config.aclose()  # the doors of every snapshot: the upstreams first
         except Exception:

@@ -67,6 +67,13 @@ class ApiKey:
     secret: str = field(repr=False)
     tenant: str
     named: bool = True
+    shadow: bool = True  # its steps may be shadowed (``learning.shadow_rate``); ``learning.shadow: false`` opts out
+
+
+class KeyLearning(_Section):
+    """``learning`` on a key entry: ``shadow: false`` keeps the key's steps out of shadow calls."""
+
+    shadow: bool = True
 
 
 class ApiKeyEntry(_Section):
@@ -79,6 +86,7 @@ class ApiKeyEntry(_Section):
     key: str | None = Field(None, min_length=1)
     key_env: str | None = Field(None, min_length=1)
     tenant: str | None = Field(None, pattern=NAME_PATTERN)
+    learning: KeyLearning = Field(default_factory=KeyLearning)
     _secret: str = PrivateAttr("")
 
     @field_validator("key_env")
@@ -97,7 +105,7 @@ class ApiKeyEntry(_Section):
         return self
 
     def parsed(self) -> ApiKey:
-        return ApiKey(self.name, self._secret, self.tenant or self.name)
+        return ApiKey(self.name, self._secret, self.tenant or self.name, shadow=self.learning.shadow)
 
 
 def _entry_kind(value: Any) -> str:
@@ -341,6 +349,17 @@ class SecretsSettings(_Section):
     key_file: str | None = None  # null: ecgw.key beside the SQLite session store or database, created 0600
 
 
+class LearningSettings(_Section):
+    """Learning the router from the gateway's own traffic (``gateway.shadow``, ``router.learning``)."""
+
+    # The share of edge-answered steps the cloud is also asked (purpose ``shadow``), to label them: the operator's
+    # cost (``limits.shadow``), never the tenant's, never shown to the client.
+    shadow_rate: float = Field(0.0, ge=0, le=1)
+    max_concurrent: int = Field(4, ge=1)  # shadow calls in flight per worker; past it a step is not shadowed
+    shutdown_grace_s: float = Field(10.0, ge=0)  # at shutdown, how long shadow calls in flight may finish
+    seed: int | None = None  # the sampling coin's seed (tests, benchmarks); None: random
+
+
 class ObservabilitySettings(_Section):
     otlp_endpoint: str | None = None  # e.g. http://127.0.0.1:4318 (OTLP/HTTP); None: no traces
     service_name: str = "ecgw"
@@ -360,6 +379,7 @@ class Settings(BaseSettings):
     experiments: ExperimentsSettings = Field(default_factory=ExperimentsSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+    learning: LearningSettings = Field(default_factory=LearningSettings)
     database_url: str = "sqlite:///ecgw.sqlite3"
     secrets: SecretsSettings = Field(default_factory=SecretsSettings)
 

@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from gateway.policy_choice import PolicyChooser
 from gateway.settings import ConfigError, Settings, error_path
 from gateway.tenancy import Tenancy
@@ -109,10 +111,10 @@ def applied(old: Settings, new: Settings, reloadable: Sequence[str]) -> Settings
         target[last] = source[last]
     try:
         return Settings(**data)
-    except Exception as exc:  # pydantic's ValidationError: the new sections do not fit the running ones
-        errors = getattr(exc, "errors", None)
-        param = error_path(errors()[0]) if callable(errors) else None
-        raise ConfigError(f"configuration is invalid: {exc}", param=param) from None
+    except ValidationError as exc:  # the new sections do not fit the running ones
+        raise ConfigError(f"configuration is invalid: {exc}", param=error_path(exc.errors()[0])) from None
+    except Exception as exc:  # anything else the new sections raise while they are built
+        raise ConfigError(f"configuration is invalid: {exc}") from None
 
 
 class Configuration:

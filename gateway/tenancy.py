@@ -67,6 +67,7 @@ class Identity:
     label: str | None = None
     policies: tuple[str, ...] | None = None  # a virtual key's allowed policies; None: every policy
     limits: Mapping[str, Any] | None = field(default=None, repr=False)  # a virtual key's limits (the budgets')
+    shadow: bool = True  # its steps may be shadowed (a key's ``learning.shadow``)
 
     @property
     def prefix(self) -> str:
@@ -151,10 +152,14 @@ class Tenancy:
             owner = key_owner(owner_key, key)
             label = key.name if key.named else owner  # a bare key's name is the secret itself
             self._identities[key.secret] = Identity(key.secret, owner, admin=key.secret in admins, name=key.name,
-                                                    tenant=key.tenant, label=label)
+                                                    tenant=key.tenant, label=label, shadow=key.shadow)
         for secret, bound in server.session_keys.items():  # every key bound to one session shares it
             owner = "k." + _hash(owner_key, "bound\0" + bound, _OWNER_HEX)
             self._identities[secret] = Identity(secret, owner, bound_session=bound, name=secret, label=owner)
+
+    def configured(self) -> list[Identity]:
+        """Every key of ``server.api_keys`` as the gateway knows it (for reports across keys: their labels only)."""
+        return [i for i in self._identities.values() if not i.admin and i.bound_session is None]
 
     def authenticate(self, headers: Mapping[str, str]) -> Identity:
         """The caller; ``ClientError`` 401 (OpenAI's shape) when keys are configured and this one is not."""

@@ -31,7 +31,8 @@ def _error(status: int, message: str, type_: str, param: str | None = None) -> R
 
 def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time,
                    scope: Callable[[Request], str | None] | None = None) -> Handler:
-    """``GET /v1/usage?by=policy&since=7d&format=json`` — the rows of ``ecgw usage``. ``scope`` gives the prefix
+    """``GET /v1/usage?by=policy&since=7d&until=…&format=json`` — the rows of ``ecgw usage`` (``until``: calls
+    started before it, as ``ecgw privacy-report --until`` counts them). ``scope`` gives the prefix
     of the session ids the caller may see (its own, as the gateway namespaces them), None for all; rows grouped by
     session show ids without that prefix."""
 
@@ -49,10 +50,14 @@ def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time,
                           "invalid_request_error", "format")
         try:
             since = parse_since(request.query_params.get("since"), now=clock())
-            prefix = scope(request) if scope is not None else None
-            rows = await meter.report(by, since=since, session_prefix=prefix)
         except BadReportRequest as exc:
             return _error(400, str(exc).replace("--since", "since"), "invalid_request_error", "since")
+        try:
+            until = parse_since(request.query_params.get("until"), now=clock())
+            prefix = scope(request) if scope is not None else None
+            rows = await meter.report(by, since=since, until=until, session_prefix=prefix)
+        except BadReportRequest as exc:
+            return _error(400, str(exc).replace("--since", "until"), "invalid_request_error", "until")
         except StoreUnavailable as exc:
             return _error(503, str(exc), "metering_unavailable")
         except Exception as exc:  # the database went away between flush and query
@@ -60,7 +65,7 @@ def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time,
         if prefix and by == "session":
             rows = [{**row, "group": str(row["group"])[len(prefix):]} for row in rows]
         if fmt == "json":
-            payload: dict[str, Any] = {"object": "list", "by": by, "since": since, "data": rows}
+            payload: dict[str, Any] = {"object": "list", "by": by, "since": since, "until": until, "data": rows}
             return Response(json.dumps(payload), media_type="application/json")
         media = {"csv": "text/csv", "md": "text/markdown"}.get(fmt, "text/plain")
         return Response(render(rows, by=by, fmt=fmt), media_type=f"{media}; charset=utf-8")

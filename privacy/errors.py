@@ -23,3 +23,8 @@ class PrivacyBlocked(PrivacyError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class PrivacyFailedToEdge(PrivacyBlocked):
+    """Protection could not run and ``privacy.on_privacy_error`` is ``edge``: kept on the edge like a block, and
+    counted as a fail-closed event."""

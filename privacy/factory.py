@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from accounting.database import make_engine
-from privacy.audit import AuditedUnits, AuditStore, AuditWriter, ChainSigner, Hasher
+from privacy.audit import AuditedUnits, AuditStore, AuditWriter, Hasher, SigningKeys
 from privacy.detect import (
     EdgeEndpoint,
     EdgeSpanLister,
@@ -19,11 +19,12 @@ from privacy.detect import (
     PhoneDetector,
     SecretDetector,
     SpacyRecognizer,
+    TextDetector,
     shared_people,
 )
-from privacy.egress import EgressCheck
 from privacy.hook import PassThroughProtector, Protector
-from privacy.lastcheck import LastCheck
+from privacy.inbound import InboundScanner
+from privacy.lastcheck import EgressCheck, LastCheck
 from privacy.metrics import PrivacyMetrics
 from privacy.passthrough import RecordingPassThroughProtector
 from privacy.protector import PrivacyProtector
@@ -75,13 +76,12 @@ def build_detector(settings: PrivacySettings, *, edge: EdgeEndpoint | None = Non
 
 
 def _audit(settings: PrivacySettings, database_url: str, hash_key: bytes | None,
-           sign_key: bytes | None = None) -> tuple[AuditWriter, Hasher]:
+           sign_keys: SigningKeys | None = None) -> tuple[AuditWriter, Hasher]:
     """The audit's writer and its HMAC key: ``privacy.hash_key``, else the gateway's derived key, else (tests,
-    one-off tools) a random key for this process. ``sign_key``: the seed of the checkpoints' Ed25519 key (None:
+    one-off tools) a random key for this process. ``sign_keys``: the checkpoints' Ed25519 keys by generation (None:
     the chain is kept, no checkpoint is signed)."""
     key = settings.hash_key.encode() if settings.hash_key else hash_key or secrets.token_bytes(32)
-    signer = ChainSigner(sign_key) if sign_key else None
-    audit = AuditWriter(AuditStore(make_engine(database_url), signer=signer),
+    audit = AuditWriter(AuditStore(make_engine(database_url), keys=sign_keys),
                         spill_path=Path(settings.audit_spill_path) if settings.audit_spill_path else None,
                         retry_max_s=settings.audit_retry_max_s, shutdown_timeout_s=settings.audit_shutdown_timeout_s)
     return audit, Hasher(key)
@@ -99,18 +99,25 @@ def build_privacy_protector(settings: PrivacySettings, *, database_url: str | No
                             detector: LayeredDetector | None = None, edge: EdgeEndpoint | None = None,
                             hash_key: bytes | None = None, seal_key: bytes | None = None,
                             scope_of: Callable[[str], str] | None = None,
-                            sign_key: bytes | None = None) -> PrivacyProtector:
+                            sign_keys: SigningKeys | None = None) -> PrivacyProtector:
     """``database_url`` None: no audit (``ecgw scrub``). ``hash_key``: the audit's HMAC key (the gateway derives
     it from its secrets key); ``privacy.hash_key`` overrides it. Never stored in the database. ``seal_key``: encrypts
     the audit's copy of each outgoing body (None: kept as sent)."""
-    audit, hasher = (_audit(settings, database_url, hash_key, sign_key) if settings.audit and database_url
+    audit, hasher = (_audit(settings, database_url, hash_key, sign_keys) if settings.audit and database_url
                      else (None, None))
     metrics = PrivacyMetrics()
     scrubber, last_check = _rules(settings, detector or build_detector(settings, edge=edge), metrics)
+    inbound = InboundScanner(*last_check_detectors()) if settings.response_guard.action != "off" else None
     return PrivacyProtector(settings, sessions=sessions, scrubber=scrubber,
                             units=UnitRegistry(sessions, settings.units_files), audit=audit, hasher=hasher,
                             last_check=last_check, metrics=metrics, sealer=Sealer(seal_key) if seal_key else None,
-                            scope_of=scope_of)
+                            scope_of=scope_of, inbound=inbound)
+
+
+def last_check_detectors() -> tuple[list[TextDetector], list[LabelledValueDetector]]:
+    """The last check's detectors (secrets, patterns, identifiers, phones; values after a label), whatever
+    ``privacy.layers`` switches off: what leaves is checked with them, and what answers bring in is read with them."""
+    return [SecretDetector(), PatternDetector(), IdentifierDetector(), PhoneDetector()], [LabelledValueDetector()]
 
 
 def reconfigured(protector: Protector, settings: PrivacySettings, *, sessions: SessionStore,
@@ -130,22 +137,22 @@ def reconfigured(protector: Protector, settings: PrivacySettings, *, sessions: S
 def build_egress_check(settings: PrivacySettings) -> EgressCheck:
     """The last check's detectors: secrets and patterns, whatever ``privacy.layers`` switches off (units are the
     session's, passed per call)."""
-    return EgressCheck([SecretDetector(), PatternDetector(), IdentifierDetector(), PhoneDetector()],
-                       [LabelledValueDetector()], cache_entries=settings.cache_entries)
+    return EgressCheck(*last_check_detectors(), cache_entries=settings.cache_entries)
 
 
 def build_protector(settings: PrivacySettings, *, database_url: str, sessions: SessionStore,
                     edge: EdgeEndpoint | None = None, hash_key: bytes | None = None, seal_key: bytes | None = None,
-                    scope_of: Callable[[str], str] | None = None, sign_key: bytes | None = None) -> Protector:
+                    scope_of: Callable[[str], str] | None = None, sign_keys: SigningKeys | None = None
+                    ) -> Protector:
     """``sessions`` is the gateway's session store (async ``get``/``set`` of JSON values per session); ``edge``
     the local edge model, for ``privacy.edge_detector``; ``scope_of`` the owner of a session id (detections are
     shared within one owner)."""
     if not settings.enabled:
         if settings.audit and database_url:  # still measure what leaves (privacy.passthrough)
-            audit, hasher = _audit(settings, database_url, hash_key, sign_key)
+            audit, hasher = _audit(settings, database_url, hash_key, sign_keys)
             return RecordingPassThroughProtector(AuditedUnits(
                 UnitRegistry(sessions, settings.units_files), audit, hasher,
-                checkpoint_interval_s=settings.audit_checkpoint_interval_s))
+                checkpoint_interval_s=settings.audit_checkpoint_interval_s, retention_days=settings.retention_days))
         return PassThroughProtector()
     return build_privacy_protector(settings, database_url=database_url, sessions=sessions, edge=edge,
-                                   hash_key=hash_key, seal_key=seal_key, scope_of=scope_of, sign_key=sign_key)
+                                   hash_key=hash_key, seal_key=seal_key, scope_of=scope_of, sign_keys=sign_keys)

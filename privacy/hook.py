@@ -19,15 +19,30 @@ class StreamRestorer(Protocol):
 
     def flush(self) -> list[dict[str, Any]]: ...
 
+    def close(self) -> None:
+        """The stream stopped (ended, broke or was cancelled): what it owes the audit is recorded now."""
+        ...
+
+
+class ReceiptSource(Protocol):
+    """Signs the egress receipts of one call (``privacy.audit.receipts``)."""
+
+    def issue(self, target: str, sent: dict[str, Any]) -> str: ...
+
 
 class Protection(Protocol):
-    """One protected request: the body that may leave, and the way back."""
+    """One protected request: the body that may leave, the way back, and the receipt of each handing-over."""
 
     body: dict[str, Any]
 
     def restore(self, response: dict[str, Any]) -> dict[str, Any]: ...
 
     def stream_restorer(self) -> StreamRestorer: ...
+
+    def receipt(self, target: str, sent: dict[str, Any]) -> str | None:
+        """The signed receipt of ``sent`` (this body, as one target gets it) handed to ``target``; None without an
+        audit to keep it in."""
+        ...
 
 
 class Protector(Protocol):
@@ -59,6 +74,11 @@ class SessionPrivacy(Protocol):
         """The session's per-unit exposure (``privacy.audit.session_report``); None when the audit is off."""
         ...
 
+    async def erase_session(self, session_id: str) -> int | None:
+        """Forget the session's vault and units, and tombstone its audited content (the chain intact); how many
+        cloud calls' content was erased, None when the audit is off."""
+        ...
+
     async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:
         """``read(engine, open_body, *args)`` over the audit (the dashboard's reads, ``privacy.audit.dashboard``), after
         every write queued before it; None when the audit is off."""
@@ -72,10 +92,17 @@ class _PassThroughRestorer:
     def flush(self) -> list[dict[str, Any]]:
         return []
 
+    def close(self) -> None:
+        return None
 
-class _PassThroughProtection:
-    def __init__(self, body: dict[str, Any]) -> None:
+
+class PassThroughProtection:
+    def __init__(self, body: dict[str, Any], receipts: ReceiptSource | None = None) -> None:
         self.body = body
+        self._receipts = receipts
+
+    def receipt(self, target: str, sent: dict[str, Any]) -> str | None:
+        return None if self._receipts is None else self._receipts.issue(target, sent)
 
     def restore(self, response: dict[str, Any]) -> dict[str, Any]:
         return response
@@ -89,7 +116,7 @@ class PassThroughProtector:
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None) -> Protection:
-        return _PassThroughProtection(body)
+        return PassThroughProtection(body)
 
     async def start(self) -> None:
         return None

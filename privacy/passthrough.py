@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from privacy.audit import AuditedUnits, call_row
 from privacy.detect import Unit, UnitsDocument
-from privacy.hook import PassThroughProtector, Protection
+from privacy.hook import PassThroughProtection, PassThroughProtector, Protection
 
 T = TypeVar("T")
 
@@ -25,9 +25,9 @@ class RecordingPassThroughProtector(PassThroughProtector):
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None) -> Protection:
-        protection = await super().protect(body, session_id=session_id, request_id=request_id,
-                                           experiment=experiment)
         call_id, created = uuid.uuid4().hex, time.time()
+        protection = PassThroughProtection(body, self._audited.unprotected_receipts(
+            call_id=call_id, request_id=request_id, session_id=session_id, body=body))
         call = call_row(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
                         created_at=created, body="{}", findings=0)  # the raw body is never written to disk
         self._audited.audit.submit(lambda: {"kind": "call", "call": call, "findings": []})
@@ -39,6 +39,10 @@ class RecordingPassThroughProtector(PassThroughProtector):
 
     async def session_exposure(self, session_id: str) -> dict[str, Any]:
         return await self._audited.session_exposure(session_id)
+
+    async def erase_session(self, session_id: str) -> int:
+        await self._audited.units.forget(session_id)  # nothing was pseudonymised: no vault
+        return await self._audited.erase(session_id)
 
     async def read_audit(self, read: Callable[..., T], *args: Any) -> T:
         return await self._audited.read_audit(read, *args)

@@ -10,10 +10,25 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from privacy.audit import AuditedUnits, AuditWriter, Hasher, Record, call_row, finding_row, safe_location, seal_body
+from privacy.audit import (
+    AuditedUnits,
+    AuditWriter,
+    Hasher,
+    Record,
+    body_bytes,
+    call_row,
+    finding_row,
+    inbound_record,
+    placeholder_counts,
+    safe_location,
+    seal_body,
+)
+from privacy.audit.receipts import verdict
 from privacy.detect import DetectionError, Finding, Unit, UnitsDocument, is_credential_type
-from privacy.errors import PrivacyBlocked, PrivacyUnavailable
-from privacy.hook import Protection, StreamRestorer
+from privacy.errors import PrivacyBlocked, PrivacyFailedToEdge, PrivacyUnavailable
+from privacy.guard import AnswerGuard, Found
+from privacy.hook import Protection, ReceiptSource, StreamRestorer
+from privacy.inbound import Carried, InboundScanner
 from privacy.lastcheck import LastCheck
 from privacy.metrics import PrivacyMetrics
 from privacy.registry import UnitRegistry
@@ -23,7 +38,7 @@ from privacy.seal import Sealer
 from privacy.session_store import SessionStore, SessionStoreUnavailable
 from privacy.settings import PrivacySettings
 from privacy.stream import RestoringStream
-from privacy.vault import Vault, allocate
+from privacy.vault import VAULT_KEY, Vault, allocate
 from privacy.walk import collect
 
 T = TypeVar("T")
@@ -34,12 +49,16 @@ _INLINE_CHARS = 256  # detect inline below this many new characters; above it, o
 
 
 class ScrubbedRequest:
-    """The outcome of a scrub: the body that may leave, what was found where, and the placeholders live now."""
+    """The outcome of a scrub: the body that may leave, what was found where, the placeholders live now, and the
+    last check's verdict on it (``privacy.audit.receipts.verdict``) with the listed units it let leave raw."""
 
     def __init__(self, body: dict[str, Any], by_slot: list[tuple[str, Sequence[Applied]]],
-                 values: dict[str, str]) -> None:
+                 values: dict[str, str], *, verdict: str = "unchecked",
+                 raw_units: frozenset[str] = frozenset()) -> None:
         self.body = body
         self.values = values
+        self.verdict = verdict
+        self.raw_units = raw_units
         self._by_slot = by_slot
         self._applied: list[Applied] | None = None
 
@@ -55,11 +74,17 @@ class ScrubbedRequest:
 
 class PrivacyProtection:
     def __init__(self, scrubbed: ScrubbedRequest, *, on_usage: Any = None,
-                 tool_secrets: ToolSecrets | None = None) -> None:
+                 tool_secrets: ToolSecrets | None = None, receipts: ReceiptSource | None = None,
+                 guard: AnswerGuard | None = None) -> None:
         self.body = scrubbed.body
         self._scrubbed = scrubbed
         self._restorer = Restorer(scrubbed.values, tool_secrets)
         self._on_usage = on_usage
+        self._receipts = receipts
+        self._guard = guard  # privacy.response_guard: what the answer carries that the call never did
+
+    def receipt(self, target: str, sent: dict[str, Any]) -> str | None:
+        return None if self._receipts is None else self._receipts.issue(target, sent)
 
     @property
     def findings(self) -> list[Applied]:
@@ -68,19 +93,23 @@ class PrivacyProtection:
     def restore(self, response: dict[str, Any]) -> dict[str, Any]:
         if self._on_usage is not None and isinstance(response.get("usage"), dict):
             self._on_usage(response["usage"])
-        return self._restorer.response(response)
+        restored = self._restorer.response(response)
+        return restored if self._guard is None else self._guard.response(restored)
 
     def stream_restorer(self) -> StreamRestorer:
-        return RestoringStream(self._restorer, on_usage=self._on_usage)
+        return RestoringStream(self._restorer, on_usage=self._on_usage, guard=self._guard)
 
 
 class PrivacyProtector:
     def __init__(self, settings: PrivacySettings, *, sessions: SessionStore, scrubber: Scrubber,
                  units: UnitRegistry, audit: AuditWriter | None, hasher: Hasher | None,
                  last_check: LastCheck | None = None, metrics: PrivacyMetrics | None = None,
-                 sealer: Sealer | None = None, scope_of: Callable[[str], str] | None = None) -> None:
+                 sealer: Sealer | None = None, scope_of: Callable[[str], str] | None = None,
+                 inbound: InboundScanner | None = None) -> None:
         """``scope_of``: the owner of a session id (``gateway.tenancy``): detections are shared within one owner's
-        sessions only. None: one owner (single-tenant, ``ecgw scrub``)."""
+        sessions only. None: one owner (single-tenant, ``ecgw scrub``). ``inbound``: how answers are read for what
+        the call never carried (``privacy.response_guard``; None: not read)."""
+        self._inbound = inbound
         self._settings = settings
         self._scope_of = scope_of
         self._last_check = last_check
@@ -92,7 +121,8 @@ class PrivacyProtector:
         self._hasher = hasher
         self._sealer = sealer  # encrypts the audit's copy of each outgoing body
         self._audited = (AuditedUnits(units, audit, hasher, sealer=sealer,
-                                      checkpoint_interval_s=settings.audit_checkpoint_interval_s)
+                                      checkpoint_interval_s=settings.audit_checkpoint_interval_s,
+                                      retention_days=settings.retention_days)
                          if audit and hasher else None)
         self._cache = DetectionCache(settings.cache_entries)
         self._session_locks: dict[str, asyncio.Lock] = {}
@@ -159,6 +189,8 @@ class PrivacyProtector:
             results[i] = done
         by_slot: list[tuple[str, Sequence[Applied]]] = []
         given: set[str] = set()
+        checked = replaced = let_through = False
+        raw_units: frozenset[str] = frozenset()
         for slot, maybe in zip(slots, results, strict=True):
             assert maybe is not None
             result = maybe
@@ -179,6 +211,8 @@ class PrivacyProtector:
                 scanned, matcher, fresh, units_version=version, session_id=session_id, owner=scope,
                 audited=audited))
             last_check.count(settled)
+            checked, replaced, let_through = True, bool(settled.done), settled.let_through
+            raw_units = frozenset(settled.raw_units)
             copy_ = settled.body
             given |= settled.given
             by_slot.extend((path, [applied]) for path, applied in settled.done)
@@ -189,7 +223,10 @@ class PrivacyProtector:
             self._cache.put(keys[i], fresh)
         # The way back restores only what this call gave the cloud: a placeholder the cloud invents, or copies
         # from text the client sent (a prompt injection in a fetched page), stays literal.
-        return ScrubbedRequest(copy_, by_slot, {p: v for p, v in vault.values.items() if p in given})
+        return ScrubbedRequest(copy_, by_slot, {p: v for p, v in vault.values.items() if p in given},
+                               verdict=verdict(checked=checked, protected=True, replaced=replaced,
+                                               let_through=let_through),
+                               raw_units=raw_units)
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None) -> Protection:
@@ -203,25 +240,49 @@ class PrivacyProtector:
                 else f"a privacy detector failed ({type(exc).__name__}: {exc})")
             log.error("privacy protection failed for request %s: %s", request_id, reason)
             if self._settings.on_privacy_error == "edge":
-                raise PrivacyBlocked(reason + "; privacy.on_privacy_error is 'edge'") from exc
+                raise PrivacyFailedToEdge(reason + "; privacy.on_privacy_error is 'edge'") from exc
             raise PrivacyUnavailable(reason) from exc
-        on_usage = record = None
+        on_usage = record = receipts = None
+        call_id = ""
         if self._audited is not None:
-            call_id = self._record(scrubbed, session_id, request_id, experiment)
+            data = body_bytes(scrubbed.body)  # the exact bytes the receipts cover and the audit seals
+            call_id = self._record(scrubbed, data, session_id, request_id, experiment)
+            receipts = self._audited.receipts(call_id=call_id, request_id=request_id, session_id=session_id,
+                                              body=scrubbed.body, data=data,
+                                              placeholders=placeholder_counts(scrubbed.values),
+                                              raw_units=scrubbed.raw_units, verdict=scrubbed.verdict)
             await self._audited.record_exposure(call_id, session_id, scrubbed.body)
             on_usage = _UsageRecorder(self._audited.audit, call_id)
             assert self._hasher is not None
             record = _ToolRestoreRecorder(self._audited.audit, self._hasher, call_id, session_id)
         secrets = frozenset(p for p in scrubbed.values if is_credential_type(p[1:].rsplit("_", 1)[0]))
         tool_secrets = ToolSecrets(secrets, self._settings.restore_secrets_in_tools, record)
-        return PrivacyProtection(scrubbed, on_usage=on_usage, tool_secrets=tool_secrets)
+        guard = await self._guard(body, scrubbed, call_id, session_id, request_id)
+        return PrivacyProtection(scrubbed, on_usage=on_usage, tool_secrets=tool_secrets, receipts=receipts,
+                                 guard=guard)
 
-    def _record(self, scrubbed: ScrubbedRequest, session_id: str, request_id: str, experiment: str | None) -> str:
-        """Enqueue the audit rows; they are built (hashes, JSON) on the writer thread, off the request path."""
+    async def _guard(self, body: dict[str, Any], scrubbed: ScrubbedRequest, call_id: str, session_id: str,
+                     request_id: str) -> AnswerGuard | None:
+        """The answer's guard (``privacy.guard``), when ``privacy.response_guard`` is on: the call carried the
+        client's body, the body that left and the values its placeholders restore."""
+        settings = self._settings.response_guard
+        if settings.action == "off" or self._inbound is None:
+            return None
+        _, units = await self.units.matcher(session_id)
+        record = None
+        if self._audited is not None:
+            owner = self._scope_of(session_id) if self._scope_of is not None else ""
+            record = _InboundRecorder(self._audited.audit, call_id=call_id, session_id=session_id,
+                                      request_id=request_id, owner=owner, action=settings.action)
+        carried = Carried([body, scrubbed.body], scrubbed.values.values())
+        return AnswerGuard(settings, self._inbound, units, carried, record)
+
+    def _record(self, scrubbed: ScrubbedRequest, data: bytes, session_id: str, request_id: str,
+                experiment: str | None) -> str:
+        """Enqueue the audit rows; they are built (hashes, sealing) on the writer thread, off the request path."""
         assert self._audit is not None and self._hasher is not None
         call_id = uuid.uuid4().hex
         hasher, sealer, created = self._hasher, self._sealer, time.time()
-        body = dict(scrubbed.body)  # the upstream may set keys on the original
 
         def build() -> Record:
             applied = scrubbed.applied
@@ -231,7 +292,7 @@ class PrivacyProtector:
                                     value_hash=hasher(a.finding.value), unit_id=a.finding.unit_id,
                                     field=a.finding.field, dimension=a.finding.dimension) for a in applied]
             call = call_row(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
-                            created_at=created, body=seal_body(sealer, call_id, body), findings=len(findings))
+                            created_at=created, body=seal_body(sealer, call_id, data), findings=len(findings))
             return {"kind": "call", "call": call, "findings": findings}
 
         self._audit.submit(build)
@@ -245,6 +306,12 @@ class PrivacyProtector:
     async def session_exposure(self, session_id: str) -> dict[str, Any] | None:
         """The session's per-unit exposure from the audit (``privacy.audit.audited``); None when the audit is off."""
         return None if self._audited is None else await self._audited.session_exposure(session_id)
+
+    async def erase_session(self, session_id: str) -> int | None:
+        """The vault and the units in the session store, then the audit's content (``privacy.audit.audited``)."""
+        await self._sessions.set(session_id, VAULT_KEY, None)
+        await self.units.forget(session_id)
+        return None if self._audited is None else await self._audited.erase(session_id)
 
     async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:
         """The dashboard's reads of the audit (``privacy.audit.audited``); None when the audit is off."""
@@ -290,4 +357,18 @@ class _ToolRestoreRecorder:
                           location=f"tool_calls[{tool}].arguments", value_hash=self._hasher(value), unit_id=None,
                           field=None, dimension=None)
         record = {"kind": "tool_restore", "findings": [row]}
+        self._audit.submit(lambda: record)
+
+
+class _InboundRecorder:
+    """Audits what an answer carried that its call never did (``privacy.audit.inbound``): one record per call."""
+
+    def __init__(self, audit: AuditWriter, *, call_id: str, session_id: str, request_id: str, owner: str,
+                 action: str) -> None:
+        self._audit = audit
+        self._fields = {"call_id": call_id, "session_id": session_id, "request_id": request_id, "owner": owner,
+                        "action": action}
+
+    def __call__(self, found: list[Found]) -> None:
+        record = inbound_record(**self._fields, created_at=time.time(), found=found)
         self._audit.submit(lambda: record)

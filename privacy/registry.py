@@ -38,6 +38,13 @@ class UnitRegistry:
         await self._sessions.set(session_id, UNITS_VERSION_KEY, version)
         return units_of(document)
 
+    async def forget(self, session_id: str) -> None:
+        """The session's units gone (an erasure), with the matchers compiled from them."""
+        await self._sessions.set(session_id, UNITS_KEY, None)
+        await self._sessions.set(session_id, UNITS_VERSION_KEY, None)
+        for key in [k for k in self._matchers if k.startswith(f"{session_id}\0")]:
+            del self._matchers[key]
+
     async def session_units(self, session_id: str) -> list[Unit]:
         data = await self._sessions.get(session_id, UNITS_KEY)
         return units_of(UnitsDocument.model_validate(data)) if isinstance(data, dict) else []

@@ -141,22 +141,32 @@ class Restorer:
     def response(self, response: dict[str, Any]) -> dict[str, Any]:
         if self._pattern is None:
             return response
-        response = copy.deepcopy(response)
-        for choice in response.get("choices") or ():
-            message = choice.get("message") if isinstance(choice, dict) else None
-            if not isinstance(message, dict):
-                continue
-            for key in ("content", "reasoning_content", "refusal"):
-                if isinstance(message.get(key), str):
-                    message[key] = self.text(message[key])
-            for call in message.get("tool_calls") or ():
-                function = call.get("function") if isinstance(call, dict) else None
-                if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-                    function["arguments"] = self.arguments(function["arguments"], str(function.get("name") or ""))
-            for block in message.get("thinking_blocks") or ():  # Anthropic's, through litellm; signatures kept
-                if isinstance(block, dict) and isinstance(block.get("thinking"), str):
-                    block["thinking"] = self.text(block["thinking"])
-            legacy = message.get("function_call")
-            if isinstance(legacy, dict) and isinstance(legacy.get("arguments"), str):
-                legacy["arguments"] = self.arguments(legacy["arguments"], str(legacy.get("name") or ""))
-        return response
+        return answer_texts(response, lambda text, _, tool: self.text(text) if tool is None
+                            else self.arguments(text, tool))
+
+
+def answer_texts(response: dict[str, Any], fn: Callable[[str, str, str | None], str]) -> dict[str, Any]:
+    """A copy of a chat response with ``fn(text, where, tool)`` applied to each text of each choice's message:
+    content, reasoning, refusal, thinking blocks (signatures kept), and tool-call arguments (``tool``: the tool's
+    name; None for the rest)."""
+    response = copy.deepcopy(response)
+    for i, choice in enumerate(response.get("choices") or ()):
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            continue
+        for key in ("content", "reasoning_content", "refusal"):
+            if isinstance(message.get(key), str):
+                message[key] = fn(message[key], f"choices[{i}].{key}", None)
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                name = str(function.get("name") or "")
+                function["arguments"] = fn(function["arguments"], f"choices[{i}].tool_calls[{name}].arguments", name)
+        for block in message.get("thinking_blocks") or ():  # Anthropic's, through litellm; signatures kept
+            if isinstance(block, dict) and isinstance(block.get("thinking"), str):
+                block["thinking"] = fn(block["thinking"], f"choices[{i}].thinking_blocks", None)
+        legacy = message.get("function_call")
+        if isinstance(legacy, dict) and isinstance(legacy.get("arguments"), str):
+            name = str(legacy.get("name") or "")
+            legacy["arguments"] = fn(legacy["arguments"], f"choices[{i}].function_call[{name}].arguments", name)
+    return response

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Action = Literal["pseudonymise", "mask", "audit", "block"]
 
@@ -48,6 +48,24 @@ class EdgeDetectorSettings(_Section):
     cache_entries: int = Field(20_000, gt=0)  # answers kept per process, by segment content hash
 
 
+class ResponseGuardSettings(_Section):
+    """What a cloud answer carries that its request never did (``privacy.guard``): a sensitive value the cloud
+    emits — memorised, invented, or injected by whoever controls the provider — that neither this call's placeholders
+    nor the request itself carried."""
+
+    action: Literal["off", "audit", "redact"] = "off"  # off | audit = record each (type, layer, where; never the
+    # value) as an inbound finding | redact = record it and replace it with [INBOUND_<TYPE>] in what the client gets
+    hold_chars: int = Field(64, gt=0)  # redact, streams: the trailing characters held back (the longest finding
+    # that spans whitespace: a phone or card written in groups, a label and its value); widened to whole tokens and
+    # to a finding still open (a private key block), and to twice the longest listed unit of the session
+    max_token_chars: int = Field(4096, gt=0)  # redact, streams: a run without whitespace is held whole up to this
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: object) -> object:
+        return "off" if value is False else value  # YAML reads a bare ``off`` as false
+
+
 class PrivacySettings(_Section):
     enabled: bool = True  # false sends cloud-bound requests unchanged (still through the one cloud door)
     layers: LayerSettings = Field(default_factory=LayerSettings)
@@ -64,10 +82,13 @@ class PrivacySettings(_Section):
     audit_retry_max_s: float = Field(30.0, gt=0)  # longest delay between retries while the database is down
     audit_shutdown_timeout_s: float = Field(30.0, ge=0)  # shutdown keeps retrying this long, then spills
     audit_checkpoint_interval_s: float = Field(60.0, gt=0)  # how often the audit chain's head is signed (and at stop)
+    retention_days: float | None = Field(None, gt=0)  # sealed bodies and findings older than this are tombstoned
+    # (the chain intact; at start and hourly); None: kept until erased
     cache_entries: int = Field(50_000, gt=0)  # per-process detection cache (per session and content hash)
     restore_secrets_in_tools: Literal["allow", "audit", "deny"] = "audit"  # a credential's or key's placeholder
     # the cloud puts into a tool call's arguments: allow = restore it | audit = restore it and record which tool and
     # which type (no value) | deny = leave the placeholder, and record that
+    response_guard: ResponseGuardSettings = Field(default_factory=lambda: ResponseGuardSettings())
     last_check: bool = True  # scan the exact outgoing body once more (every key and value, decoded forms, values
     # split across parts/messages) with units, secrets and patterns whatever `layers` says; pseudonymise what it
     # finds, or keep the step on the edge when the value cannot be replaced where it stands

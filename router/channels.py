@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any, Protocol
 
 from accounting.calls import Meter, UpstreamCall
@@ -22,6 +22,7 @@ from router.errors import UpstreamError
 from router.fleet import Call, Member, Pool, cache_salt, first_token_within, retryable
 from router.provider_state import foreign_state
 from router.spans import Span, current, ending
+from router.stops import stop_reason
 
 log = logging.getLogger("ecgw")
 
@@ -80,6 +81,9 @@ def _chunk_text(chunk: dict[str, Any], parts: list[str]) -> None:
             arguments = function.get("arguments")
             if arguments:
                 parts.append(str(arguments))
+
+
+Sending = Callable[[Member, dict[str, Any]], None]  # told of each body as one member is about to get it
 
 
 class CloudPool(Pool, Protocol):
@@ -162,11 +166,14 @@ class _MeteredChannel:
                     self._context.request_id, self.side, member.name, exc.status, exc.message)
         return True
 
-    async def _complete(self, body: dict[str, Any], purpose: str, span: Span, hold: Hold | None) -> dict[str, Any]:
+    async def _complete(self, body: dict[str, Any], purpose: str, span: Span, hold: Hold | None,
+                        sending: Sending | None = None) -> dict[str, Any]:
         self._route.used(self.side)
         plan = self._pool.plan(self._call)
         for index, member in enumerate(plan):
             sent = self._prepare(member, body, plan)
+            if sending is not None:
+                sending(member, sent)
             started_at, t0 = time.time(), time.perf_counter()
             self._pool.begin(member)
             try:
@@ -197,12 +204,14 @@ class _MeteredChannel:
             return response
         raise AssertionError("a pool planned no member")  # every pool plans at least one
 
-    async def _stream(self, body: dict[str, Any], purpose: str, span: Span,
-                      hold: Hold | None) -> AsyncGenerator[dict[str, Any], None]:
+    async def _stream(self, body: dict[str, Any], purpose: str, span: Span, hold: Hold | None,
+                      sending: Sending | None = None) -> AsyncGenerator[dict[str, Any], None]:
         self._route.used(self.side)
         plan = self._pool.plan(self._call)
         for index, member in enumerate(plan):
             sent = self._prepare(member, body, plan)
+            if sending is not None:
+                sending(member, sent)
             started_at, t0 = time.time(), time.perf_counter()
             ttft: float | None = None
             usage: dict[str, Any] | None = None
@@ -305,43 +314,69 @@ class CloudChannel(_MeteredChannel):
                      self._context.request_id, member.name, member.upstream.provider, ", ".join(dropped))
         return out
 
+    def _receipts(self, protection: Protection) -> Sending:
+        """Each body handed to a target gets its signed egress receipt, for the response's headers (or, once they
+        left, ``GET /v1/receipts/{request_id}``)."""
+
+        def sending(member: Member, sent: dict[str, Any]) -> None:
+            receipt = protection.receipt(member.name, sent)
+            if receipt is not None:
+                self._route.receipts.append(receipt)
+
+        return sending
+
     async def _protect(self, body: dict[str, Any]) -> Protection:
         """Protection of what may leave: the fields the boundary drops are not sent, so they are not scanned."""
         ctx = self._context
         return await self._protector.protect(self._cloud.outgoing(body), session_id=ctx.session_id,
                                              request_id=ctx.request_id, experiment=ctx.experiment)
 
+    def _stopped(self, exc: BaseException) -> None:
+        reason = stop_reason(exc)
+        if reason is not None:
+            self._route.stopped_by(reason)
+
+    async def _reserve(self, body: dict[str, Any]) -> Hold | None:
+        try:
+            return await self._spend.reserve("cloud", body, self.model)
+        except BaseException as exc:
+            self._stopped(exc)
+            raise
+
+    async def _protected(self, body: dict[str, Any], purpose: str, span: Span, hold: Hold | None) -> Protection:
+        """``body`` protected, in the call's span; protection that fails (or blocks) settles the hold as unsent."""
+        try:
+            with ending(span.child("ecgw.protect")):
+                return await self._protect(body)
+        except BaseException as exc:
+            self._stopped(exc)
+            await self._spend.settle(hold, self._unsent(purpose, body))
+            raise
+
     async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
         # The budgets first: a call they refuse is neither protected nor audited, since it never leaves.
-        hold = await self._spend.reserve("cloud", body, self.model)
+        hold = await self._reserve(body)
         with ending(self._open(purpose)) as span:
-            try:
-                with ending(span.child("ecgw.protect")):
-                    protection = await self._protect(body)
-            except BaseException:
-                await self._spend.settle(hold, self._unsent(purpose, body))
-                raise
-            response = await self._complete(protection.body, purpose, span, hold)
+            protection = await self._protected(body, purpose, span, hold)
+            response = await self._complete(protection.body, purpose, span, hold, self._receipts(protection))
             with ending(span.child("ecgw.restore")):
                 return protection.restore(response)
 
     async def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]:
-        hold = await self._spend.reserve("cloud", body, self.model)
+        hold = await self._reserve(body)
         with ending(self._open(purpose)) as span:
-            try:
-                with ending(span.child("ecgw.protect")):
-                    protection = await self._protect(body)
-            except BaseException:
-                await self._spend.settle(hold, self._unsent(purpose, body))
-                raise
+            protection = await self._protected(body, purpose, span, hold)
             restorer = protection.stream_restorer()
-            upstream = self._stream(protection.body, purpose, span, hold)
+            upstream = self._stream(protection.body, purpose, span, hold, self._receipts(protection))
             with ending(span.child("ecgw.restore")):  # restore runs chunk by chunk while the stream flows
                 try:
-                    async for chunk in upstream:
-                        for out in restorer.feed(chunk):
-                            yield out
+                    try:
+                        async for chunk in upstream:
+                            for out in restorer.feed(chunk):
+                                yield out
+                    finally:
+                        await upstream.aclose()
+                    for out in restorer.flush():
+                        yield out
                 finally:
-                    await upstream.aclose()
-                for out in restorer.flush():
-                    yield out
+                    restorer.close()  # a stream cut short still owes the audit its record

@@ -5,7 +5,7 @@ into whole calls, and closing a chunk stream early."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from typing import Any
 
 
@@ -42,9 +42,8 @@ def merge_tool_call_deltas(calls: dict[int, dict[str, Any]], deltas: Any) -> Non
 
 async def aclose(iterator: AsyncIterator[Any]) -> None:
     """Close a chunk stream a consumer stops reading (an async generator's ``aclose``; others need nothing)."""
-    closer = getattr(iterator, "aclose", None)
-    if closer is not None:
-        await closer()
+    if isinstance(iterator, AsyncGenerator):
+        await iterator.aclose()
 
 
 def completion_to_chunks(response: dict[str, Any], *, include_usage: bool = True) -> Iterator[dict[str, Any]]:

@@ -22,17 +22,23 @@ class CallContext:
 @dataclass
 class RouteTracker:
     """Which sides a step used (the ``x-ecgw-route`` header), which deployment or target of each answered last
-    (``x-ecgw-edge-deployment``, ``x-ecgw-cloud-target``), and the ones that failed on the way."""
+    (``x-ecgw-edge-deployment``, ``x-ecgw-cloud-target``), the ones that failed on the way, and the egress receipt
+    of every body handed to a cloud target (``x-ecgw-egress-receipt``)."""
 
     sides: set[str] = field(default_factory=set)
     answered: dict[str, str] = field(default_factory=dict)  # side -> member name
     tried: dict[str, list[str]] = field(default_factory=dict)  # side -> "name:status" per failed attempt
+    stopped: list[str] = field(default_factory=list)  # why the cloud door did not make a call (router.stops)
+    receipts: list[str] = field(default_factory=list)
 
     def used(self, side: str) -> None:
         self.sides.add(side)
 
     def answered_by(self, side: str, name: str) -> None:
         self.answered[side] = name
+
+    def stopped_by(self, reason: str) -> None:
+        self.stopped.append(reason)
 
     def failed(self, side: str, name: str, status: int) -> None:
         self.tried.setdefault(side, []).append(f"{name}:{status}")

@@ -73,3 +73,34 @@ def decision_entropy(entries: Sequence[Mapping[str, Any]], *, skip_tokens: Seque
     if not values:
         return None
     return sum(values) / len(values)
+
+
+def first_token_stats(entries: Sequence[Mapping[str, Any]], *, skip_tokens: Sequence[str] = (),
+                      tokens: int = 4) -> dict[str, float]:
+    """Numbers a learned router reads from the first ``tokens`` generated tokens (after any ``skip_tokens``): the
+    first token's entropy, the mean and max over them, and the first token's top-1/top-2 logprob margin (nats;
+    large = confident). Empty when there are no usable logprobs. Numbers only: the tokens themselves are dropped."""
+    skip = {s.strip() for s in skip_tokens}
+    skipping = bool(skip)
+    values: list[float] = []
+    margin: float | None = None
+    for entry in entries:
+        token = str(entry.get("token") or "")
+        if skipping and (token.strip() in skip or not token.strip()):
+            continue
+        skipping = False
+        value = token_entropy(entry)
+        if value is None:
+            break
+        if not values:
+            tops = sorted((float(t["logprob"]) for t in entry.get("top_logprobs") or ()
+                           if isinstance(t, Mapping) and isinstance(t.get("logprob"), int | float)
+                           and math.isfinite(float(t["logprob"]))), reverse=True)
+            margin = tops[0] - tops[1] if len(tops) > 1 else (0.0 if not tops else 20.0)
+        values.append(value)
+        if len(values) >= tokens:
+            break
+    if not values:
+        return {}
+    return {"entropy_first": round(values[0], 5), "entropy_mean": round(sum(values) / len(values), 5),
+            "entropy_max": round(max(values), 5), "margin": round(margin or 0.0, 5)}

@@ -15,6 +15,9 @@ StepResult = dict[str, Any] | AsyncIterator[dict[str, Any]]
 class Policy(Protocol):
     name: ClassVar[str]
 
+    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
+        """Raise ``ValueError`` (naming the key) when an experiment arm's knob ``overrides`` are not valid."""
+
     async def run(self, step: Step) -> StepResult: ...
 
 

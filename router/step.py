@@ -44,6 +44,9 @@ class DecisionNote:
     decision: str | None = None  # the side the policy chose ("edge", "cloud") or its own verb ("plan", "advise")
     reason: str | None = None
     signal: dict[str, float | int | str | bool | None] = field(default_factory=dict)
+    # What the policy measured that a learned router may read (``router.learning.features``): entropy statistics
+    # of the edge's first tokens. Numbers only.
+    features: dict[str, float] = field(default_factory=dict)
 
     def count(self, name: str) -> None:
         self.signal[name] = int(self.signal.get(name) or 0) + 1

@@ -80,24 +80,48 @@ def settings_for(edge_url: str, cloud_url: str, **overrides: Any) -> Settings:
     return load_settings(None, **sections)
 
 
+def launch_gateway(edge_url: str, cloud_url: str, *, protector: Protector | None = None,
+                   **overrides: Any) -> tuple[RunningGateway, ThreadedServer]:
+    """A gateway in this process on loopback, its cloud door guarded; the caller stops the server."""
+    settings = settings_for(edge_url, cloud_url, **overrides)
+    meter = MemoryMeter()
+    if settings.cloud.targets:  # every target wears a guard of its own
+        guards: list[GuardedCloud] = []
+        services = guarded_services(settings, protector=protector, meter=meter,
+                                    cloud_transport=guarded_targets(guards))
+        guard = guards[0]
+    else:
+        guard = guarded_cloud(settings)
+        services = guarded_services(settings, protector=protector, meter=meter, cloud=guard)
+    server = ThreadedServer(create_app(settings, services=services)).start()
+    return RunningGateway(url=server.url, settings=settings, services=services, meter=meter, guard=guard), server
+
+
+@pytest.fixture(scope="module")
+def module_gateway(_edge_server: tuple[ModelServer, ThreadedServer],
+                   _cloud_server: tuple[ModelServer, ThreadedServer]) -> Iterator[Callable[..., RunningGateway]]:
+    """``start_gateway`` for a whole module: one gateway shared by its tests (use the ``cloud`` fixture beside it,
+    which resets the recording double before each test)."""
+    started: list[ThreadedServer] = []
+
+    def start(*, protector: Protector | None = None, **overrides: Any) -> RunningGateway:
+        gw, server = launch_gateway(_edge_server[1].url, _cloud_server[1].url, protector=protector, **overrides)
+        started.append(server)
+        return gw
+
+    yield start
+    for server in started:
+        server.stop()
+
+
 @pytest.fixture()
 def start_gateway(edge: ModelServer, cloud: ModelServer) -> Iterator[Callable[..., RunningGateway]]:
     started: list[ThreadedServer] = []
 
     def start(*, protector: Protector | None = None, **overrides: Any) -> RunningGateway:
-        settings = settings_for(edge.url, cloud.url, **overrides)  # type: ignore[attr-defined]
-        meter = MemoryMeter()
-        if settings.cloud.targets:  # every target wears a guard of its own
-            guards: list[GuardedCloud] = []
-            services = guarded_services(settings, protector=protector, meter=meter,
-                                        cloud_transport=guarded_targets(guards))
-            guard = guards[0]
-        else:
-            guard = guarded_cloud(settings)
-            services = guarded_services(settings, protector=protector, meter=meter, cloud=guard)
-        server = ThreadedServer(create_app(settings, services=services)).start()
+        gw, server = launch_gateway(edge.url, cloud.url, protector=protector, **overrides)  # type: ignore[attr-defined]
         started.append(server)
-        return RunningGateway(url=server.url, settings=settings, services=services, meter=meter, guard=guard)
+        return gw
 
     yield start
     for server in started:

@@ -54,6 +54,14 @@ def test_a_forbidden_import_breaks_lint(tmp_path: Path, module: str, source: str
     ("router/channels.py", "\nfrom router.step import Step\n", "router.channels is not allowed to import router.step"),
     ("privacy/detect/units.py", "\n\ndef _up() -> None:\n    from privacy.protector import PrivacyProtector\n",
      "privacy.detect is not allowed to import privacy.protector"),
+    # detection below the core and the audit, even for a module the core's layers do not name
+    ("privacy/detect/labels.py", "\n\ndef _up() -> None:\n    from privacy.vault import Vault\n",
+     "privacy.detect is not allowed to import privacy.vault"),
+    ("privacy/detect/ner.py", "\n\ndef _up() -> None:\n    from privacy.audit.store import AuditStore\n",
+     "privacy.detect is not allowed to import privacy.audit"),
+    # the last check's own layers: how a body is read knows nothing of the verdict
+    ("privacy/lastcheck/leaves.py", "\n\ndef _up() -> None:\n    from privacy.lastcheck.verdict import LastCheck\n",
+     "privacy.lastcheck.leaves is not allowed to import privacy.lastcheck.verdict"),
 ])
 def test_a_planted_circle_breaks_lint(tmp_path: Path, module: str, source: str, broken: str) -> None:
     result = _lint_with(tmp_path, module, source, append=True)

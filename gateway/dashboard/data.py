@@ -15,8 +15,10 @@ from accounting.report_source import UsageReports
 from accounting.reports import BadReportRequest, derive, usage_report
 from accounting.steps import blocked_steps, request_rate, route_mix, session_steps
 from accounting.store import UsageStore
+from gateway.budget_overview import budget_overview
 from gateway.dashboard.experiments import arms_report
 from gateway.service import Services
+from gateway.targets_report import targets_report
 from privacy import SessionPrivacy
 from privacy.audit import cloud_bodies, overview
 
@@ -97,6 +99,7 @@ class Dashboard:
             row["exposure"] = seen["exposure"] if seen and seen["units_known"] else None
             row["units_known"] = seen["units_known"] if seen else 0
             row["privacy_blocked"] = blocked.get(row["group"], 0)
+            row["inbound"] = seen.get("inbound", 0) if seen else 0  # values answers carried, never sent
         rows.sort(key=lambda r: -float(r["cloud_cost_usd"]))
         return {"since": label, "data": rows}
 
@@ -142,6 +145,13 @@ class Dashboard:
         blocked = await self._meter.query(blocked_steps)
         return {"enabled": True, **found, "privacy_blocked_steps": sum(blocked.values()),
                 "privacy_blocked_by_session": blocked}
+
+    async def budgets(self) -> dict[str, Any]:
+        """Spend against every key's and arm's budgets (the live counters) and every target's achieved figures."""
+        services = self._services
+        limits = ([] if services.budgets is None else
+                  await budget_overview(services.budgets, services.tenancy.configured()))
+        return {"limits": limits, "targets": await targets_report(services.settings, services.sessions)}
 
     async def grade(self, session_id: str, score: float, source: str | None) -> None:
         await self._meter.query(put_grade, session_id, score, source=source)

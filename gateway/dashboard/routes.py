@@ -23,6 +23,8 @@ from gateway.dashboard.data import Dashboard, MeteringOff
 from gateway.errors import ClientError, error_response
 from gateway.service import Services
 from gateway.tenancy import RequestTenancy
+from privacy.session_store import SessionStoreUnavailable
+from router.budgets.errors import BudgetUnavailable
 
 Handler = Callable[[Request], Awaitable[Response]]
 _STATIC = {"app.js": "text/javascript", "app.css": "text/css", "index.html": "text/html"}
@@ -96,6 +98,13 @@ def dashboard_routes(services: Services, reader: BodyReader, ui: UiSessions,
     async def privacy(request: Request) -> Response:
         return _json(await board.privacy())
 
+    async def budgets(request: Request) -> Response:
+        try:
+            return _json(await board.budgets())
+        except (BudgetUnavailable, SessionStoreUnavailable) as exc:
+            return error_response(503, f"The budgets cannot be read right now: {exc}. Retry shortly.",
+                                  "budget_unavailable", code="budget_unavailable")
+
     async def chart(request: Request) -> Response:
         svg = await _chart(board, request.path_params["name"], request.query_params.get("since"),
                            request.query_params.get("experiment"))
@@ -133,6 +142,7 @@ def dashboard_routes(services: Services, reader: BodyReader, ui: UiSessions,
         Route("/ui/api/sessions/{session_id:path}", admin(session), methods=["GET"]),
         Route("/ui/api/experiments", admin(experiments), methods=["GET"]),
         Route("/ui/api/privacy", admin(privacy), methods=["GET"]),
+        Route("/ui/api/budgets", admin(budgets), methods=["GET"]),
         Route("/ui/charts/{name}.svg", admin(chart), methods=["GET"]),
         Route("/v1/sessions/{session_id:path}/grade", grade, methods=["PUT"]),
     ]

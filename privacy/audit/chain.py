@@ -18,6 +18,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
+from collections.abc import Callable
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
@@ -25,7 +27,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from sqlalchemy import Connection, select, text
 
-from privacy.audit.tables import PrivacyChain, PrivacyCheckpoint
+from privacy.audit.tables import PrivacyChain, PrivacyCheckpoint, PrivacySigningKey
 
 GENESIS = "0" * 64
 _LOCK_KEY = 0x6563677702  # "ecgw" + 2: the advisory lock id for appending to the chain
@@ -45,6 +47,26 @@ def call_digest(call: dict[str, Any], findings: list[dict[str, Any]]) -> str:
     """A call's row (its token counts aside: the ``usage`` record sets them later) and its findings, in order."""
     head = {k: v for k, v in call.items() if k not in _CALL_UNCHAINED}
     return sha256(canonical([head, [{k: v for k, v in f.items() if k != "id"} for f in findings]]))
+
+
+_CALL_CONTENT = ("body", "erased_by")  # what an erasure may change: the chain covers ``body_digest`` instead
+ERASED_BODY = '{"erased": true}'  # an erased call's body: still JSON for every reader
+
+
+def content_digest(text: str) -> str:
+    return sha256(text.encode("utf-8", "surrogatepass"))
+
+
+def erasable_call_digest(call: dict[str, Any]) -> str:
+    """A call's row from schema step 6 on: its content by the digests kept beside it (``body_digest``,
+    ``findings_digest``), so its body and findings can be tombstoned with the chain intact."""
+    head = {k: v for k, v in call.items() if k not in _CALL_UNCHAINED and k not in _CALL_CONTENT}
+    return sha256(canonical(["call:v2", head]))
+
+
+def ids_digest(call_ids: list[str]) -> str:
+    """The calls an erasure tombstoned, by id."""
+    return sha256(canonical(sorted(call_ids)))
 
 
 def usage_digest(prompt: int | None, completion: int | None, cached: int | None) -> str:
@@ -95,6 +117,57 @@ class ChainSigner:
         return public_pem(self.public)
 
 
+class SigningKeys:
+    """The signing key of each generation, derived from the secrets key (``derive``): generation 1 is
+    ``audit-sign`` (the key before rotation existed), generation n ≥ 2 ``audit-sign-n``. Rotating
+    (``ecgw audit rotate-key``) records the next generation in ``privacy_signing_key``; every worker signs with the
+    latest from its next checkpoint on, and every older key still verifies what it signed."""
+
+    def __init__(self, derive: Callable[[str], bytes]) -> None:
+        self._derive = derive
+        self._signers: dict[int, ChainSigner] = {}
+
+    def signer(self, generation: int) -> ChainSigner:
+        if generation not in self._signers:
+            self._signers[generation] = ChainSigner(self._derive("audit-sign" if generation <= 1
+                                                                 else f"audit-sign-{generation}"))
+        return self._signers[generation]
+
+    def ring(self, generations: int) -> dict[str, Ed25519PublicKey]:
+        """key id → public key of generations 1..``generations``."""
+        return {s.key_id: s.public for s in (self.signer(g) for g in range(1, max(generations, 1) + 1))}
+
+
+def current_generation(conn: Connection) -> int:
+    """The latest generation ``ecgw audit rotate-key`` recorded (1 before any rotation)."""
+    table = PrivacySigningKey.__table__  # type: ignore[attr-defined]
+    latest = conn.execute(select(table.c.generation).order_by(table.c.generation.desc()).limit(1)).first()
+    return int(latest[0]) if latest else 1
+
+
+def rotate(conn: Connection, keys: SigningKeys, created_at: float) -> ChainSigner:
+    """Record the next generation (inside the caller's locked transaction) and return its signer."""
+    table = PrivacySigningKey.__table__  # type: ignore[attr-defined]
+    current = current_generation(conn)
+    if conn.execute(select(table.c.generation).limit(1)).first() is None:  # generation 1, recorded on first use
+        first = keys.signer(1)
+        conn.execute(table.insert(), [{"generation": 1, "key_id": first.key_id, "public_pem": first.public_pem(),
+                                       "created_at": created_at}])
+    signer = keys.signer(current + 1)
+    conn.execute(table.insert(), [{"generation": current + 1, "key_id": signer.key_id,
+                                   "public_pem": signer.public_pem(), "created_at": created_at}])
+    return signer
+
+
+class Anchor:
+    """What the request path signs with, shared with the audit's writer thread: the signing key and the hash of the
+    latest signed checkpoint (``GENESIS`` until one is known), which the store keeps current as it signs."""
+
+    def __init__(self, signer: ChainSigner) -> None:
+        self.signer = signer
+        self.checkpoint = GENESIS
+
+
 def key_id(public: Ed25519PublicKey) -> str:
     raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return sha256(raw)[:16]
@@ -112,6 +185,14 @@ def load_public_pem(data: bytes) -> Ed25519PublicKey:
     return key
 
 
+def load_public_pems(data: bytes) -> list[Ed25519PublicKey]:
+    """Every Ed25519 public key in a file of one or more PEM blocks (``ecgw audit public-key --all``)."""
+    blocks = re.findall(rb"-----BEGIN PUBLIC KEY-----.+?-----END PUBLIC KEY-----", data, re.S)
+    if not blocks:
+        raise ValueError("no PEM public key found (expected -----BEGIN PUBLIC KEY-----)")
+    return [load_public_pem(block) for block in blocks]
+
+
 def b64decode(value: str) -> bytes:
     return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
 
@@ -124,19 +205,19 @@ def signature_valid(public: Ed25519PublicKey, signature: str, message: bytes) ->
     return True
 
 
-def write_checkpoint(conn: Connection, signer: ChainSigner, created_at: float) -> bool:
-    """Sign the head, inside the caller's locked transaction; False when the head is already signed (or empty)."""
+def write_checkpoint(conn: Connection, signer: ChainSigner, created_at: float) -> str | None:
+    """Sign the head, inside the caller's locked transaction (nothing new when the head is signed already). The hash
+    of the latest checkpoint, new or not; None while there is none (an empty chain)."""
     chain, points = PrivacyChain.__table__, PrivacyCheckpoint.__table__  # type: ignore[attr-defined]
     head = conn.execute(select(chain.c.seq, chain.c.hash).order_by(chain.c.seq.desc()).limit(1)).first()
-    if head is None:
-        return False
     last = conn.execute(select(points.c.seq, points.c.head_seq, points.c.hash)
                         .order_by(points.c.seq.desc()).limit(1)).first()
-    if last is not None and int(last[1]) == int(head[0]):
-        return False
+    if head is None or (last is not None and int(last[1]) == int(head[0])):
+        return None if last is None else str(last[2])
     seq, prev = (int(last[0]) + 1, str(last[2])) if last else (1, GENESIS)
     message = checkpoint_message(seq, int(head[0]), str(head[1]), created_at, prev)
+    signed = sha256(message)
     conn.execute(points.insert(), [{"seq": seq, "head_seq": int(head[0]), "head_hash": str(head[1]),
                                     "created_at": created_at, "prev": prev, "key_id": signer.key_id,
-                                    "signature": signer.sign(message), "hash": sha256(message)}])
-    return True
+                                    "signature": signer.sign(message), "hash": signed}])
+    return signed

@@ -15,6 +15,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from privacy.audit.inbound import inbound_by_session
 from privacy.audit.session_report import session_report
 from privacy.audit.tables import PrivacyCall, PrivacyEgress, PrivacyFinding, PrivacyUnit
 
@@ -31,11 +32,14 @@ def overview(engine: Engine, open_body: Callable[[PrivacyCall], str]) -> dict[st
     for type_, action, n in findings:
         by_type.setdefault(type_, {})[action] = int(n)
     sessions = sorted({s for s, _ in units if s != "*"} | set(called))
+    inbound = inbound_by_session(engine)
     return {
         "units_registered": sum(int(n) for s, n in units if s != "*"),
         "units_from_config": sum(int(n) for s, n in units if s == "*"),
         "findings_by_type": dict(sorted(by_type.items())),
-        "sessions": [{k: session_report(engine, s)[k] for k in _SUMMARY} for s in sessions],
+        "inbound": sum(inbound.values()),
+        "sessions": [{**{k: session_report(engine, s)[k] for k in _SUMMARY}, "inbound": inbound.get(s, 0)}
+                     for s in sessions],
     }
 
 

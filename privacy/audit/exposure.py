@@ -1,7 +1,7 @@
 """Exposure measured from what left: after every cloud call, the body that actually went out is searched for every
 listed unit's value and its normalised variants — the last check's walk with the one unit matcher, so the
 exposure report and the last check agree on what a leak is; only the verdict and the unit id are stored
-(``privacy_egress``).
+(``privacy.lastcheck``).
 
 Reports (``ecgw privacy-report``, ``GET /v1/sessions/{id}/privacy``, eval's exposure column) read these verdicts,
 so a unit that left raw because no layer found it is reported exposed. The search runs on the audit's writer
@@ -20,7 +20,7 @@ from privacy.audit.writer import AuditWriter, Record
 from privacy.detect import UnitMatcher, fold, variants
 
 # the last check's walk: one idea of where a body holds text
-from privacy.egress import body_leaves, body_seams, spread_found
+from privacy.lastcheck import body_leaves, body_seams, spread_found
 
 
 def exposed_unit_ids(engine: Any, session_id: str) -> set[str]:
@@ -30,7 +30,7 @@ def exposed_unit_ids(engine: Any, session_id: str) -> set[str]:
 
 
 def units_left_raw(body: dict[str, Any], units: UnitMatcher | None) -> list[str]:
-    """Ids of the listed units whose value stands in ``body``: the last check's walk (``privacy.egress``: every key,
+    """Ids of the listed units whose value stands in ``body``: the last check's walk (``privacy.lastcheck``: every key,
     string and number, in each surface form it could be read in, across adjacent content parts and messages, and
     across every string in order) with the one unit matcher (``privacy.detect.units.UnitMatcher``), so what counts
     as having left is decided once."""

@@ -108,9 +108,82 @@ def _v4_chain(conn: Connection) -> None:
     meta.create_all(conn, checkfirst=True)
 
 
+def _v5_receipts(conn: Connection) -> None:
+    meta = MetaData()
+    Table(
+        "privacy_receipt", meta,
+        Column("id", String, primary_key=True),
+        Column("call_id", String, nullable=False),
+        Column("request_id", String, nullable=False),
+        Column("session_id", String, nullable=False),
+        Column("created_at", Float, nullable=False),
+        Column("target", String, nullable=False),
+        Column("token", String, nullable=False),
+        Index("ix_privacy_receipt_call_id", "call_id"),
+        Index("ix_privacy_receipt_request_id", "request_id"),
+        Index("ix_privacy_receipt_session_id", "session_id"),
+    )
+    meta.create_all(conn, checkfirst=True)
+
+
+def _v6_erasable_calls(conn: Connection) -> None:
+    """A call's content (its sealed body, its findings) can be dropped with the chain intact: the chained digest
+    covers digests kept beside the content, and an erasure is a chained record of its own."""
+    for column, kind in (("body_digest", "VARCHAR"), ("findings_digest", "VARCHAR"), ("erased_by", "VARCHAR")):
+        conn.exec_driver_sql(f"ALTER TABLE privacy_call ADD COLUMN {column} {kind}")
+    meta = MetaData()
+    Table(
+        "privacy_erasure", meta,
+        Column("id", String, primary_key=True),
+        Column("reason", String, nullable=False),
+        Column("session_id", String),
+        Column("created_at", Float, nullable=False),
+        Column("calls", Integer, nullable=False),
+        Column("calls_digest", String, nullable=False),
+    )
+    meta.create_all(conn, checkfirst=True)
+
+
+def _v7_signing_keys(conn: Connection) -> None:
+    meta = MetaData()
+    Table(
+        "privacy_signing_key", meta,
+        Column("generation", Integer, primary_key=True, autoincrement=False),
+        Column("key_id", String, nullable=False),
+        Column("public_pem", String, nullable=False),
+        Column("created_at", Float, nullable=False),
+    )
+    meta.create_all(conn, checkfirst=True)
+
+
+def _v8_inbound(conn: Connection) -> None:
+    meta = MetaData()
+    Table(
+        "privacy_inbound", meta,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("call_id", String, nullable=False),
+        Column("session_id", String, nullable=False),
+        Column("request_id", String, nullable=False),
+        Column("owner", String, nullable=False),
+        Column("type", String, nullable=False),
+        Column("layer", String, nullable=False),
+        Column("location", String, nullable=False),
+        Column("action", String, nullable=False),
+        Column("created_at", Float, nullable=False),
+        Index("ix_privacy_inbound_call_id", "call_id"),
+        Index("ix_privacy_inbound_session_id", "session_id"),
+        Index("ix_privacy_inbound_owner", "owner"),
+    )
+    meta.create_all(conn, checkfirst=True)
+
+
 AUDIT_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "audit: calls, findings, units", _v1_audit_tables),
     Migration(2, "audit: the hash key leaves the database", _v2_drop_hash_key),
     Migration(3, "audit: egress verdicts (units that left raw)", _v3_egress),
     Migration(4, "audit: the tamper-evident chain and its signed checkpoints", _v4_chain),
+    Migration(5, "audit: signed egress receipts", _v5_receipts),
+    Migration(6, "audit: erasable content (digests beside it, erasure records)", _v6_erasable_calls),
+    Migration(7, "audit: generations of the signing key (rotation)", _v7_signing_keys),
+    Migration(8, "audit: inbound findings (what cloud answers carried that no request did)", _v8_inbound),
 )

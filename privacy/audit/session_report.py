@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from privacy.audit.exposure import exposed_unit_ids
+from privacy.audit.inbound import inbound_counts
 from privacy.audit.tables import PrivacyCall, PrivacyFinding, PrivacyUnit
 
 _PROTECTING = {"pseudonymise", "mask"}
@@ -74,6 +75,7 @@ def session_report(engine: Engine, session_id: str) -> dict[str, Any]:
         "exposure": exposed_w / total_w if total_w else 0.0,
         "by_dimension": {k: dict(v) for k, v in sorted(dims.items())},
         "findings_by_type": {k: dict(v) for k, v in sorted(by_type.items())},
+        "inbound": inbound_counts(engine, session_id),  # what answers carried that no request did
         "units": rows,
     }
 
@@ -119,7 +121,9 @@ def to_markdown(reports: list[dict[str, Any]]) -> str:
         lines += [f"## Session `{r['session_id']}`", "",
                   f"- cloud calls: {r['cloud_calls']}", f"- units known: {r['units_known']}",
                   f"- exposed raw: {r['units_exposed']}", f"- protected: {r['units_protected']}",
-                  f"- exposure (weighted): {r['exposure']:.1%}", "",
+                  f"- exposure (weighted): {r['exposure']:.1%}",
+                  f"- inbound (in cloud answers, never sent): {r['inbound']['total']} in "
+                  f"{r['inbound']['calls']} calls", "",
                   "| dimension | units | exposed | protected | exposure |", "|---|---|---|---|---|"]
         for name, d in r["by_dimension"].items():
             lines.append(f"| {name} | {int(d['units'])} | {int(d['exposed'])} | {int(d['protected'])} | "
@@ -127,6 +131,9 @@ def to_markdown(reports: list[dict[str, Any]]) -> str:
         lines += ["", "| finding type | actions |", "|---|---|"]
         for name, acts in r["findings_by_type"].items():
             lines.append(f"| {name} | " + ", ".join(f"{a}: {n}" for a, n in sorted(acts.items())) + " |")
+        if r["inbound"]["total"]:
+            lines += ["", "| inbound type | found |", "|---|---|"]
+            lines += [f"| {name} | {n} |" for name, n in r["inbound"]["by_type"].items()]
         lines.append("")
     return "\n".join(lines)
 

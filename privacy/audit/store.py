@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -22,9 +22,17 @@ from sqlmodel import select
 
 from accounting.migrations import migrate
 from privacy.audit import chain
-from privacy.audit.chain import ChainSigner
+from privacy.audit.chain import Anchor, ChainSigner, SigningKeys
 from privacy.audit.migrations import AUDIT_MIGRATIONS, VERSION_TABLE
-from privacy.audit.tables import PrivacyCall, PrivacyEgress, PrivacyFinding, PrivacyUnit
+from privacy.audit.tables import (
+    PrivacyCall,
+    PrivacyEgress,
+    PrivacyErasure,
+    PrivacyFinding,
+    PrivacyInbound,
+    PrivacyReceipt,
+    PrivacyUnit,
+)
 from privacy.detect import Unit
 from privacy.seal import SealBroken, Sealer
 
@@ -34,6 +42,8 @@ log = logging.getLogger("ecgw.privacy")
 _CALL_COLUMNS = tuple(PrivacyCall.model_fields)
 _FINDING_COLUMNS = tuple(name for name in PrivacyFinding.model_fields if name != "id")  # the database numbers them
 _EGRESS_COLUMNS = tuple(name for name in PrivacyEgress.model_fields if name != "id")
+_RECEIPT_COLUMNS = tuple(PrivacyReceipt.model_fields)
+_INBOUND_COLUMNS = tuple(name for name in PrivacyInbound.model_fields if name != "id")
 
 
 def normalise_for_hash(value: str) -> str:
@@ -72,12 +82,17 @@ def call_row(**fields: Any) -> dict[str, Any]:
 class AuditStore:
     """Connects on first use (the writer thread), never at construction: a database that is down delays the
     audit, not the gateway's start (the metering store reports it). Every write adds its entry to the chain
-    (``privacy.audit.chain``) in the same transaction; ``signer`` signs the checkpoints (None: none are written)."""
+    (``privacy.audit.chain``) in the same transaction; ``signer`` signs the checkpoints (None: none are written),
+    and ``anchor`` (the receipts' view of the key and of the latest checkpoint) follows what it signs."""
 
-    def __init__(self, engine: Engine, *, signer: ChainSigner | None = None,
+    def __init__(self, engine: Engine, *, signer: ChainSigner | None = None, keys: SigningKeys | None = None,
                  clock: Callable[[], float] = time.time) -> None:
+        """``keys``: the signing key's generations; the store then signs with the latest one recorded (``signer``
+        alone: that key, always)."""
         self.engine = engine
-        self.signer = signer
+        self.keys = keys
+        self.signer = signer or (keys.signer(1) if keys is not None else None)
+        self.anchor = Anchor(self.signer) if self.signer is not None else None
         self._clock = clock
         self._ready = False
 
@@ -115,8 +130,14 @@ class AuditStore:
             self.write_findings([finding_row(**f) for f in record["findings"]])
         elif kind == "egress":
             self.write_egress(record["rows"])
+        elif kind == "receipt":
+            self.write_receipt(record["row"])
+        elif kind == "inbound":  # what a cloud answer carried that its request did not (privacy.response_guard)
+            self.write_inbound(record["rows"])
         elif kind == "checkpoint":
             self.write_checkpoint()
+        elif kind == "retention":
+            self.erase(reason="retention", before=float(record["before"]))
         else:
             raise ValueError(f"unknown audit record kind {kind!r}")
 
@@ -126,16 +147,79 @@ class AuditStore:
         with self._chained() as conn:
             if conn.execute(select(calls.c.id).where(calls.c.id == call["id"])).first() is not None:
                 return  # a retried record the database took before
+            call = {**call, "body_digest": chain.content_digest(call["body"]),
+                    "findings_digest": chain.rows_digest(findings), "erased_by": None}
             conn.execute(calls.insert(), [call])
             if findings:
                 conn.execute(rows.insert(), findings)
-            chain.append(conn, "call", call["id"], chain.call_digest(call, findings), call["created_at"])
+            chain.append(conn, "call", call["id"], chain.erasable_call_digest(call), call["created_at"])
 
     def write_findings(self, findings: list[dict[str, Any]]) -> None:
-        """Findings of a call written before them (what restore did with its answer)."""
-        self.ensure()
-        with self.engine.begin() as conn:
+        """Findings of a call written before them (what restore did with its answer): the call is chained again
+        with them (its latest entry is what it is checked against)."""
+        with self._chained() as conn:
             conn.execute(PrivacyFinding.__table__.insert(), findings)  # type: ignore[attr-defined]
+            for call_id in dict.fromkeys(str(f["call_id"]) for f in findings):
+                self._rechain_call(conn, call_id)
+
+    def _rechain_call(self, conn: Connection, call_id: str) -> None:
+        """Chain a call's row as it is now (its findings' digest brought up to date)."""
+        calls, rows = PrivacyCall.__table__, PrivacyFinding.__table__  # type: ignore[attr-defined]
+        found = conn.execute(select(calls).where(calls.c.id == call_id)).first()
+        if found is None:
+            return
+        call = dict(found._mapping)
+        stored = [dict(r._mapping) for r in conn.execute(
+            select(rows).where(rows.c.call_id == call_id).order_by(rows.c.id))]
+        if call["body_digest"] is None and call["erased_by"] is None:  # a call from before schema step 6
+            digest = chain.call_digest(call, stored)
+        else:
+            if call["erased_by"] is None:
+                call["findings_digest"] = chain.rows_digest(stored)
+                conn.execute(calls.update().where(calls.c.id == call_id).values(
+                    findings_digest=call["findings_digest"]))
+            digest = chain.erasable_call_digest(call)
+        chain.append(conn, "call", call_id, digest, self._clock())
+
+    def erase(self, *, reason: str, session_id: str | None = None, before: float | None = None) -> int:
+        """Tombstone the content of a session's calls (``reason`` "session") or of every call made before
+        ``before`` (``reason`` "retention"): the sealed body becomes ``ERASED_BODY``, the findings go, the digests
+        the chain covers stay, and the erasure is chained as a record naming the calls it erased. A session's units
+        go too (chained as an empty set). How many calls it erased."""
+        calls, rows = PrivacyCall.__table__, PrivacyFinding.__table__  # type: ignore[attr-defined]
+        erasures, units = PrivacyErasure.__table__, PrivacyUnit.__table__  # type: ignore[attr-defined]
+        query = select(calls).where(calls.c.erased_by.is_(None))
+        if session_id is not None:
+            query = query.where(calls.c.session_id == session_id)
+        if before is not None:
+            query = query.where(calls.c.created_at < before)
+        with self._chained() as conn:
+            found = [dict(r._mapping) for r in conn.execute(query)]
+            if not found and session_id is None:
+                return 0  # a retention sweep with nothing old enough: no record
+            for call in found:
+                if call["body_digest"] is None:  # from before step 6: chained now by its digests, then erased
+                    stored = [dict(r._mapping) for r in conn.execute(
+                        select(rows).where(rows.c.call_id == call["id"]).order_by(rows.c.id))]
+                    call.update(body_digest=chain.content_digest(call["body"]),
+                                findings_digest=chain.rows_digest(stored))
+                    conn.execute(calls.update().where(calls.c.id == call["id"]).values(
+                        body_digest=call["body_digest"], findings_digest=call["findings_digest"]))
+                    chain.append(conn, "call", call["id"], chain.erasable_call_digest(call), self._clock())
+            ids = sorted(str(c["id"]) for c in found)
+            erasure: dict[str, Any] = {"id": uuid.uuid4().hex, "reason": reason, "session_id": session_id,
+                       "created_at": self._clock(), "calls": len(ids), "calls_digest": chain.ids_digest(ids)}
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                conn.execute(calls.update().where(calls.c.id.in_(chunk)).values(body=chain.ERASED_BODY,
+                                                                               erased_by=erasure["id"]))
+                conn.execute(rows.delete().where(rows.c.call_id.in_(chunk)))
+            conn.execute(erasures.insert(), [erasure])
+            chain.append(conn, "erasure", erasure["id"], chain.rows_digest([erasure]), erasure["created_at"])
+            if session_id is not None:
+                conn.execute(units.delete().where(units.c.session_id == session_id))
+                chain.append(conn, "units", session_id, chain.rows_digest([]), self._clock())
+        return len(ids)
 
     def write_usage(self, call_id: str, usage: dict[str, Any]) -> None:
         calls = PrivacyCall.__table__  # type: ignore[attr-defined]
@@ -161,6 +245,29 @@ class AuditStore:
             conn.execute(table.insert(), stored)
             chain.append(conn, "egress", call_id, chain.rows_digest(stored), float(rows[0]["created_at"]))
 
+    def write_receipt(self, row: dict[str, Any]) -> None:
+        """A signed egress receipt (``privacy.audit.receipts``), chained like every record."""
+        table = PrivacyReceipt.__table__  # type: ignore[attr-defined]
+        stored = {name: row.get(name) for name in _RECEIPT_COLUMNS}
+        with self._chained() as conn:
+            if conn.execute(select(table.c.id).where(table.c.id == row["id"])).first() is not None:
+                return  # a retried record the database took before
+            conn.execute(table.insert(), [stored])
+            chain.append(conn, "receipt", str(row["id"]), chain.rows_digest([stored]), float(row["created_at"]))
+
+    def write_inbound(self, rows: list[dict[str, Any]]) -> None:
+        """A cloud answer's inbound findings (one record per call, ``privacy.inbound``), chained like egress rows."""
+        if not rows:
+            return
+        table = PrivacyInbound.__table__  # type: ignore[attr-defined]
+        call_id = rows[0]["call_id"]
+        with self._chained() as conn:
+            if conn.execute(select(table.c.id).where(table.c.call_id == call_id)).first() is not None:
+                return  # a retried record the database took before
+            stored = [{name: row.get(name) for name in _INBOUND_COLUMNS} for row in rows]
+            conn.execute(table.insert(), stored)
+            chain.append(conn, "inbound", call_id, chain.rows_digest(stored), float(rows[0]["created_at"]))
+
     def write_units(self, session_id: str, units: list[PrivacyUnit]) -> None:
         table = PrivacyUnit.__table__  # type: ignore[attr-defined]
         rows = sorted((u.model_dump() for u in units), key=lambda r: str(r["unit_id"]))
@@ -170,12 +277,27 @@ class AuditStore:
                 conn.execute(table.insert(), rows)
             chain.append(conn, "units", session_id, chain.rows_digest(rows), self._clock())
 
+    def rotate_key(self) -> ChainSigner:
+        """Record the next generation of the signing key and sign the head with it (``ecgw audit rotate-key``)."""
+        if self.keys is None:
+            raise ValueError("this audit store has no key generations to rotate (no secrets key)")
+        with self._chained() as conn:
+            signer = chain.rotate(conn, self.keys, self._clock())
+        self.write_checkpoint()
+        return signer
+
     def write_checkpoint(self) -> None:
         """Sign the chain's head (nothing when it is signed already, or without a signer)."""
         if self.signer is None:
             return
         with self._chained() as conn:
-            chain.write_checkpoint(conn, self.signer, self._clock())
+            if self.keys is not None:  # a rotation recorded since: sign with the new generation from now on
+                self.signer = self.keys.signer(chain.current_generation(conn))
+            latest = chain.write_checkpoint(conn, self.signer, self._clock())
+        if self.anchor is not None:
+            self.anchor.signer = self.signer  # what the next receipts are signed with
+            if latest is not None:
+                self.anchor.checkpoint = latest  # and the checkpoint they name
 
 
 def units_record(session_id: str, units: list[Unit], hasher: Hasher) -> dict[str, Any]:
@@ -185,15 +307,11 @@ def units_record(session_id: str, units: list[Unit], hasher: Hasher) -> dict[str
     return {"kind": "units", "session_id": session_id, "units": [r.model_dump() for r in rows]}
 
 
-def body_json(body: dict[str, Any]) -> str:
-    return json.dumps(body, ensure_ascii=False)
-
-
-def seal_body(sealer: Sealer | None, call_id: str, body: dict[str, Any]) -> str:
-    """The stored form of a call's body: encrypted when the gateway has a key. The body is what left, scrubbed —
-    but whatever detection missed (a session without its units, an ``audit`` action) would otherwise rest raw."""
-    text = body_json(body)
-    return text if sealer is None else sealer.seal(text.encode("utf-8", "surrogatepass"), call_id.encode())
+def seal_body(sealer: Sealer | None, call_id: str, data: bytes) -> str:
+    """The stored form of a call's body (its exact bytes, ``receipts.body_bytes``): encrypted when the gateway has a
+    key. The body is what left, scrubbed — but whatever detection missed (a session without its units, an ``audit``
+    action) would otherwise rest raw."""
+    return data.decode("utf-8", "surrogatepass") if sealer is None else sealer.seal(data, call_id.encode())
 
 
 def body_opener(sealer: Sealer | None) -> Callable[[PrivacyCall], str]:

@@ -1,6 +1,8 @@
-"""The audit's tables, all four in one place: per cloud call (``privacy_call``), what was found in it
+"""The audit's tables, all in one place: per cloud call (``privacy_call``), what was found in it
 (``privacy_finding``), the units known per session (``privacy_unit``) and the listed units that left raw
-(``privacy_egress``), and the tamper-evident trail over them (``privacy_chain``, ``privacy_checkpoint``). Their schema is created and changed only by ``privacy.audit.migrations``; a test holds the
+(``privacy_egress``), the signed egress receipts (``privacy_receipt``), erasures (``privacy_erasure``), the signing keys' generations (``privacy_signing_key``), what cloud
+answers carried that their request never did (``privacy_inbound``), and the tamper-evident trail over them
+(``privacy_chain``, ``privacy_checkpoint``). Their schema is created and changed only by ``privacy.audit.migrations``; a test holds the
 two equal.
 """
 
@@ -22,6 +24,9 @@ class PrivacyCall(SQLModel, table=True):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
+    body_digest: str | None = None  # SHA-256 of ``body`` as stored: what the chain covers (None: before step 6)
+    findings_digest: str | None = None  # of its findings' rows, likewise
+    erased_by: str | None = None  # the erasure (``privacy_erasure``) that tombstoned its body and findings
 
 
 class PrivacyFinding(SQLModel, table=True):
@@ -66,6 +71,66 @@ class PrivacyEgress(SQLModel, table=True):
     created_at: float
 
 
+class PrivacyReceipt(SQLModel, table=True):
+    """One signed egress receipt per body handed to a cloud target (``privacy.audit.receipts``): the token the client
+    got, which holds hashes and counts, never content."""
+
+    __tablename__ = "privacy_receipt"
+
+    id: str = Field(primary_key=True)
+    call_id: str = Field(index=True)
+    request_id: str = Field(index=True)
+    session_id: str = Field(index=True)
+    created_at: float
+    target: str
+    token: str
+
+
+class PrivacyErasure(SQLModel, table=True):
+    """An erasure (``DELETE /v1/sessions/{id}``) or a retention sweep: which calls' content it dropped, as a digest
+    of their ids, so a tombstone no erasure made is named by the verifier."""
+
+    __tablename__ = "privacy_erasure"
+
+    id: str = Field(primary_key=True)
+    reason: str  # "session" | "retention"
+    session_id: str | None = None
+    created_at: float
+    calls: int
+    calls_digest: str
+
+
+class PrivacyInbound(SQLModel, table=True):
+    """One row per sensitive value a cloud answer carried that neither the call's placeholders nor its request did
+    (``privacy.response_guard``): type, layer and where in the answer — never the value, nor a hash of it (a
+    short value's hash could be brute-forced)."""
+
+    __tablename__ = "privacy_inbound"
+
+    id: int | None = Field(default=None, primary_key=True)
+    call_id: str = Field(index=True)
+    session_id: str = Field(index=True)
+    request_id: str
+    owner: str = Field(index=True)
+    type: str
+    layer: str
+    location: str  # where in the answer: content, reasoning_content, tool_calls[<name>].arguments, …
+    action: str  # audit | redact
+    created_at: float
+
+
+class PrivacySigningKey(SQLModel, table=True):
+    """The generations of the signing key (``ecgw audit rotate-key``): public keys only, the private ones are
+    derived from the secrets key. Verification trusts the keys it derives or is given, never this table."""
+
+    __tablename__ = "privacy_signing_key"
+
+    generation: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    key_id: str
+    public_pem: str
+    created_at: float
+
+
 class PrivacyChain(SQLModel, table=True):
     """The trail: one entry per audit record, in one chain per database (``privacy.audit.chain``). ``digest`` is
     the SHA-256 of the record's rows as stored, ``hash`` covers the entry and its predecessor's ``hash``."""
@@ -97,4 +162,6 @@ class PrivacyCheckpoint(SQLModel, table=True):
 
 
 TABLES = [PrivacyCall.__table__, PrivacyFinding.__table__, PrivacyUnit.__table__,  # type: ignore[attr-defined]
-          PrivacyEgress.__table__, PrivacyChain.__table__, PrivacyCheckpoint.__table__]  # type: ignore[attr-defined]
+          PrivacyEgress.__table__, PrivacyReceipt.__table__, PrivacyErasure.__table__,  # type: ignore[attr-defined]
+          PrivacyInbound.__table__, PrivacySigningKey.__table__, PrivacyChain.__table__,  # type: ignore[attr-defined]
+          PrivacyCheckpoint.__table__]  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ against its latest entry; earlier entries of the same record stay in the chain a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,20 +16,23 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sqlalchemy import Connection, select
 from sqlalchemy.engine import Engine
 
-from privacy.audit import chain
+from privacy.audit import chain, receipts
 from privacy.audit.tables import (
     PrivacyCall,
     PrivacyChain,
     PrivacyCheckpoint,
     PrivacyEgress,
+    PrivacyErasure,
     PrivacyFinding,
+    PrivacyInbound,
+    PrivacyReceipt,
     PrivacyUnit,
 )
 
 
 @dataclass(frozen=True)
 class Break:
-    what: str  # "altered", "removed", "inserted", "reordered", "checkpoint"
+    what: str  # "altered", "removed", "inserted", "reordered", "checkpoint", "receipt"
     where: str  # e.g. "seq 12 (call c-1)"
     detail: str
 
@@ -40,6 +44,9 @@ class Break:
 class TrailReport:
     entries: int = 0
     checkpoints: int = 0
+    receipts: int = 0
+    erased: int = 0  # calls whose content an erasure or retention tombstoned (not a break)
+    erasures: int = 0
     head_hash: str = chain.GENESIS
     checkpoint_hashes: list[str] = field(default_factory=list)
     breaks: list[Break] = field(default_factory=list)
@@ -50,6 +57,7 @@ class TrailReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"intact": self.intact, "entries": self.entries, "checkpoints": self.checkpoints,
+                "receipts": self.receipts, "erased": self.erased, "erasures": self.erasures,
                 "head_hash": self.head_hash, "checkpoint_hashes": self.checkpoint_hashes,
                 "breaks": [{"what": b.what, "where": b.where, "detail": b.detail} for b in self.breaks]}
 
@@ -94,22 +102,50 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
     egress: dict[str, list[dict[str, Any]]] = {}
     for g in _rows(conn, egress_t, egress_t.c.id):
         egress.setdefault(g["call_id"], []).append(g)
+    inbound_t = PrivacyInbound.__table__  # type: ignore[attr-defined]
+    inbound: dict[str, list[dict[str, Any]]] = {}
+    for row in _rows(conn, inbound_t, inbound_t.c.id):
+        inbound.setdefault(row["call_id"], []).append(row)
     units: dict[str, list[dict[str, Any]]] = {}
     for u in _rows(conn, units_t, units_t.c.unit_id):
         units.setdefault(u["session_id"], []).append(u)
+    receipts_t = PrivacyReceipt.__table__  # type: ignore[attr-defined]
+    stored_receipts = {r["id"]: r for r in _rows(conn, receipts_t, receipts_t.c.id)}
+
+    erasures_t = PrivacyErasure.__table__  # type: ignore[attr-defined]
+    erasures = {r["id"]: r for r in _rows(conn, erasures_t, erasures_t.c.created_at)}
+
+    def call_found(ref: str) -> str | None:
+        call = calls.get(ref)
+        if call is None:
+            return None
+        if call["body_digest"] is None and call["erased_by"] is None:  # chained before schema step 6
+            return chain.call_digest(call, findings.get(ref, []))
+        if call["erased_by"] is None:
+            if (chain.content_digest(call["body"]) != call["body_digest"]
+                    or chain.rows_digest(findings.get(ref, [])) != call["findings_digest"]):
+                return "content"  # the body or the findings differ from the digests chained beside them
+        elif ref in findings:
+            return "content"  # findings under a tombstone
+        return chain.erasable_call_digest(call)
 
     def found(kind: str, ref: str) -> str | None:
         if kind == "call":
-            call = calls.get(ref)
-            return None if call is None else chain.call_digest(call, findings.get(ref, []))
+            return call_found(ref)
+        if kind == "erasure":
+            return chain.rows_digest([erasures[ref]]) if ref in erasures else None
         if kind == "usage":
             call = calls.get(ref)
             return None if call is None else chain.usage_digest(call["prompt_tokens"], call["completion_tokens"],
                                                                 call["cached_tokens"])
         if kind == "egress":
             return chain.rows_digest(egress[ref]) if ref in egress else None
+        if kind == "inbound":
+            return chain.rows_digest(inbound[ref]) if ref in inbound else None
         if kind == "units":
             return chain.rows_digest(units.get(ref, []))
+        if kind == "receipt":
+            return chain.rows_digest([stored_receipts[ref]]) if ref in stored_receipts else None
         return None
 
     for (kind, ref), e in latest.items():
@@ -130,16 +166,58 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
     chained_egress = {ref for kind, ref in latest if kind == "egress"}
     for ref in set(egress) - chained_egress:
         report.breaks.append(Break("inserted", f"egress of call {ref}", "egress rows that are not in the chain"))
+    chained_inbound = {ref for kind, ref in latest if kind == "inbound"}
+    for ref in set(inbound) - chained_inbound:
+        report.breaks.append(Break("inserted", f"inbound findings of call {ref}",
+                                   "inbound rows that are not in the chain"))
     chained_units = {ref for kind, ref in latest if kind == "units"}
     for ref in set(units) - chained_units:
         report.breaks.append(Break("inserted", f"units of session {ref}", "units that are not in the chain"))
+    _check_erasures(calls, erasures, {ref for kind, ref in latest if kind == "erasure"}, report)
+    chained_receipts = {ref for kind, ref in latest if kind == "receipt"}
+    for ref in set(stored_receipts) - chained_receipts:
+        report.breaks.append(Break("inserted", f"receipt {ref}", "a receipt that is not in the chain"))
 
 
-def _check_checkpoints(conn: Connection, entries: list[dict[str, Any]], public: Ed25519PublicKey,
+def _check_erasures(calls: dict[str, dict[str, Any]], erasures: dict[str, dict[str, Any]], chained: set[str],
+                    report: TrailReport) -> None:
+    """An erased call is not a break, but its tombstone must be one a chained erasure made: each erasure's digest of
+    the calls it erased still matches, and no call is tombstoned by an erasure that does not exist."""
+    erased: dict[str, list[str]] = {}
+    for ref, call in calls.items():
+        if call["erased_by"] is not None:
+            erased.setdefault(str(call["erased_by"]), []).append(ref)
+    report.erased = sum(len(ids) for ids in erased.values())
+    report.erasures = len(erasures)
+    for ref in set(erasures) - chained:
+        report.breaks.append(Break("inserted", f"erasure {ref}", "an erasure that is not in the chain"))
+    for ref, row in erasures.items():
+        if chain.ids_digest(erased.get(ref, [])) != row["calls_digest"]:
+            report.breaks.append(Break("altered", f"erasure {ref} ({row['reason']})",
+                                       "the calls it tombstoned are not the ones it recorded"))
+    for ref in set(erased) - set(erasures):
+        report.breaks.append(Break("altered", f"calls {', '.join(sorted(erased[ref])[:3])}",
+                                   f"tombstoned by erasure {ref}, which does not exist"))
+
+
+def _check_receipts(conn: Connection, keys: dict[str, Ed25519PublicKey], since: float | None,
+                    report: TrailReport) -> None:
+    """Every stored receipt's signature: a receipt forged in the database (its row chained anew) is named."""
+    table = PrivacyReceipt.__table__  # type: ignore[attr-defined]
+    for row in _rows(conn, table, table.c.created_at):
+        if since is not None and row["created_at"] < since:
+            continue
+        report.receipts += 1
+        try:
+            receipts.verify(row["token"], keys)
+        except receipts.ReceiptInvalid as exc:
+            report.breaks.append(Break("receipt", f"receipt {row['id']} (call {row['call_id']})", str(exc)))
+
+
+def _check_checkpoints(conn: Connection, entries: list[dict[str, Any]], keys: dict[str, Ed25519PublicKey],
                        report: TrailReport) -> None:
     points_t = PrivacyCheckpoint.__table__  # type: ignore[attr-defined]
     by_seq = {e["seq"]: e for e in entries}
-    key_id = chain.key_id(public)
     prev_hash, prev_seq = chain.GENESIS, 0
     for p in _rows(conn, points_t, points_t.c.seq):
         report.checkpoints += 1
@@ -148,8 +226,10 @@ def _check_checkpoints(conn: Connection, entries: list[dict[str, Any]], public: 
         if p["prev"] != prev_hash:
             report.breaks.append(Break("checkpoint", where, f"it does not follow checkpoint {prev_seq} (one was "
                                                             "removed, inserted or reordered)"))
-        if p["key_id"] != key_id:
-            report.breaks.append(Break("checkpoint", where, f"signed by key {p['key_id']}, not {key_id}"))
+        public = keys.get(p["key_id"])
+        if public is None:
+            report.breaks.append(Break("checkpoint", where, f"signed by key {p['key_id']}, not "
+                                                            f"{' or '.join(sorted(keys))}"))
         elif chain.sha256(message) != p["hash"] or not chain.signature_valid(public, p["signature"], message):
             report.breaks.append(Break("checkpoint", where, "the signature does not verify (forged or altered)"))
         head = by_seq.get(p["head_seq"])
@@ -162,7 +242,10 @@ def _check_checkpoints(conn: Connection, entries: list[dict[str, Any]], public: 
         prev_hash, prev_seq = p["hash"], p["seq"]
 
 
-def verify_trail(engine: Engine, public: Ed25519PublicKey, *, since: float | None = None) -> TrailReport:
+def verify_trail(engine: Engine, public: Ed25519PublicKey | Mapping[str, Ed25519PublicKey], *,
+                 since: float | None = None) -> TrailReport:
+    """``public``: the key, or every trusted key by id (each generation of a rotated key)."""
+    keys = dict(public) if isinstance(public, Mapping) else {chain.key_id(public): public}
     report = TrailReport()
     chain_t = PrivacyChain.__table__  # type: ignore[attr-defined]
     with engine.connect() as conn:
@@ -170,5 +253,6 @@ def verify_trail(engine: Engine, public: Ed25519PublicKey, *, since: float | Non
         report.entries = len(entries)
         _walk_links(entries, report)
         _check_records(conn, entries, since, report)
-        _check_checkpoints(conn, entries, public, report)
+        _check_checkpoints(conn, entries, keys, report)
+        _check_receipts(conn, keys, since, report)
     return report

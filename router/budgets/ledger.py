@@ -10,12 +10,13 @@ the metering database first, which stays the truth: a 30-day budget never resets
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from privacy.session_store import SessionStore, SessionStoreUnavailable
@@ -177,41 +178,53 @@ class Hold:
     settled: bool = False
 
 
-@dataclass
-class Charges:
-    """Counters charged so far by one reservation (so a refusal further on can give their amounts back)."""
-
-    done: list[Counter] = field(default_factory=list)
-
-
 def refusal_error(counter: Counter, refusal: Refusal, now: float) -> OverBudget:
     return OverBudget(name=counter.scope.name, kind=refusal.kind, window=counter.window,
                       amount=refusal.budget.amount, spent=refusal.spent, resets_at=counter.resets_at,
                       retry_after_s=seconds_left(counter.window, now))
 
 
+Outcome = Refusal | BaseException | None
+
+
+async def _each(charges: Sequence[Awaitable[Refusal | None]]) -> tuple[list[Outcome], bool]:
+    """Every charge at once (one round trip of latency for all of a step's counters), each run to its end even when
+    the caller is cancelled: (what each did, whether the caller was cancelled meanwhile)."""
+    together = asyncio.ensure_future(asyncio.gather(*charges, return_exceptions=True))
+    try:
+        return list(await asyncio.shield(together)), False
+    except asyncio.CancelledError:
+        await asyncio.wait([together])
+        return list(together.result()), True
+
+
 async def reserve(ledger: Ledger, counters: Sequence[Counter], estimate: Measures, kinds: Sequence[str]) -> Hold:
     """Charge ``estimate`` to every counter with a budget of ``kinds``, all or none (``OverBudget`` names the first
-    budget that would pass its amount)."""
-    charged = Charges()
-    try:
-        for counter in counters:
-            if not counter.kinds(kinds):
-                continue
-            refusal = await ledger.charge(counter, estimate, check=kinds)
-            if refusal is not None:
-                raise refusal_error(counter, refusal, ledger.clock())
-            charged.done.append(counter)
-    except BaseException:
-        negative = {m: -v for m, v in estimate.items()}
-        for counter in charged.done:
-            try:
-                await ledger.charge(counter, negative, seed_missing=False)
-            except BudgetUnavailable:
-                log.warning("could not give back a reservation on %s; it stays counted until the window ends",
-                            counter.where)
-        raise
-    return Hold(charged.done, estimate)
+    budget that would pass its amount; ``BudgetUnavailable`` when a counter cannot be charged)."""
+    wanted = [counter for counter in counters if counter.kinds(kinds)]
+    outcomes, cancelled = await _each([ledger.charge(counter, estimate, check=kinds) for counter in wanted])
+    if cancelled or any(outcome is not None for outcome in outcomes):
+        # refused, failed or cancelled: all or none, so what was charged is given back
+        await _give_back(ledger, [c for c, outcome in zip(wanted, outcomes, strict=True) if outcome is None],
+                         estimate)
+    if cancelled:
+        raise asyncio.CancelledError
+    for counter, outcome in zip(wanted, outcomes, strict=True):
+        if isinstance(outcome, Refusal):
+            raise refusal_error(counter, outcome, ledger.clock())
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return Hold(wanted, estimate)
+
+
+async def _give_back(ledger: Ledger, charged: Sequence[Counter], estimate: Measures) -> None:
+    negative = {m: -v for m, v in estimate.items()}
+    outcomes, _ = await _each([ledger.charge(counter, negative, seed_missing=False) for counter in charged])
+    for counter, outcome in zip(charged, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            log.warning("could not give back a reservation on %s (%s); it stays counted until the window ends",
+                        counter.where, outcome)
 
 
 async def settle(ledger: Ledger, hold: Hold, actual: Measures) -> None:
@@ -222,11 +235,13 @@ async def settle(ledger: Ledger, hold: Hold, actual: Measures) -> None:
     delta = {m: actual.get(m, 0.0) - hold.estimate.get(m, 0.0) for m in set(actual) | set(hold.estimate)}
     if not any(delta.values()):
         return
-    for counter in hold.counters:
-        try:
-            await ledger.charge(counter, delta, seed_missing=False)
-        except BudgetUnavailable as exc:
-            log.warning("could not settle %s (%s); it keeps the reservation's estimate", counter.where, exc)
+    outcomes, cancelled = await _each([ledger.charge(counter, delta, seed_missing=False)
+                                       for counter in hold.counters])
+    for counter, outcome in zip(hold.counters, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            log.warning("could not settle %s (%s); it keeps the reservation's estimate", counter.where, outcome)
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 def keyed(key: bytes) -> Callable[[str], str]:

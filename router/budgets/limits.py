@@ -134,11 +134,30 @@ class Budgets:
                                     Rows(where=(("experiment", experiment), ("arm", arm))), arm_limits))
         return scopes
 
+    def arm_scopes(self) -> list[Scope]:
+        """The scope of every arm ``limits.arms`` names (for reports across arms)."""
+        out = []
+        for name in self.settings.arms:
+            experiment, _, arm = name.rpartition(":")
+            out += [s for s in self.scopes(key_name=None, owner_prefix=None, session_id=None, experiment=experiment,
+                                           arm=arm) if s.kind == "arm"]
+        return out
+
     def for_step(self, *, key_name: str | None, owner_prefix: str | None, session_id: str,
                  experiment: str | None, arm: str | None) -> StepBudget | None:
         scopes = self.scopes(key_name=key_name, owner_prefix=owner_prefix, session_id=session_id,
                              experiment=experiment, arm=arm)
         return StepBudget(self, scopes, session_id) if scopes else None
+
+    def for_shadow(self) -> StepBudget | None:
+        """The budget of shadow calls (``limits.shadow``): the operator's, over every shadow call's rows, and no
+        tenant's, key's, session's or arm's. None when it is not set."""
+        limits = self.settings.shadow
+        if limits is None or limits.empty:
+            return None
+        scope = Scope("shadow", "shadow", "shadow." + self.hasher("shadow"), Rows(where=(("purpose", "shadow"),)),
+                      limits)
+        return StepBudget(self, [scope], "")
 
     async def report(self, scopes: list[Scope], session_id: str | None) -> list[dict[str, Any]]:
         """``GET /v1/budget``'s rows: every budget and rate limit of these scopes, spent and left right now."""

@@ -46,6 +46,7 @@ class LimitsSettings(_Section):
     default_key: Limits | None = None  # for every key not named under keys (and the anonymous caller)
     sessions: Limits | None = None  # for every session
     arms: dict[str, Limits] = Field(default_factory=dict)  # "<experiment>:<arm>" → that arm's limits
+    shadow: Limits | None = None  # the operator's budget for shadow calls (learning.shadow_rate), no tenant's
     on_exceed: Literal["edge", "reject"] = "edge"  # a spent cloud budget: answer on the edge, or 429
     # The output a reservation assumes for a cloud call whose request names no max_tokens (a cloud target may
     # name its own cap): a reservation is an upper bound, settled to the call's actual cost when it ends.
@@ -61,5 +62,5 @@ class LimitsSettings(_Section):
 
     @property
     def configured(self) -> bool:
-        every = [*self.keys.values(), self.default_key, self.sessions, *self.arms.values()]
+        every = [*self.keys.values(), self.default_key, self.sessions, *self.arms.values(), self.shadow]
         return any(limits is not None and not limits.empty for limits in every)

@@ -1,9 +1,10 @@
-"""A policy's knobs: validated once from config, with per-step overrides (an experiment arm's ``knobs``)."""
+"""A policy's knobs: validated once from config, with per-step overrides (an experiment arm's ``knobs``); and
+``Knobbed``, what every policy with knobs shares (its book, the check of an arm's overrides)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -49,3 +50,31 @@ class KnobBook(Generic[K]):
     def check(self, overrides: Mapping[str, Any]) -> None:
         """Raise ``ValueError`` (naming the key) when ``overrides`` are not valid knobs for this policy."""
         self.for_step(overrides)
+
+
+class Knobbed(Generic[K]):
+    """A policy with knobs: ``knobs_model`` validates them, from config and for each step's overrides; a policy
+    whose knobs need more than validation (a scorer to load) extends ``check_overrides``."""
+
+    name: ClassVar[str]
+    knobs_model: type[K]
+    default_knobs: ClassVar[Mapping[str, Any]] = {}  # used when config gives the policy no knobs at all
+
+    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
+        self.knobs = KnobBook(self.name, self.knobs_model, knobs if knobs else self.default_knobs)
+
+    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
+        """Raise ``ValueError`` (naming the key) when an experiment arm's ``overrides`` are not valid knobs."""
+        self.knobs.check(overrides)
+
+
+class NoKnobs:
+    """A policy without knobs (``edge-only``, ``cloud-only``): an experiment arm's overrides have nothing to set."""
+
+    name: ClassVar[str]
+
+    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
+        self.knobs = dict(knobs or {})
+
+    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
+        return None

@@ -10,22 +10,20 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from router.budgets.errors import KEPT_ON_EDGE, fallback_of
-from router.chat_shapes import chunks_to_completion, text_of
+from router.chat_shapes import text_of
 from router.errors import PrivacyBlocked, PrivacyUnavailable, UpstreamError
-from router.policies._knobs import KnobBook
 from router.policies._messages import (
     call_id,
     can_inject_tool,
-    function_tool,
     messages_of,
     tool_names,
     with_tools,
 )
+from router.policies._tool_policy import ToolKnobs, ToolPolicy
 from router.policies._turns import Composer, Turn, turn_chunks
-from router.policy import StepResult
 from router.step import Step
 
 ADVISOR_PROMPT = ("You advise a smaller agent model that is working on a task with tools. Read the task and its "
@@ -36,13 +34,10 @@ STATE_KEY = "advisor"
 
 LIMIT_REACHED = "The advisor cannot be consulted again in this step; continue on your own."
 
-
-
 log = logging.getLogger("ecgw.advisor")
 
-class AdvisorKnobs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
+class AdvisorKnobs(ToolKnobs):
     tool_name: str = "ask_cloud_advisor"
     tool_description: str = ("Ask a stronger model for advice when you are unsure how to proceed. "
                              "Optionally say what you want to know.")
@@ -94,19 +89,10 @@ def render_transcript(messages: list[dict[str, Any]], knobs: AdvisorKnobs) -> tu
     return task, "\n".join(lines)
 
 
-class Advisor:
+class Advisor(ToolPolicy[AdvisorKnobs]):
     name: ClassVar[str] = "advisor"
-
-    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
-        self.knobs = KnobBook(self.name, AdvisorKnobs, knobs)
-
-    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
-        self.knobs.check(overrides)
-
-    @staticmethod
-    def tool(knobs: AdvisorKnobs) -> dict[str, Any]:
-        return function_tool(knobs.tool_name, knobs.tool_description,
-                             {"question": {"type": "string", "description": "what you want advice on"}})
+    knobs_model = AdvisorKnobs
+    argument = ("question", "what you want advice on")
 
     @staticmethod
     def advice_request(messages: list[dict[str, Any]], question: str, tools: list[str],
@@ -147,7 +133,7 @@ class Advisor:
             return "(the advisor is unavailable for this step; continue on your own)"
         except (PrivacyBlocked, PrivacyUnavailable, UpstreamError) as exc:
             # The edge is in control: a missing advisor is an answer it can work with, not a failed step.
-            reason = getattr(exc, "reason", None) or getattr(exc, "message", None) or type(exc).__name__
+            reason = exc.message if isinstance(exc, UpstreamError) else exc.reason
             log.warning("advisor consultation not sent or failed: %s", reason)
             return "(the advisor is unavailable for this step; continue on your own)"
         choices = response.get("choices") or [{}]
@@ -193,13 +179,6 @@ class Advisor:
                 results.append({"role": "tool", "tool_call_id": call["id"], "content": advice})
             messages = [*messages, {"role": "assistant", "content": turn.content or None, "tool_calls": answered},
                         *results]
-
-    async def run(self, step: Step) -> StepResult:
-        knobs = self.knobs.for_step(step.knobs)
-        chunks = self._chunks(step, knobs)
-        if step.stream:
-            return chunks
-        return await chunks_to_completion(chunks)
 
 
 def _counted(consults: int) -> Callable[[Any | None], dict[str, Any]]:

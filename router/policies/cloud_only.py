@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from router.policies._knobs import NoKnobs
 from router.policy import StepResult
 from router.step import Step
 
 
-class CloudOnly:
+class CloudOnly(NoKnobs):
     name: ClassVar[str] = "cloud-only"
-
-    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
-        self.knobs = dict(knobs or {})
 
     async def run(self, step: Step) -> StepResult:
         step.decided("cloud", "fixed")

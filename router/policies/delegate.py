@@ -5,47 +5,31 @@ answer — text, or tool calls for the client's tools — is the step's answer. 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
-
 from router.budgets.errors import KEPT_ON_EDGE, fallback_of
-from router.chat_shapes import chunks_to_completion
 from router.errors import PrivacyBlocked
-from router.policies._knobs import KnobBook
-from router.policies._messages import can_inject_tool, function_tool, with_tools
+from router.policies._messages import can_inject_tool, with_tools
+from router.policies._tool_policy import ToolKnobs, ToolPolicy
 from router.policies._turns import Composer, Turn, turn_chunks
-from router.policy import StepResult
 from router.step import Step
 
 STATE_KEY = "delegate"
 
-
-
 log = logging.getLogger("ecgw.delegate")
 
-class DelegateKnobs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
+class DelegateKnobs(ToolKnobs):
     tool_name: str = "delegate_to_cloud"
     tool_description: str = ("Hand this step to a stronger model when it is beyond you; it will answer or call "
                              "tools in your place. Optionally say why.")
 
 
-class Delegate:
+class Delegate(ToolPolicy[DelegateKnobs]):
     name: ClassVar[str] = "delegate"
-
-    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
-        self.knobs = KnobBook(self.name, DelegateKnobs, knobs)
-
-    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
-        self.knobs.check(overrides)
-
-    @staticmethod
-    def tool(knobs: DelegateKnobs) -> dict[str, Any]:
-        return function_tool(knobs.tool_name, knobs.tool_description,
-                             {"reason": {"type": "string", "description": "why the step is delegated"}})
+    knobs_model = DelegateKnobs
+    argument = ("reason", "why the step is delegated")
 
     async def _chunks(self, step: Step, knobs: DelegateKnobs) -> AsyncIterator[dict[str, Any]]:
         composer = Composer()
@@ -84,10 +68,3 @@ class Delegate:
             yield chunk
         for chunk in composer.finish("tool_calls" if cloud.calls else cloud.finish_reason):
             yield chunk
-
-    async def run(self, step: Step) -> StepResult:
-        knobs = self.knobs.for_step(step.knobs)
-        chunks = self._chunks(step, knobs)
-        if step.stream:
-            return chunks
-        return await chunks_to_completion(chunks)

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from router.experiments import bucket
-from router.policies._knobs import KnobBook
+from router.policies._knobs import Knobbed
 from router.policy import StepResult
 from router.step import Step
 
@@ -41,15 +41,15 @@ class RandomMatchedKnobs(BaseModel):
         return self
 
 
-class RandomMatched:
+class RandomMatched(Knobbed[RandomMatchedKnobs]):
     name: ClassVar[str] = "random-matched"
 
-    def __init__(self, knobs: Mapping[str, Any] | None = None, *, cloud_rates: CloudRateSource | None = None) -> None:
-        self._rates = cloud_rates
-        self.knobs = KnobBook(self.name, RandomMatchedKnobs, knobs if knobs else {"p": 0.5})
+    knobs_model = RandomMatchedKnobs
+    default_knobs = {"p": 0.5}
 
-    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
-        self.knobs.for_step(overrides)  # validates: p must be set
+    def __init__(self, knobs: Mapping[str, Any] | None = None, *, cloud_rates: CloudRateSource | None = None) -> None:
+        super().__init__(knobs)
+        self._rates = cloud_rates
 
     async def probability(self, knobs: RandomMatchedKnobs) -> float:
         if knobs.match is not None and self._rates is not None:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from router.budgets.errors import KEPT_ON_EDGE, fallback_of
 from router.chat_shapes import text_of
 from router.errors import PrivacyBlocked, UpstreamError
-from router.policies._knobs import KnobBook
+from router.policies._knobs import Knobbed
 from router.policies._messages import first_user_text, tool_names, with_system_suffix
 from router.policy import StepResult
 from router.step import Step
@@ -36,14 +36,9 @@ class SketchKnobs(BaseModel):
     header: str = "Plan for this task (from a planner; adapt it if tool results show it is wrong):"
 
 
-class Sketch:
+class Sketch(Knobbed[SketchKnobs]):
     name: ClassVar[str] = "sketch"
-
-    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
-        self.knobs = KnobBook(self.name, SketchKnobs, knobs)
-
-    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
-        self.knobs.check(overrides)
+    knobs_model = SketchKnobs
 
     @staticmethod
     def plan_request(body: Mapping[str, Any], knobs: SketchKnobs) -> dict[str, Any]:

@@ -15,12 +15,12 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from router.chat_shapes import aclose, chunks_to_completion
-from router.entropy import decision_entropy, logprob_entries
-from router.policies._knobs import KnobBook
+from router.entropy import decision_entropy, first_token_stats, logprob_entries
+from router.policies._knobs import Knobbed
 from router.policies._messages import in_tool_loop
 from router.policy import StepResult
 from router.step import Step
-from router.targets import TargetTracker, arm_of
+from router.targets import aim, check_one_target, note_cost_target
 
 log = logging.getLogger("ecgw.router")
 
@@ -41,13 +41,14 @@ class StepRoutingKnobs(BaseModel):
     think_probe_tokens: int = Field(4, ge=2)  # probe max_tokens for a thinking edge (opener, whitespace, token)
     stay_on_cloud_steps: int = Field(0, ge=0)  # after an escalation, the next k steps go to the cloud unprobed
     hold_in_tool_loop: bool = False  # a step that answers tool results keeps the previous step's side
-    # Instead of τ: the share of steps to escalate; τ is then set online from the recent entropies (router.targets)
+    # Instead of τ: the share of steps to escalate, or the cloud USD per session to aim at; τ is then set online
+    # from the recent entropies (router.targets)
     target_cloud_rate: float | None = Field(None, ge=0, le=1)
+    target_cost_per_session: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _threshold_or_target(self) -> StepRoutingKnobs:
-        if self.target_cloud_rate is not None and ({"tau", "tau_by_model"} & self.model_fields_set):
-            raise ValueError("tau (a threshold) and target_cloud_rate (a target) are both set: set one of them")
+        check_one_target(self, {"tau", "tau_by_model"} & self.model_fields_set, "tau")
         return self
 
 
@@ -58,15 +59,14 @@ class Decision(BaseModel):
     tau: float | None = None
 
 
-class StepRouting:
+class StepRouting(Knobbed[StepRoutingKnobs]):
     name: ClassVar[str] = "step-routing"
 
-    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
-        self.knobs = KnobBook(self.name, StepRoutingKnobs, knobs)
-        self.missing_logprobs_events = 0
+    knobs_model = StepRoutingKnobs
 
-    def check_overrides(self, overrides: Mapping[str, Any]) -> None:
-        self.knobs.check(overrides)
+    def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
+        super().__init__(knobs)
+        self.missing_logprobs_events = 0
 
     @staticmethod
     def tau_for(knobs: StepRoutingKnobs, model: str) -> float:
@@ -75,10 +75,12 @@ class StepRouting:
     async def run(self, step: Step) -> StepResult:
         knobs = self.knobs.for_step(step.knobs)
         state = dict(await step.session.get(STATE_KEY) or {})
+        first = not state.get("steps")
+        note_cost_target(step, knobs.target_cost_per_session)
         held = self._held(knobs, state, step)
         if held is None and knobs.mode == "inline":
-            return await self._inline(step, knobs)
-        decision = held or await self._aimed(step, knobs, await self._probe(step, knobs))
+            return await self._inline(step, knobs, first)
+        decision = held or await self._aimed(step, knobs, await self._probe(step, knobs), first)
         step.decided(decision.side, decision.reason, entropy=decision.entropy, tau=decision.tau)
         await self._remember(step, knobs, decision)
         return await self._answer(step, decision.side)
@@ -93,9 +95,11 @@ class StepRouting:
             return Decision(side=last, reason="tool-loop")
         return None
 
-    def _from_entries(self, knobs: StepRoutingKnobs, entries: list[Mapping[str, Any]], model: str,
+    def _from_entries(self, step: Step, knobs: StepRoutingKnobs, entries: list[Mapping[str, Any]],
                       tokens: int) -> Decision:
+        model = step.edge.model
         skip = (knobs.think_opener,) if knobs.thinking else ()
+        step.note.features.update(first_token_stats(entries, skip_tokens=skip))
         entropy = decision_entropy(entries, skip_tokens=skip, tokens=tokens)
         tau = self.tau_for(knobs, model)
         if entropy is None:
@@ -106,14 +110,15 @@ class StepRouting:
         return Decision(side="edge" if entropy <= tau else "cloud", reason="entropy", entropy=entropy, tau=tau)
 
     @staticmethod
-    async def _aimed(step: Step, knobs: StepRoutingKnobs, decision: Decision) -> Decision:
-        """With ``target_cloud_rate``: the entropy against the threshold that aims at the target (shared per policy
-        and arm through the session store), the achieved share noted with the step."""
-        if knobs.target_cloud_rate is None or decision.reason != "entropy" or decision.entropy is None:
+    async def _aimed(step: Step, knobs: StepRoutingKnobs, decision: Decision, first: bool) -> Decision:
+        """With a target: the entropy against the threshold that aims at it (shared per policy and arm through the
+        session store), the achieved share noted with the step. ``first``: the session's first step."""
+        if decision.reason != "entropy" or decision.entropy is None:
             return decision
-        aimed = await TargetTracker(step.session.store).decide(
-            StepRouting.name, arm_of(step), decision.entropy, knobs.target_cloud_rate)
-        step.note.signal.update(target_cloud_rate=knobs.target_cloud_rate, achieved_cloud_rate=round(aimed.achieved, 4))
+        aimed = await aim(step, StepRouting.name, decision.entropy, rate=knobs.target_cloud_rate,
+                          cost=knobs.target_cost_per_session, first=first)
+        if aimed is None:
+            return decision
         return Decision(side="cloud" if aimed.cloud else "edge", reason="target", entropy=decision.entropy,
                         tau=None if aimed.threshold is None else round(aimed.threshold, 5))
 
@@ -128,7 +133,7 @@ class StepRouting:
     async def _probe(self, step: Step, knobs: StepRoutingKnobs) -> Decision:
         response = await step.edge.complete(self.probe_body(step.request, knobs), purpose="probe")
         choices = response.get("choices") or [{}]
-        return self._from_entries(knobs, logprob_entries(choices[0]), step.edge.model, 1)
+        return self._from_entries(step, knobs, logprob_entries(choices[0]), 1)
 
     # answers -----------------------------------------------------------------------------------------
     @staticmethod
@@ -163,7 +168,7 @@ class StepRouting:
         await step.session.update(STATE_KEY, advance)
 
     # inline ------------------------------------------------------------------------------------------
-    async def _inline(self, step: Step, knobs: StepRoutingKnobs) -> StepResult:
+    async def _inline(self, step: Step, knobs: StepRoutingKnobs, first: bool) -> StepResult:
         wants_logprobs = bool(step.request.get("logprobs"))
         client_top = int(step.request.get("top_logprobs") or 0)
         body = {k: v for k, v in step.request.items() if k not in ("n",)}
@@ -181,8 +186,8 @@ class StepRouting:
         except BaseException:
             await aclose(edge)
             raise
-        decision = await self._aimed(step, knobs, self._from_entries(knobs, entries, step.edge.model,
-                                                                     knobs.decide_tokens))
+        decision = await self._aimed(step, knobs, self._from_entries(step, knobs, entries, knobs.decide_tokens),
+                                     first)
         step.decided(decision.side, decision.reason, entropy=decision.entropy, tau=decision.tau)
         await self._remember(step, knobs, decision)
         if decision.side == "cloud":

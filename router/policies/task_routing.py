@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from router.policies._knobs import KnobBook
+from router.policies._knobs import Knobbed
 from router.policies._messages import first_user_text, task_id
 from router.policy import StepResult
 from router.scorers import (
@@ -21,7 +21,7 @@ from router.scorers import (
     Verdict,
 )
 from router.step import Step
-from router.targets import TargetTracker, arm_of
+from router.targets import aim, check_one_target, note_cost_target
 
 STATE_KEY = "task_route"
 
@@ -45,14 +45,14 @@ class TaskRoutingKnobs(BaseModel):
     judge_scale: float = Field(10.0, gt=0)
     rules: RulesKnobs = Field(default_factory=lambda: RulesKnobs.model_validate({}))
     table_path: str | None = None
-    # Instead of threshold: the share of sessions to route to the cloud; the threshold is then set online from the
-    # recent scores (router.targets)
+    # Instead of threshold: the share of sessions to route to the cloud, or the cloud USD per session to aim at; the
+    # threshold is then set online from the recent scores (router.targets)
     target_cloud_rate: float | None = Field(None, ge=0, le=1)
+    target_cost_per_session: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _threshold_or_target(self) -> TaskRoutingKnobs:
-        if self.target_cloud_rate is not None and "threshold" in self.model_fields_set:
-            raise ValueError("threshold and target_cloud_rate (a target) are both set: set one of them")
+        check_one_target(self, {"threshold"} & self.model_fields_set, "threshold")
         return self
 
 
@@ -68,11 +68,12 @@ def build_scorer(knobs: TaskRoutingKnobs) -> Scorer:
     return TableScorer.from_file(knobs.table_path, threshold=knobs.threshold)
 
 
-class TaskRouting:
+class TaskRouting(Knobbed[TaskRoutingKnobs]):
     name: ClassVar[str] = "task-routing"
+    knobs_model = TaskRoutingKnobs
 
     def __init__(self, knobs: Mapping[str, Any] | None = None) -> None:
-        self.knobs = KnobBook(self.name, TaskRoutingKnobs, knobs)
+        super().__init__(knobs)
         self._scorers: dict[int, Scorer] = {}
         self._scorer(self.knobs.default)  # a missing table or checkpoint fails at startup, not mid-session
 
@@ -97,18 +98,17 @@ class TaskRouting:
 
     async def run(self, step: Step) -> StepResult:
         knobs = self.knobs.for_step(step.knobs)
+        note_cost_target(step, knobs.target_cost_per_session)  # every step of the session spends toward it
         stored = await step.session.get(STATE_KEY)
         side = stored.get("side") if isinstance(stored, dict) else None
         if side not in ("edge", "cloud"):
             task = Task(first_user_text(step.request), task_id(step.request), step.context.session_id)
             verdict = await self._scorer(knobs).score(task, step.edge)
             side, reason = self.decide(verdict, knobs)
-            if reason == "score" and knobs.target_cloud_rate is not None and verdict.score is not None:
-                aimed = await TargetTracker(step.session.store).decide(self.name, arm_of(step), verdict.score,
-                                                                       knobs.target_cloud_rate)
+            if reason == "score" and verdict.score is not None and (aimed := await aim(
+                    step, self.name, verdict.score, rate=knobs.target_cloud_rate, cost=knobs.target_cost_per_session,
+                    first=True)) is not None:
                 side, reason = ("cloud" if aimed.cloud else "edge"), "target"
-                step.note.signal.update(target_cloud_rate=knobs.target_cloud_rate,
-                                        achieved_cloud_rate=round(aimed.achieved, 4))
             # Sticky: the first decision written wins, also over one a concurrent first step made elsewhere.
             kept = await step.session.keep_first(STATE_KEY, {"side": side, "reason": reason, "score": verdict.score,
                                                              "scorer": knobs.scorer, "threshold": knobs.threshold})

@@ -61,3 +61,26 @@ async def test_the_writer_keeps_step_records_through_shutdown(tmp_path: Any) -> 
         assert [(s["request_id"], s["decision"]) for s in steps] == [("r1", "edge")]
     finally:
         store.dispose()
+
+
+def test_features_and_labels_are_kept_and_read_for_learning(database_url: str) -> None:
+    """Migration 6: a step's features and its shadow label, stored as JSON and read back by ``labelled_steps``."""
+    from accounting.steps import labelled_steps
+
+    store = UsageStore.from_url(database_url)
+    try:
+        store.open()
+        insert_steps(store, [
+            _step("f1", 100.0, "step-routing", "edge", features={"entropy_first": 0.4, "last_role": "tool"},
+                  label={"agree": False, "kind": "tool", "similarity": 0.0}),
+            _step("f2", 101.0, "step-routing", "edge", features={"entropy_first": 0.1}),
+            _step("f3", 102.0, "step-routing", "edge", session_id="s2", features={"entropy_first": 0.9},
+                  label={"agree": True, "kind": "text", "similarity": 0.8})])
+        assert [(s["request_id"], s["label"]["agree"]) for s in labelled_steps(store)] == [("f1", False), ("f3", True)]
+        assert [s["request_id"] for s in labelled_steps(store, since=101.0)] == ["f3"]
+        assert [s["request_id"] for s in labelled_steps(store, until=102.0)] == ["f1"]
+        assert labelled_steps(store)[0]["features"] == {"entropy_first": 0.4, "last_role": "tool"}
+        assert session_steps(store, "s1")[1]["features"] == {"entropy_first": 0.1}
+        assert session_steps(store, "s1")[1]["label"] is None
+    finally:
+        store.dispose()

@@ -41,9 +41,13 @@ def config(model: ModelServer, **kw: object) -> HarnessConfig:
 class RecordingMeter:
     def __init__(self) -> None:
         self.registered: list[tuple[str, dict[str, object]]] = []
+        self.grades: list[tuple[str, float]] = []
 
     def register_units(self, session_id: str, sensitive_items: Path) -> None:
         self.registered.append((session_id, json.loads(sensitive_items.read_text(encoding="utf-8"))))
+
+    def report_grade(self, session_id: str, score: float, *, source: str) -> None:
+        self.grades.append((session_id, score))
 
     def session_usage(self, session_id: str, calls: RunCalls | None = None) -> SessionUsage:
         return SessionUsage(cloud=CloudUsage(1000, 600, 0, 50), cloud_cost_usd=0.002, edge_flops=3e12,

@@ -74,8 +74,20 @@ def test_grid_through_gateway_and_report(gateway_url: str, edge: ModelServer, cl
             assert rows[sessions["edge-only", task.id, f"run{run}"]]["edge_calls"] >= 1
             assert rows[sessions["cloud-only", task.id, f"run{run}"]]["cloud_calls"] >= 1
             assert sessions["cloud-only", task.id, f"run{run}"] == f"ci:cloud-only:{task.id}:run{run}"
+    # each run's grade reached the gateway as its session's outcome label
+    from accounting.grades import grades_of
+    from accounting.store import UsageStore
+
+    store = UsageStore.from_url(f"sqlite:///{tmp_path}/metering.db")
+    try:
+        grades = grades_of(store, sessions.values())
+    finally:
+        store.dispose()
+    assert {key: grades[sid] for key, sid in sessions.items()} == {
+        key: (0.0 if key[0] == "edge-only" and key[1] == TASKS[1].id else 1.0) for key in sessions}
     records = [json.loads(p.read_text()) for p in (out / "cloud-only").glob("*/run*/result.json")]
     assert len(records) == 6
+    assert all(r["grade_reported"] is True for r in records)
     raw = sum(r["cloud"]["prompt"] - r["cloud"]["cache_read"] for r in records)
     assert raw > 0 and cloud_only.tokens.raw == pytest.approx(raw / 3 / 1e6)
     assert cloud_only.tokens.output == pytest.approx(sum(r["cloud"]["output"] for r in records) / 3 / 1e6)

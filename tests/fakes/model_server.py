@@ -37,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-CACHE_BLOCK = 16  # tokens per prefix-cache block, as vLLM's default block size
+from benchmarks.prefix_cache import PrefixCache
 
 
 def tokens_of(text: str) -> list[str]:
@@ -82,6 +82,7 @@ class Reply:
     usage: bool = True  # report usage at all
     break_after: int | None = None  # a stream breaks after this many content pieces
     break_how: str = "reset"  # "reset" | "eof" | "error"
+    char_stream: bool = False  # stream content, reasoning and tool-call arguments one character per event
 
 
 class ModelServer:
@@ -102,7 +103,7 @@ class ModelServer:
         self.usages: list[dict[str, Any]] = []  # every usage object it reported, in order
         self._script: deque[Reply] = deque()
         self._responder = responder
-        self._cache: list[tuple[str | None, list[str]]] = []
+        self._cache = PrefixCache()  # counted as vLLM counts a prefix-cache hit
         self._lock = threading.Lock()
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
@@ -137,25 +138,8 @@ class ModelServer:
         return Reply(content=f"{self.name} reply to: {str(last)[:60]}")
 
     # helpers -----------------------------------------------------------------------------------------
-    def _cached(self, prompt: list[str], salt: str | None) -> int:
-        """Tokens of ``prompt`` a prefix cache holds, as vLLM counts them: whole blocks of an earlier prompt with
-        the same ``cache_salt`` (a different salt never shares a block)."""
-        best = 0
-        for earlier_salt, earlier in self._cache:
-            if earlier_salt != salt:
-                continue
-            n = 0
-            for a, b in zip(earlier, prompt, strict=False):
-                if a != b:
-                    break
-                n += 1
-            best = max(best, n)
-        self._cache.append((salt, prompt))
-        cached = (best // CACHE_BLOCK) * CACHE_BLOCK
-        return min(cached, max(len(prompt) - 1, 0))
-
     def _usage(self, prompt: list[str], completion: int, salt: str | None = None) -> dict[str, Any]:
-        cached = self._cached(prompt, salt)
+        cached = self._cache.cached(prompt, salt)
         usage: dict[str, Any] = {"prompt_tokens": len(prompt), "completion_tokens": completion,
                                  "total_tokens": len(prompt) + completion}
         if self.usage_style == "deepseek":
@@ -277,9 +261,12 @@ class ModelServer:
         finish_on_last = vllm and bool(out_tokens) and not reply.tool_calls
         try:
             yield chunk({"role": "assistant", "content": ""})
-            for piece in tokens_of(reply.reasoning or ""):
+            for piece in (list(reply.reasoning or "") if reply.char_stream else
+                          [t + " " for t in tokens_of(reply.reasoning or "")]):
                 await self._pause(reply)
-                yield chunk({"reasoning" if vllm else "reasoning_content": piece + " "})
+                yield chunk({"reasoning" if vllm else "reasoning_content": piece})
+            if reply.char_stream:  # every character its own event (no logprobs, no breaks)
+                out_tokens, logprobs = list(content or ""), None
             for i, token in enumerate(out_tokens):
                 if i == reply.break_after:
                     async for piece in self._break(reply):
@@ -288,7 +275,7 @@ class ModelServer:
                 await self._pause(reply)
                 lp = {"content": [logprobs["content"][i]]} if logprobs else None
                 last = i == len(out_tokens) - 1
-                text = token if last else token + " "
+                text = token if last or reply.char_stream else token + " "
                 yield chunk({"content": text}, finish if (last and finish_on_last) else None, lp=lp)
             for index, call in enumerate(reply.tool_calls):
                 await self._pause(reply)
@@ -299,7 +286,7 @@ class ModelServer:
                     yield chunk({"tool_calls": [{"index": index, "id": call.id, "type": "function",
                                                  "function": {"name": call.name, "arguments": ""}}]})
                 text = call.arguments
-                step = max(1, len(text) // 3)
+                step = 1 if reply.char_stream else max(1, len(text) // 3)
                 for start in range(0, len(text), step):
                     await self._pause(reply)
                     piece = {"tool_calls": [{"index": index, "function": {"arguments": text[start:start + step]}}]}

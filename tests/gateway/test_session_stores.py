@@ -203,3 +203,38 @@ def test_simultaneous_random_matched_steps_each_draw_their_own_coin(start_gatewa
     state = asyncio.run(gw.services.sessions.get("coins", "random_matched"))
     assert state == {"steps": 24, "cloud_steps": expected}
     assert len(cloud.requests) == expected and len(edge.requests) == 24 - expected
+
+
+async def test_redis_updates_from_a_stale_memory_lose_nothing_and_the_last_writer_needs_one_round_trip():
+    """Each store remembers the value it last saw, to compare-and-set from it without reading first: another
+    replica's write in between makes that memory stale, and the compare-and-set then retries on the real value."""
+    from gateway.redis_sessions import RedisSessionStore
+
+    a, b, session = RedisSessionStore(redis_url()), RedisSessionStore(redis_url()), f"stale-{time.time_ns()}"
+    sent: list[tuple[Any, ...]] = []
+    execute = a._redis.execute_command  # noqa: SLF001 - counting what store a sends, one command a round trip
+
+    async def counted(*args: Any, **options: Any) -> Any:
+        sent.append(args)
+        return await execute(*args, **options)
+
+    a._redis.execute_command = counted  # type: ignore[method-assign]  # noqa: SLF001
+
+    def add(current: Any | None) -> int:
+        return int(current or 0) + 1
+
+    try:
+        for _ in range(5):  # alternating replicas: each update of a starts from a value b has since replaced
+            await a.update(session, "n", add)
+            await b.update(session, "n", add)
+        assert await a.get(session, "n") == 10
+        assert await a.update(session, "n", lambda current: current) == 10  # unchanged: read, never the guess
+        await b.update(session, "n", add)
+        assert await a.update(session, "n", lambda current: current) == 11
+        sent.clear()
+        for _ in range(3):  # a is the last writer: one compare-and-set each, no read before it
+            await a.update(session, "n", add)
+        assert len(sent) == 3 and await b.get(session, "n") == 14
+    finally:
+        await a.aclose()
+        await b.aclose()

@@ -5,8 +5,6 @@ and by ``ecgw audit verify`` (exit 1)."""
 from __future__ import annotations
 
 import secrets
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,33 +14,11 @@ from sqlalchemy.engine import Engine
 
 from accounting.database import make_engine
 from privacy.audit import AuditStore, ChainSigner, verify_trail
-from tests.real_parts import postgres_url
+from tests.privacy.audit_engines import engine
+
+__all__ = ["engine"]  # the fixture: every test here runs on real SQLite and real PostgreSQL
 
 SEED = bytes(range(32))
-
-
-def _pg_schema_url(schema: str) -> str:
-    url = postgres_url()
-    return url + ("&" if "?" in url else "?") + f"options=-csearch_path%3D{schema}"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    if request.param == "sqlite":
-        yield make_engine(f"sqlite:///{tmp_path / 'audit.sqlite3'}")
-        return
-    schema = f"audit_{uuid.uuid4().hex[:12]}"
-    admin = make_engine(postgres_url())
-    with admin.begin() as conn:
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
-    engine = make_engine(_pg_schema_url(schema))
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-        with admin.begin() as conn:
-            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
 
 
 def _call(call_id: str, at: float, findings: int = 2) -> dict[str, Any]:
@@ -150,12 +126,14 @@ def test_a_rewritten_chain_fails_its_signed_checkpoint_and_a_forged_signature_fa
     _sql(filled, "UPDATE privacy_finding SET type = 'NOTHING' WHERE call_id = 'c2'")
     with filled.begin() as conn:
         rows = [dict(r._mapping) for r in conn.execute(text("SELECT * FROM privacy_chain ORDER BY seq"))]
-        call = dict(conn.execute(text("SELECT * FROM privacy_call WHERE id = 'c2'")).one()._mapping)
         findings = [dict(r._mapping) for r in conn.execute(
             text("SELECT * FROM privacy_finding WHERE call_id = 'c2' ORDER BY id"))]
+        conn.execute(text("UPDATE privacy_call SET findings_digest = :d WHERE id = 'c2'"),
+                     {"d": chain.rows_digest(findings)})
+        call = dict(conn.execute(text("SELECT * FROM privacy_call WHERE id = 'c2'")).one()._mapping)
         prev = rows[3]["hash"]
         for row in rows[4:]:
-            digest = chain.call_digest(call, findings) if row["ref"] == "c2" else row["digest"]
+            digest = chain.erasable_call_digest(call) if row["ref"] == "c2" else row["digest"]
             new = chain.entry_hash(row["seq"], row["kind"], row["ref"], digest, row["created_at"], prev)
             conn.execute(text("UPDATE privacy_chain SET digest = :d, prev = :p, hash = :h WHERE seq = :s"),
                          {"d": digest, "p": prev, "h": new, "s": row["seq"]})
@@ -229,3 +207,22 @@ def test_ecgw_audit_verify_and_public_key_on_a_gateway_configuration(tmp_path: P
     code, other = _ecgw(capsys, "audit", "verify", "--config", str(config), "--public-key",
                         str(tmp_path / "other.pem"))
     assert code == 1 and "signed by key" in other
+
+
+def test_inbound_findings_are_chained_and_their_tampering_named(engine: Engine) -> None:
+    from privacy.audit import inbound_record
+
+    store = AuditStore(engine, signer=ChainSigner(SEED))
+    store.apply(_call("c1", 1000.0))
+    record = inbound_record(call_id="c1", session_id="s1", request_id="r-c1", owner="", action="audit",
+                            created_at=1000.5, found=[("US_SSN", "patterns", "choices[0].content")] * 2)
+    assert record is not None
+    store.apply(record)
+    store.apply(record)  # a retried record is written once
+    assert verify_trail(engine, ChainSigner(SEED).public).intact
+    _sql(engine, "UPDATE privacy_inbound SET type = 'NOTHING' WHERE id = 1")
+    _sql(engine, "INSERT INTO privacy_inbound (call_id, session_id, request_id, owner, type, layer, location, "
+                 "action, created_at) VALUES ('c9', 's1', 'r', '', 'X', 'patterns', 'choices[0].content', 'audit', 1)")
+    assert sorted(_breaks(engine)) == [
+        "altered: seq 2 (inbound c1): the inbound record's rows differ from what was chained",
+        "inserted: inbound findings of call c9: inbound rows that are not in the chain"]

@@ -1,5 +1,5 @@
 """What "left raw" means is decided once: the exposure recorded for a cloud call is exactly the set of listed units
-the last check's own scan (``privacy.egress``, with the one ``UnitMatcher``) finds in the body that was sent."""
+the last check's own scan (``privacy.lastcheck``, with the one ``UnitMatcher``) finds in the body that was sent."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from privacy.audit import units_left_raw
 from privacy.detect import UnitMatcher, units_of
-from privacy.egress import EgressCheck
+from privacy.lastcheck import EgressCheck
 from privacy.vault import Vault
 from tests.privacy.helpers import units_document
 

@@ -10,7 +10,7 @@ import pytest
 
 from privacy.audit.exposure import units_left_raw
 from privacy.detect import UnitMatcher, UnitsDocument, units_of
-from privacy.egress import EgressCheck
+from privacy.lastcheck import EgressCheck
 from privacy.vault import Vault
 from tests.privacy.test_evasions import CASES, UNITS, chat_body, messages_body
 

@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from privacy.detect import UnitMatcher, units_of
-from privacy.egress import EgressCheck
+from privacy.lastcheck import EgressCheck
 from privacy.vault import Vault
 from tests.fakes.model_server import Reply
 from tests.privacy.helpers import UNITS, protector, units_document
@@ -97,7 +97,7 @@ def test_an_unprotected_baseline_reports_what_left(start_gateway, cloud):
 
 def test_the_reported_exposure_is_what_an_independent_scan_of_the_sent_body_finds(start_gateway, cloud):
     """Last check off, so what leaves is what the layers missed; the report must name exactly the units the last
-    check's own scan (``privacy.egress`` with the one unit matcher) finds in the body the cloud received."""
+    check's own scan (``privacy.lastcheck`` with the one unit matcher) finds in the body the cloud received."""
     gw = start_gateway(privacy={"last_check": False, "layers": {"ner": False}, "actions": {"contact": "audit"}})
     assert httpx.put(f"{gw.url}/v1/sessions/{SESSION}/units", json=UNITS).status_code == 200
     cloud.script(Reply(content="ok"))

@@ -112,6 +112,25 @@ function renderExperiments(data) {
   if (blocks.length) $("#experiment-list").replaceChildren(...blocks);
 }
 
+function renderBudgets(data) {
+  const num = (n) => (n === null || n === undefined ? "–" : Number(n).toPrecision(4));
+  const limits = data.limits.map((r) => el("tr", { "data-budget": r.scope + ":" + r.name + ":" + r.kind },
+    cell(r.scope, "scope"), cell(r.name, "name"), cell(r.kind, "kind"), cell(r.window, "window"),
+    cell(num(r.amount), "amount"), cell(num(r.spent), "spent"), cell(num(r.left), "left"), cell(r.resets_at || "session", "resets_at")));
+  if (limits.length) $("#budget-table tbody").replaceChildren(...limits);
+  const targets = data.targets.map((t) => {
+    const cost = t.target_cost_per_session !== undefined;
+    return el("tr", { "data-target": t.policy + ":" + (t.arm || "-") },
+      cell(t.policy, "policy"), cell(t.arm || "–", "arm"),
+      cell(cost ? usd(t.target_cost_per_session) + " / session" : pct(t.target_cloud_rate), "target"),
+      cell(cost ? (t.achieved_cost_per_session === null ? "–" : usd(t.achieved_cost_per_session) + " / session")
+        : (t.achieved_cloud_rate === null ? "–" : pct(t.achieved_cloud_rate)), "achieved"),
+      cell(t.achieved_cloud_rate === null ? "–" : pct(t.achieved_cloud_rate), "achieved_cloud_rate"),
+      cell(int(t.steps), "steps"), cell(num(t.threshold), "threshold"));
+  });
+  if (targets.length) $("#target-table tbody").replaceChildren(...targets);
+}
+
 function renderPrivacy(data) {
   if (!data.enabled) { $("#privacy-tiles").replaceChildren(tile("privacy protection", "off", "off", true)); return; }
   const findings = Object.values(data.findings_by_type).reduce((a, acts) => a + Object.values(acts).reduce((x, y) => x + y, 0), 0);
@@ -136,11 +155,12 @@ function renderSessions(data) {
       cell(int(r.cloud_raw_input_tokens), "cloud_raw_input_tokens"), cell(int(r.cloud_cache_read_tokens), "cloud_cache_read_tokens"),
       cell(int(r.cloud_output_tokens), "cloud_output_tokens"), cell(pflops(r.edge_pflops), "edge_pflops"),
       cell(r.exposure === null ? "no units" : pct(r.exposure), "exposure", r.exposure ? "up" : ""),
-      cell(int(r.privacy_blocked), "privacy_blocked"));
+      cell(int(r.privacy_blocked), "privacy_blocked"),
+      cell(int(r.inbound || 0), "inbound", r.inbound ? "up" : ""));
     tr.addEventListener("click", () => openSession(r.group));
     return tr;
   });
-  $("#session-table tbody").replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { colSpan: 11, class: "muted" }, "No sessions in this window."))]));
+  $("#session-table tbody").replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { colSpan: 12, class: "muted" }, "No sessions in this window."))]));
 }
 
 function signalText(step) {
@@ -187,7 +207,8 @@ async function openSession(id) {
     tile("cloud calls", int(data.steps.reduce((a, s) => a + s.calls.filter((c) => c.side === "cloud").length, 0)), "cloud_calls"),
     tile("units known", p ? int(p.units_known) : "–", "units"),
     tile("units exposed raw", p ? int(p.units_exposed) : "–", "exposed", p && p.units_exposed > 0),
-    tile("exposure", p && p.units_known ? pct(p.exposure) : "–", "exposure"));
+    tile("exposure", p && p.units_known ? pct(p.exposure) : "–", "exposure"),
+    tile("inbound (answers, never sent)", p && p.inbound ? int(p.inbound.total) : "–", "inbound", p && p.inbound && p.inbound.total > 0));
   const rows = data.steps.map((s, i) => {
     const cloud = s.calls.filter((c) => c.side === "cloud");
     const tok = (k) => cloud.reduce((a, c) => a + (c[k] || 0), 0);
@@ -209,9 +230,11 @@ async function openSession(id) {
 async function refresh() {
   const q = "?since=" + encodeURIComponent(since());
   try {
-    const [overview, experiments, privacy, sessions] = await Promise.all([
-      getJSON("/ui/api/overview" + q), getJSON("/ui/api/experiments"), getJSON("/ui/api/privacy"), getJSON("/ui/api/sessions" + q)]);
+    const [overview, experiments, privacy, sessions, budgets] = await Promise.all([
+      getJSON("/ui/api/overview" + q), getJSON("/ui/api/experiments"), getJSON("/ui/api/privacy"), getJSON("/ui/api/sessions" + q),
+      getJSON("/ui/api/budgets")]);
     renderTraffic(overview);
+    renderBudgets(budgets);
     renderExperiments(experiments);
     renderPrivacy(privacy);
     renderSessions(sessions);

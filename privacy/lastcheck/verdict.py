@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from privacy.detect import Finding, UnitMatcher
-from privacy.egress import EgressCheck, EgressHit, place
 from privacy.errors import PrivacyBlocked
+from privacy.lastcheck.place import place
+from privacy.lastcheck.scan import EgressCheck, EgressHit
 from privacy.metrics import PrivacyMetrics
 from privacy.scrubber import Applied
 from privacy.settings import Action
@@ -26,12 +27,16 @@ log = logging.getLogger("ecgw.privacy")
 @dataclass
 class Settled:
     """What the last check did to one body: the body to send, the findings it replaced (with where), the
-    placeholders it handed out (restore gives those back), and the hits to count once the store kept this run."""
+    placeholders it handed out (restore gives those back), the hits to count once the store kept this run, and
+    what it let leave raw on purpose (an ``audit`` action: the listed units by id, and whether anything was) —
+    the verdict an egress receipt states."""
 
     body: dict[str, Any]
     done: list[tuple[str, Applied]] = field(default_factory=list)
     given: set[str] = field(default_factory=set)
     hits: list[tuple[str, str, str]] = field(default_factory=list)  # (type, how, action)
+    raw_units: set[str] = field(default_factory=set)
+    let_through: bool = False
 
 
 class LastCheck:
@@ -59,6 +64,9 @@ class LastCheck:
         for hit in sorted(hits, key=lambda h: -len(h.finding.value)):
             action = self._actions(hit.finding)
             if action == "audit" or (hit.finding.value and hit.finding.value in let_through):
+                settled.let_through = True
+                if hit.finding.unit_id:
+                    settled.raw_units.add(hit.finding.unit_id)
                 continue
             if action == "block" or not hit.placeable or not hit.finding.value:
                 blocked.append(hit)

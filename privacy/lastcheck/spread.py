@@ -14,10 +14,13 @@ new strings.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from privacy.detect import SPREAD_MIN, Unit, UnitMatcher, squeezed
+from privacy.detect import SPREAD_MIN, Finding, Unit, UnitMatcher, canonical, squeezed
+from privacy.lastcheck.leaves import body_leaves, body_parts
 
 _MIN_PIECE = 2
 
@@ -69,3 +72,49 @@ class Spread:
             state, done = self.feed(state, text)
             found |= done
         return state, found
+
+
+def spread_found(body: dict[str, Any], units: UnitMatcher | None) -> list[Finding]:
+    """The listed values spread over the body's strings, read from scratch: the last check reads the same texts
+    part by part (``spread_texts``), remembering its state."""
+    spread = Spread.of(units)
+    if spread is None:
+        return []
+    state, found = START, set()
+    for prefix, _, leaves in body_parts(body):
+        state, done = spread.find(spread_texts((path[len(prefix):], canonical(text)) for path, text, _ in leaves()),
+                                  state)
+        found |= done
+    return spread_findings(spread, found)
+
+
+_REASONING = (".reasoning_content", ".reasoning")
+
+
+def spread_texts(leaves: Iterable[tuple[str, str]]) -> Iterator[str]:
+    """What the spread search reads of one part, from its (path suffix, canonical text) leaves, in order: keys and
+    values (a value split between a JSON key and its value is spread too), a JSON document inside a string as its
+    keys and strings, and a message's reasoning also before the rest (a reader reads it first; in the body it may
+    stand after the content)."""
+    items = list(leaves)
+    first = [text for suffix, text in items if suffix.startswith(_REASONING)]
+    for text in (*first, *(text for _, text in items)):
+        yield from _strings_in(text)
+
+
+def _strings_in(text: str) -> Iterator[str]:
+    if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
+        try:
+            document = json.loads(text)
+        except ValueError:
+            document = None
+        if isinstance(document, dict | list):
+            yield from (inner for _, inner, _ in body_leaves(document, "", None))
+            return
+    yield text
+
+
+def spread_findings(spread: Spread, found: set[int]) -> list[Finding]:
+    return [Finding(type=u.type, start=0, end=0, value=u.value, layer="units", key=f"unit:{u.unit_id}",
+                    unit_id=u.unit_id, field=u.field, dimension=u.dimension, weight=u.weight)
+            for u in (spread.units[i] for i in sorted(found))]

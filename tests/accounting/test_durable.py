@@ -1,0 +1,58 @@
+"""The durable-writer core both writers stand on (``accounting.durable``): a spill is private (0600), claimed by
+one worker only, and given back whole when it cannot be written; the metering writer keeps those guarantees."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from accounting.database import StoreUnavailable
+from accounting.durable import SpillFile
+from accounting.store import UsageStore
+from tests.accounting.rows import call
+from tests.accounting.test_writer import meter_for
+
+
+def test_a_spill_is_claimed_by_one_worker_and_given_back_whole(tmp_path: Path) -> None:
+    spill = SpillFile(tmp_path / "spill.jsonl")
+    assert spill.append([{"n": 1}, {"n": 2, "text": "Zoë"}]) == 2
+    claim = spill.claim()
+    assert claim is not None and [r["n"] for r in claim.records] == [1, 2]
+    assert spill.claim() is None  # renamed: a second worker finds nothing to replay
+    spill.append([{"n": 3}])  # another worker spilled meanwhile
+    spill.give_back(claim)
+    again = spill.claim()
+    assert again is not None and sorted(r["n"] for r in again.records) == [1, 2, 3]
+    again.done()
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_the_metering_spill_is_private_and_a_refused_replay_keeps_it(tmp_path: Path) -> None:
+    url, path = f"sqlite:///{tmp_path / 'usage.sqlite3'}", tmp_path / "spill.jsonl"
+    old = os.umask(0o022)  # the usual default, under which a plain open() makes a 0644 file
+    try:
+        meter = meter_for(url, spill=path)
+        await meter.start()
+        store = UsageStore.from_url(url)
+        with store.engine.begin() as conn:
+            conn.execute(text("ALTER TABLE ecgw_usage_records RENAME TO away"))
+        for n in range(5):
+            meter.record(call(n))
+        await meter.aclose()
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and len(path.read_text().splitlines()) == 5
+    with pytest.raises(StoreUnavailable, match="5 records saved"):
+        await meter_for(url, spill=path).start()  # the table is still away: the start fails, the spill stays
+    assert len(path.read_text().splitlines()) == 5 and not list(tmp_path.glob("*.replay"))
+    with store.engine.begin() as conn:
+        conn.execute(text("ALTER TABLE away RENAME TO ecgw_usage_records"))
+    store.dispose()
+    again = meter_for(url, spill=path)
+    await again.start()
+    await again.aclose()
+    assert UsageStore.from_url(url).count() == 5 and not path.exists()
