@@ -48,10 +48,11 @@ clean: ## remove .venv and the tool caches (not ~/.cache/ecgw)
 
 # Gateway overhead against a direct call and LiteLLM's proxy, and the edge pool (affinity vs round-robin, a
 # replica killed); both append to benchmarks/RESULTS.md.
-bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy; the edge pool's affinity and failover
+bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy; the edge pool's affinity and failover; receipts
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.fleet
 	$(PY) -m benchmarks.targets
+	$(PY) -m benchmarks.receipts
 	$(PY) -m benchmarks.guard
 
 .PHONY: help

@@ -30,9 +30,9 @@ from privacy.detect import UnitsDocument
 from privacy.factory import reconfigured
 from privacy.session_store import SessionStore
 from router.budgets.limits import NO_SPEND, Spend
-from router.channels import CloudChannel, EdgeChannel, Upstream
+from router.channels import CloudChannel, EdgeChannel
 from router.context import CallContext, RouteTracker
-from router.fleet import Call, Pool
+from router.fleet import Call, Pool, Upstream
 
 log = logging.getLogger("ecgw")
 

@@ -318,6 +318,8 @@ class PrivacyProtector:
         return None if self._audited is None else await self._audited.read_audit(read, *args)
 
     async def start(self) -> None:
+        if self._settings.warm_at_start:  # a first request must not pay seconds of model and dictionary loading
+            await asyncio.to_thread(self._scrubber.warm)
         if self._audited is not None:
             await self._audited.start()
 

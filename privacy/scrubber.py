@@ -157,6 +157,10 @@ class Scrubber:
         self._actions = actions
         self._shared = shared or SharedDetections(50_000)
 
+    def warm(self) -> None:
+        """Load the detectors' models and dictionaries now (blocking, seconds: call it off the event loop)."""
+        self._detector.warm()
+
     def detect(self, prepared: list[Prepared], units: UnitMatcher | None, *,
                scope: str = "") -> list[list[list[Finding]]]:
         """Runs the detector on what no session of ``scope`` scanned yet, then adds the session's listed units

@@ -71,6 +71,8 @@ class PrivacySettings(_Section):
     layers: LayerSettings = Field(default_factory=LayerSettings)
     ner: NerSettings = Field(default_factory=lambda: NerSettings())
     edge_detector: EdgeDetectorSettings = Field(default_factory=lambda: EdgeDetectorSettings())
+    warm_at_start: bool = True  # load the detectors' models and dictionaries (spaCy NER, jieba, the given-name
+    # list: seconds of CPU) when the gateway starts, before it serves; false: on the first request that needs them
     default_action: Action = "pseudonymise"
     actions: dict[str, Action] = Field(default_factory=dict)  # per entity type, e.g. {"IP_ADDRESS": "audit"}
     images: Literal["block", "pass"] = "block"  # image content parts: block keeps the step on the edge

@@ -78,6 +78,10 @@ def main() -> None:
     parser.add_argument("--no-last-check", action="store_true", help="the layers alone, without the last check")
     parser.add_argument("--edge-detector", metavar="URL", help="add the edge-model layer: an OpenAI-compatible /v1 URL")
     parser.add_argument("--edge-model", default="smollm2", help="the edge detector's model name")
+    parser.add_argument("--edge-timeout", type=float, default=30.0,
+                        help="seconds per edge call; a call past it finds nothing and counts as failed")
+    parser.add_argument("--edge-no-json", action="store_true",
+                        help="ask the edge detector without response_format json_object (json_mode: false)")
     parser.add_argument("--unprotected", action="store_true",
                         help="score the bodies as generated, without the protector (checks the scorer: expect 100 %%)")
     args = parser.parse_args()
@@ -92,15 +96,17 @@ def main() -> None:
             print(f"not in the body: {case_id} {field_:12s} {text!r}")
         return
     settings = PrivacySettings(last_check=not args.no_last_check,
-                               edge_detector={"enabled": bool(args.edge_detector), "on_error": "fail",
-                                              "concurrency": 1})  # one at a time: ms per call is per segment
+                               edge_detector={"enabled": bool(args.edge_detector), "on_error": "skip",
+                                              "timeout_s": args.edge_timeout, "concurrency": 1,
+                                              "json_mode": not args.edge_no_json})  # one at a time: ms per call
+    # is per segment
     lister = build_edge_lister(settings, EdgeEndpoint(args.edge_detector, args.edge_model)) if args.edge_detector \
         else None
     plain, listed = asyncio.run(measure(_seeds(args.seeds), args.cases, settings, args.hard, args.variant, lister))
     if lister is not None:
         s = lister.stats
         print(f"Edge detector: {s.calls} calls, {s.cached} cached, {s.spans} spans kept, {s.rejected} rejected, "
-              f"{s.junk} junk answers, {s.failed} failed, {1000 * s.seconds / max(s.calls, 1):.0f} ms per call, "
+              f"{s.junk} junk answers, {s.failed} failed, {1000 * s.seconds / max(s.calls + s.failed, 1):.0f} ms per call, "
               f"types {dict(s.types)}")
     print(plain.table(f"Detection only (seeds {args.seeds})"))
     print(listed.table(f"With listed units (seeds {args.seeds})"))

@@ -1,5 +1,5 @@
 """The admin tables in the metering database (``database_url``): virtual keys (keyed hashes, never the secret)
-and the audit of admin actions (who, what, when — never a secret). Their migrations keep their own version table.
+and the audit of admin actions (who, what, when — never a secret), each chained in the audit's trail. Their migrations keep their own version table.
 Calls block: async callers run them in a thread."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 
 from accounting.database import make_engine
 from accounting.migrations import Migration, migrate
+from privacy.audit import chain_row, chained, ensure_schema
 
 VERSION_TABLE = "ecgw_admin_schema_version"
 _META = MetaData()
@@ -89,14 +90,21 @@ class AdminDatabase:
 
     def open(self) -> None:
         migrate(self.engine, MIGRATIONS, version_table=VERSION_TABLE)
+        ensure_schema(self.engine)  # admin actions are chained in the audit's trail
 
     def dispose(self) -> None:
         self.engine.dispose()
 
     def record(self, *, who: str, action: str, target: str | None, status: int, detail: str | None = None) -> None:
-        with self.engine.begin() as db:
-            db.execute(insert(ADMIN_ACTIONS).values(at=time.time(), who=who, action=action, target=target,
-                                                    status=status, detail=detail))
+        """One admin action, chained (``privacy.audit``: kind ``admin``) in the same transaction."""
+        row: dict[str, Any] = {"at": time.time(), "who": who, "action": action, "target": target, "status": status,
+                               "detail": detail}
+        with chained(self.engine) as db:
+            done = db.execute(insert(ADMIN_ACTIONS).values(**row))
+            key = done.inserted_primary_key
+            assert key is not None  # an insert of one row: the database numbered it
+            row_id = int(key[0])
+            chain_row(db, "admin", str(row_id), {"id": row_id, **row}, row["at"])
 
     def actions(self) -> list[dict[str, Any]]:
         with self.engine.connect() as db:

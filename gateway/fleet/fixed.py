@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from gateway.fleet.lifecycle import Sharing
-from router.channels import Upstream
-from router.fleet import Single
+from router.fleet import Single, Upstream
 
 log = logging.getLogger("ecgw")
 

@@ -29,11 +29,15 @@ from privacy.audit.store import (
     Hasher,
     body_opener,
     call_row,
+    chain_row,
+    chained,
+    ensure_schema,
     finding_row,
     seal_body,
 )
 from privacy.audit.tables import (
     PrivacyCall,
+    PrivacyChain,
     PrivacyCheckpoint,
     PrivacyEgress,
     PrivacyFinding,
@@ -45,8 +49,8 @@ from privacy.audit.verify import Break, TrailReport, verify_trail
 from privacy.audit.writer import AuditWriter, Record
 
 __all__ = [
-    "RECEIPT_HEADER", "Anchor", "SigningKeys", "PrivacyCheckpoint", "PrivacyReceipt", "ReceiptInvalid", "ReceiptIssuer", "body_bytes", "key_id",
-    "load_public_pems", "placeholder_counts", "request_receipts", "verify_receipt_token",
+    "RECEIPT_HEADER", "Anchor", "SigningKeys", "PrivacyChain", "PrivacyCheckpoint", "PrivacyReceipt", "ReceiptInvalid", "ReceiptIssuer", "body_bytes", "key_id",
+    "load_public_pems", "placeholder_counts", "chain_row", "chained", "ensure_schema", "request_receipts", "verify_receipt_token",
     "AuditStore", "AuditWriter", "AuditedUnits", "Break", "ChainSigner", "ExposureRecorder", "Hasher", "PrivacyCall",
     "PrivacyEgress", "PrivacyFinding", "PrivacyInbound", "inbound_counts", "inbound_record", "TrailReport", "PrivacyUnit", "Record", "benchmark_export", "body_opener", "call_row", "cloud_bodies",
     "finding_row", "overview", "safe_location", "seal_body", "session_exposure", "session_report", "sessions_of",

@@ -79,6 +79,26 @@ def call_row(**fields: Any) -> dict[str, Any]:
     return {name: fields.get(name, 0 if name == "findings" else None) for name in _CALL_COLUMNS}
 
 
+def ensure_schema(engine: Engine) -> None:
+    """The audit's tables (the chain's among them) on ``engine``: for writers of chained records beside the audit's
+    own (the admin actions)."""
+    migrate(engine, AUDIT_MIGRATIONS, version_table=VERSION_TABLE)
+
+
+@contextmanager
+def chained(engine: Engine) -> Iterator[Connection]:
+    """One transaction on ``engine`` holding the chain's write lock: a record written in it is chained with
+    ``chain_row`` before it commits."""
+    with engine.connect().execution_options(sqlite_begin="BEGIN IMMEDIATE") as conn, conn.begin():
+        chain.lock(conn)
+        yield conn
+
+
+def chain_row(conn: Connection, kind: str, ref: str, row: dict[str, Any], created_at: float) -> None:
+    """Chain one row of another table as a record of ``kind`` (``privacy.audit.verify`` knows where to find it)."""
+    chain.append(conn, kind, ref, chain.rows_digest([row]), created_at)
+
+
 class AuditStore:
     """Connects on first use (the writer thread), never at construction: a database that is down delays the
     audit, not the gateway's start (the metering store reports it). Every write adds its entry to the chain
@@ -98,7 +118,7 @@ class AuditStore:
 
     def ensure(self) -> None:
         if not self._ready:
-            migrate(self.engine, AUDIT_MIGRATIONS, version_table=VERSION_TABLE)
+            ensure_schema(self.engine)
             self._ready = True
 
     def reachable(self) -> bool:
@@ -113,8 +133,7 @@ class AuditStore:
     def _chained(self) -> Iterator[Connection]:
         """One transaction holding the chain's write lock."""
         self.ensure()
-        with self.engine.connect().execution_options(sqlite_begin="BEGIN IMMEDIATE") as conn, conn.begin():
-            chain.lock(conn)
+        with chained(self.engine) as conn:
             yield conn
 
     def apply(self, record: dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, MetaData, Table, inspect, select
 from sqlalchemy.engine import Engine
 
 from privacy.audit import chain, receipts
@@ -129,9 +129,13 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
             return "content"  # findings under a tombstone
         return chain.erasable_call_digest(call)
 
+    admin = _admin_actions(conn)
+
     def found(kind: str, ref: str) -> str | None:
         if kind == "call":
             return call_found(ref)
+        if kind == "admin":
+            return chain.rows_digest([admin[ref]]) if ref in admin else None
         if kind == "erasure":
             return chain.rows_digest([erasures[ref]]) if ref in erasures else None
         if kind == "usage":
@@ -174,9 +178,24 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
     for ref in set(units) - chained_units:
         report.breaks.append(Break("inserted", f"units of session {ref}", "units that are not in the chain"))
     _check_erasures(calls, erasures, {ref for kind, ref in latest if kind == "erasure"}, report)
+    chained_admin = {ref for kind, ref in latest if kind == "admin"}
+    for ref in set(admin) - chained_admin:
+        if since is None or admin[ref]["at"] >= since:
+            report.breaks.append(Break("inserted", f"admin action {ref}", "an admin action that is not in the chain"))
     chained_receipts = {ref for kind, ref in latest if kind == "receipt"}
     for ref in set(stored_receipts) - chained_receipts:
         report.breaks.append(Break("inserted", f"receipt {ref}", "a receipt that is not in the chain"))
+
+
+ADMIN_ACTIONS = "ecgw_admin_actions"  # the gateway's admin audit (``gateway.admin.database``), chained as "admin"
+
+
+def _admin_actions(conn: Connection) -> dict[str, dict[str, Any]]:
+    """The admin actions by id, as chained (absent where the gateway's admin tables were never created)."""
+    if not inspect(conn).has_table(ADMIN_ACTIONS):
+        return {}
+    table = Table(ADMIN_ACTIONS, MetaData(), autoload_with=conn)
+    return {str(r["id"]): r for r in (dict(row._mapping) for row in conn.execute(select(table)))}
 
 
 def _check_erasures(calls: dict[str, dict[str, Any]], erasures: dict[str, dict[str, Any]], chained: set[str],

@@ -2,7 +2,8 @@
 
 The listed units (``units``), credentials (``secrets``), fixed formats (``patterns``), identifiers checked by their
 check digits (``identifiers``, ``checksums``), phone numbers (``phones``), values after a label (``labels``, read
-through ``lexicon`` and ``keyhints``; ``references`` keeps the business references agents need), prose (``prose``),
+through ``lexicon`` and ``keyhints``; Kubernetes Secrets and Helm ``env`` lists through ``manifests``; ``references``
+keeps the business references agents need), prose (``prose``),
 names by NER (``ner``), people no label states (``people``: Chinese names through ``segmenter`` and ``zh_names``,
 English ones through ``en_names``, ``given_names`` and ``org_words``, dates of birth through ``birthdates``, pay and
 home addresses) and the optional edge model (``edge_detector``), run in order by the layered detector (``detector``). ``normalise`` holds the surface forms a

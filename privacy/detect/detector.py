@@ -14,6 +14,7 @@ from privacy.detect.findings import Finding, resolve_overlaps
 from privacy.detect.identifiers import IdentifierDetector
 from privacy.detect.keyhints import KeyHintDetector
 from privacy.detect.labels import LabelledValueDetector
+from privacy.detect.manifests import SecretManifestDetector
 from privacy.detect.ner import EntityRecognizer
 from privacy.detect.normalise import fold
 from privacy.detect.phones import PhoneDetector
@@ -34,6 +35,10 @@ class LabelledTextDetector(Protocol):
     """A detector that also reads the key the text sits under (``privacy.detect.people``)."""
 
     def find(self, text: str, label: str | None) -> list[Finding]: ...
+
+    def warm(self) -> None:
+        """Load its dictionaries now (the gateway's start), not on the first text that needs them."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,17 @@ class LayeredDetector:
         self._labels = LabelledValueDetector()
         self._identifiers = IdentifierDetector()
         self._phones = PhoneDetector()
+        self._manifests = SecretManifestDetector()
+
+    def warm(self) -> None:
+        """Load every model and dictionary the layers build lazily (spaCy's NER, jieba, the given-name list), so
+        that the first request after the gateway's start does not pay them (``PrivacyProtector.start``)."""
+        if self._ner is not None:
+            self._ner.warm()
+        if self._people is not None:
+            self._people.warm()
+        if self._edge is not None:
+            self._edge.warm()
 
     def detect(self, targets: list[Target], units: UnitMatcher | None, *, scope: str = "") -> list[list[Finding]]:
         """Findings per target, non-overlapping and sorted. Raises ``DetectionError``."""
@@ -187,6 +203,7 @@ class LayeredDetector:
                 shaped.extend(self._phones.find(text))
                 shaped.extend(self._keys.find(text, target.label))
                 shaped.extend(self._labels.find(text, target.label))
+                shaped.extend(self._manifests.find(text))
             if self._people is not None:
                 shaped.extend(self._people.find(text, target.label))
             if text != target.text:

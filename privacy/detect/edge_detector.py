@@ -204,6 +204,9 @@ class EdgeSpanLister:
     def max_segment_chars(self) -> int:
         return self._settings.max_segment_chars
 
+    def warm(self) -> None:
+        """Nothing to load here: the model is the edge server's."""
+
     def entities(self, segments: list[str], *, scope: str = "") -> list[list[Entity]]:
         unique = list(dict.fromkeys(segments))
         if len(unique) > 1 and self._settings.concurrency > 1:  # an edge server batches concurrent requests

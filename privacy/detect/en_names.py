@@ -45,6 +45,9 @@ class EnglishNames:
     def __init__(self, given: GivenNames) -> None:
         self._given = given
 
+    def warm(self) -> None:
+        self._given.load()
+
     def _name_at(self, text: str, pos: int, strong: bool) -> tuple[int, int] | None:
         """A name starting at ``pos``: a given name and a surname, or (after a strong role word) two capitalised
         words; the span, or None."""

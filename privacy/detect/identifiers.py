@@ -142,6 +142,7 @@ class _Rule:
     check: Callable[[str], bool] | None
     canonical: Callable[[str], str]
     shrink: bool = False  # on a failed check, try the match without its last groups (a word after a grouped IBAN)
+    fold: bool = False  # matched in any case, checked upper-cased (a check digit makes a lower-case id as distinctive)
 
 
 _RULES = (
@@ -157,9 +158,10 @@ _RULES = (
                                                                                   "ZZ"}, lambda v: v.replace(" ", "")),
     _Rule("NATIONAL_ID", re.compile(r"(?<![\w\-.])[2-9]\d{3}([ \-]?)\d{4}\1\d{4}(?![\w\-]|\.\d)"), _aadhaar_ok,
           _digits),
-    _Rule("NATIONAL_ID", re.compile(r"(?<![A-Za-z0-9])[STFGM]\d{7}[A-Z](?![A-Za-z0-9])"), _nric_ok, str),
-    _Rule("NATIONAL_ID", re.compile(r"(?<![A-Za-z0-9])[A-Z]{1,2}\d{6}(?:\([0-9A]\)|[0-9A])(?![A-Za-z0-9])"), _hkid_ok,
-          lambda v: re.sub(r"[()]", "", v)),
+    _Rule("NATIONAL_ID", re.compile(r"(?<![A-Za-z0-9])[STFGM]\d{7}[A-Z](?![A-Za-z0-9])", re.IGNORECASE), _nric_ok, str,
+          fold=True),
+    _Rule("NATIONAL_ID", re.compile(r"(?<![A-Za-z0-9])[A-Z]{1,2}\d{6}(?:\([0-9A]\)|[0-9A])(?![A-Za-z0-9])", re.IGNORECASE),
+          _hkid_ok, lambda v: re.sub(r"[()]", "", v), fold=True),
     _Rule("NATIONAL_ID", re.compile(r"(?<![\w\-.])\d{3}([ \-.])\d{3}\1\d{3}(?![\w\-]|\.\d)"), _sin_or_tfn_ok, _digits),
     _Rule("NATIONAL_ID", re.compile(r"(?<![\w\-.])\d{3}([ \-])\d{3}\1\d{4}(?![\w\-]|\.\d)"), _nhs_ok, _digits),
     # India's PAN: five letters (the fourth the holder's kind), four digits, a letter.
@@ -183,7 +185,8 @@ class IdentifierDetector:
                 value = m.group(0)
                 while rule.shrink and rule.check is not None and not rule.check(value) and re.search(r"[ \-.]", value):
                     value = re.split(r"[ \-.](?=[^ \-.]*$)", value)[0]
-                if rule.check is None or rule.check(value):
+                read = value.upper() if rule.fold else value
+                if rule.check is None or rule.check(read):
                     out.append(Finding(type=rule.type, start=m.start(), end=m.end(), value=value, layer="patterns",
-                                       key=f"{rule.type}:{rule.canonical(value)}"))
+                                       key=f"{rule.type}:{rule.canonical(read)}"))
         return out

@@ -25,6 +25,7 @@ from typing import Any
 from privacy.detect.findings import Finding
 from privacy.detect.keyhints import structured_pairs
 from privacy.detect.lexicon import Lexicon
+from privacy.detect.manifests import named_value_pairs
 from privacy.detect.normalise import canonical
 from privacy.detect.references import business_reference
 from privacy.detect.secrets import _PLACEHOLDER_VALUES, CODE_VALUE
@@ -93,7 +94,7 @@ def _shapes() -> dict[str, Shape]:
         "IBAN_CODE": id_shape(6, 34),
         "CREDIT_CARD": id_shape(12, 19),
         "ACCOUNT_NUMBER": id_shape(5, 30),
-        "AMOUNT": Shape(re.compile(r"^" + _CURRENCY + r"?\s?" + _NUMBER + _CURRENCY_AFTER + r"?$")),
+        "AMOUNT": Shape(re.compile(r"^" + _CURRENCY + r"?\s?" + _NUMBER + _CURRENCY_AFTER + r"?$", re.IGNORECASE)),
         "ALIPAY_ACCOUNT": Shape(re.compile(r"^[\w.@+\-]{5,60}$"), lambda v: v.lower() not in _NOT_ACCOUNT),
         "PHONE_NUMBER": Shape(re.compile(r"^\+?[\d\s\-().]{7,20}$|^\+?\(?\d[\d\s\-()./]{6,19}$"),
                               _digits_between(7, 15)),
@@ -113,7 +114,7 @@ def _shapes() -> dict[str, Shape]:
 
 
 _WRAP = re.compile(r"(?:\\r)?\\n\s*|\r?\n\s*")
-_SEPARATED = re.compile(r"(?<=[A-Za-z])\.(?=[A-Z])")
+_SEPARATED = re.compile(r"(?<=[A-Za-z])[./](?=[A-Z])")
 _ENCODED = re.compile(r"%[0-9A-Fa-f]{2}|&#?\w+;|\\u[0-9a-fA-F]{4}|[\u200b-\u200d\u2060\ufeff\u00ad]")
 
 
@@ -126,7 +127,7 @@ def _readings(raw: str) -> list[str]:
         out.append(" ".join(_WRAP.sub(" ", raw).split()))
     else:
         out.append(" ".join(raw.split()))
-    if ("." in raw or "_" in raw) and _SEPARATED.search(out[0]):
+    if ("." in raw or "_" in raw or "/" in raw) and _SEPARATED.search(out[0]):
         out.append(_SEPARATED.sub(" ", out[0]))
     if (not raw.isascii() or "%" in raw or "&" in raw or "\\" in raw) and _ENCODED.search(raw):
         decoded = canonical(raw)
@@ -136,7 +137,8 @@ def _readings(raw: str) -> list[str]:
 
 
 _TRAILING = ".。,，;；:："
-_CONNECTOR = (r"(?:(?P<conn>[\"']?[ \t]*(?:[:=：]|=>|->|\bis\b|\bwas\b|\bare\b|是|为|為)[ \t]*)(?:(?P<q>[\"'])|\\\"|)"
+_CONNECTOR = (r"(?:(?P<conn>(?:[ \t]*\([A-Za-z$€£¥%]{1,5}\))?[\"']?[ \t]*(?:[:=：]|=>|->|\bis\b|\bwas\b|\bare\b|是|为|為)"
+              r"[ \t]*)(?:(?P<q>[\"'])|\\\"|)"
               r"|[ \t]+(?:#[ \t]?)?(?=[A-Za-z]{0,4}[\-/]?\d))")
 _CHAR = r"(?:[^\s\"'<>{}\[\],;，；。、|()（）]|,(?=\d{3}(?!\d))|(?<=\w)['’](?=\w)|(?<=[A-Z0-9<])<|\\n ?)"
 _TEXT_VALUE = _CHAR + r"+(?:[ ]" + _CHAR + r"+){0,6}"
@@ -279,7 +281,7 @@ class LabelledValueDetector:
                 if accepted is not None and not _reference(accepted[0], label, text):
                     hinted.setdefault(text.strip(), accepted[0])
         for key, value in itertools.chain(structured_pairs(text, self._csv_pairs), _json_label_pairs(text),
-                                          _query_pairs(text)):
+                                          named_value_pairs(text), _query_pairs(text)):
             types = self.label_types(key)
             if types:
                 accepted = self._accept(types, value.strip(), True)

@@ -56,10 +56,10 @@ _add("licence", "licence license licenses licences lic dl dln dvla driver driver
                 "driverslicense permit")
 _add("national_id", "ssn sin nino ni nin citizen resident tin itin taxpayer aadhaar alien uscis immigration "
                     "identity identification anumber natid nationalid cnid idcard hkid greencard utr tfn nric aadhar uidai "
-                    "taxref")
-_add("medical", "mrn medical chart health nhs ehr emr hospital admission")
+                    "taxref hkic ic nricfin")
+_add("medical", "mrn medical chart health nhs ehr emr hospital hosp admission")
 _add("patient", "patient")
-_add("routing", "routing aba rtn transit bsb swift bic sortcode bankcode clearing")
+_add("routing", "routing aba rtn transit bsb swift bic sortcode sort bankcode clearing")
 _add("iban", "iban")
 _add("card", "card cc pan cardnumber creditcard debitcard unionpay")
 _add("account", "account acct acc accnt accts accounts policy pol membership mbr case claim contract "
@@ -74,7 +74,7 @@ _add("contact", "contact")
 _add("email", "email emails mail mailto")
 _add("token", "auth authorization authtoken")
 _add("secret", "password passwords passwd pwd pw pass passphrase passcode pin secret secrets credential "
-               "credentials cred creds token apikey privatekey otp mnemonic webhook sk connstr")
+               "credentials cred creds token apikey privatekey otp mnemonic webhook sk connstr requirepass masterauth")
 _add("cvv", "cvv cvc cvv2 cvc2 csc")
 _add("person", "name names fullname surname forename firstname lastname person holder owner beneficiary "
                "recipient payee payer insured policyholder cardholder applicant guardian spouse employee emp "
@@ -86,9 +86,11 @@ _add("address", "address addresses addr adr street residence residential domicil
 _ID_WORDS = frozenset("id ids no nr num nbr number numbers # code identifier record rec key ref reference refno "
                       "registration reg line ident".split())
 _AMOUNT_TAIL = frozenset("total amount amt sum value gross net ytd annual monthly base available avail current "
-                         "due outstanding".split())
+                         "due outstanding yr yearly".split())
 _QUALIFIERS = frozenset("the of a an to from my your his her their our primary secondary main personal private "
-                        "full legal given bank login user s on at for in me".split())
+                        "full legal given bank login user s on at for in me uk us usa cn prc sg hk au nz ca eu "
+                        "eur usd gbp cny rmb jpy chf inr sgd aud cad hkd"
+                        .split())
 # A last word naming something about the value, not the value: a label ending in one names nothing.
 _NEGATIVE = frozenset(
     "date dt time timestamp ts expiry exp expires expiration expired issued issue issuer country countries type "
@@ -114,7 +116,7 @@ _PAIRS: dict[tuple[str, str], str] = {
     ("identity", "document"): "idcard", ("national", "id"): "natid", ("tax", "id"): "tin", ("tax", "no"): "tin",
     ("tax", "number"): "tin", ("tax", "reference"): "tin", ("tax", "ref"): "tin",
     ("tax", "file"): "tin", ("connection", "string"): "connstr", ("sort", "code"): "sortcode", ("bank", "code"): "bankcode",
-    ("net", "worth"): "networth", ("wechat", "pay"): "wechatpay", ("weixin", "pay"): "wechatpay",
+    ("net", "worth"): "networth", ("take", "home"): "salary", ("takehome", "pay"): "salary", ("wechat", "pay"): "wechatpay", ("weixin", "pay"): "wechatpay",
     ("a", "c"): "acct", ("e", "mail"): "email", ("pass", "phrase"): "passphrase", ("pass", "word"): "password",
     ("pass", "code"): "passcode", ("pin", "code"): "pin", ("zip", "code"): "zip", ("post", "code"): "zip",
     ("postal", "code"): "zip", ("area", "code"): "zip", ("country", "code"): "country",
@@ -135,6 +137,8 @@ for _word in "access auth refresh bearer session api".split():
     _PAIRS[(_word, "token")] = "token"
 for _word in _NOT_PERSON:
     _PAIRS.setdefault((_word, "name"), "othername")
+for _word in ("key", "order", "by", "field", "column"):  # ``sort_key``: a database's, not a bank's sort code
+    _PAIRS[("sort", _word)] = "othername"
 _EN.update({"mrz": "passport", "idcard": "national_id", "natid": "national_id", "tin": "national_id",
             "mrn": "medical", "zip": "", "country": "", "othername": ""})
 _NEGATIVE_WORDS = _NEGATIVE | {"zip", "country", "othername"}
@@ -151,15 +155,16 @@ def _zh(concept: str, words: str) -> None:
 _zh("passport", "护照 机读 机读区 机读码 旅行证件 通行证")
 _zh("licence", "驾照 驾驶证 驾驶执照 驾驶 驾证 行驶证")
 _zh("national_id", "社会安全 阿达哈尔 身份证 身份 证件 居民身份证 社保 社会保障 社会保险 国民保险 移民 外国人 纳税人 税号 公民 居民 "
-                   "绿卡")
+                   "绿卡 个税 纳税")
 _zh("medical", "病历 病案 住院 医保 就诊 门诊 医疗 健康")
 _zh("patient", "患者 病人")
 _zh("routing", "路由 路线 汇款路线 银行代码 行号 联行号 银行识别码 分行代码 清算号 转账代码")
 _zh("iban", "国际银行账号 国际银行帐号")
 _zh("card", "卡号 银行卡 信用卡 借记卡 储蓄卡 银联卡")
-_zh("account", "账号 帐号 账户 帐户 户号 保单 会员 案件 案号 合同 贷款 参考 理赔 订阅 保险 索赔 档案 卷宗 案卷 公积金 社保卡")
+_zh("account", "账号 帐号 账户 帐户 户号 保单 保险单 投保 参保 报案 会员 案件 案号 合同 协议 贷款 参考 理赔 订阅 保险 索赔 档案 卷宗 "
+               "案卷 公积金 社保卡")
 _zh("customer", "客户 用户")
-_zh("amount", "工资 薪资 薪水 薪酬 年薪 月薪 余额 资金 收入 奖金 存款 报酬 资产 酬劳 津贴 待遇 结余 佣金 提成 年终奖")
+_zh("amount", "工资 薪资 薪水 薪酬 年薪 月薪 余额 资金 收入 奖金 存款 报酬 资产 酬劳 津贴 待遇 结余 佣金 提成 年终奖 实发 应发 到手 税前 税后")
 _zh("alipay", "支付宝 微信支付")
 _zh("phone", "电话 手机 座机 传真 联络 电话号 手机号")
 _zh("contact", "联系")

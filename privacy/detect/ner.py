@@ -41,6 +41,10 @@ class EntityRecognizer(Protocol):
         reused only within one scope, so no tenant can time another's text."""
         ...
 
+    def warm(self) -> None:
+        """Load its model now (the gateway's start), not on the first segment."""
+        ...
+
 
 _NOT_A_NAME = re.compile(r"[0-9/\\_@#$%{}<>=|:;]")
 
@@ -87,6 +91,10 @@ class SpacyRecognizer:
                 if self._nlp is None:
                     self._nlp = self._build()
         return self._nlp
+
+    def warm(self) -> None:
+        if self.active:
+            self.nlp()
 
     @property
     def active(self) -> bool:

@@ -56,6 +56,11 @@ class PeopleDetector:
         self._zh = zh
         self._en = en
 
+    def warm(self) -> None:
+        """Load the segmenter and the given-name list now (``PrivacyProtector.start``), not on a first request."""
+        self._zh.warm()
+        self._en.warm()
+
     def find(self, text: str, label: str | None = None) -> list[Finding]:
         tables = list(self._tables(text)) if "\n" in text else []
         people = self._en.find(text) + self._zh.find(text) + list(self._table_names(text, tables))
@@ -107,7 +112,8 @@ class PeopleDetector:
         for code in _POSTCODE_RE.finditer(text):  # an address ends in a postcode: read back from each one
             if code.start() < end:
                 continue
-            window = max(end, code.start() - 120)
+            eol = text.rfind("\n", 0, code.start())  # an address spans this line and at most the one before
+            window = max(end, code.start() - 120, text.rfind("\n", 0, eol) + 1 if eol > 0 else 0)
             for m in _EN_ADDRESS.finditer(text, window, code.end()):
                 if m.end() == code.end():
                     end = m.end()
@@ -217,8 +223,9 @@ _SHARED_LOCK = threading.Lock()
 
 
 def shared_people() -> PeopleDetector:
-    """One people layer per process: its segmenter (jieba's dictionary, ~1-2 s to read) and given-name list
-    (~0.5 s) load on first use, once, however many gateways the process builds; never at import."""
+    """One people layer per process: its segmenter (jieba's dictionary, ~1-3 s of CPU) and given-name list
+    (~0.1 s) load once, however many gateways the process builds: at the gateway's start (``warm``), else on first
+    use; never at import."""
     with _SHARED_LOCK:
         if not _SHARED:
             _SHARED.append(PeopleDetector(ChineseNames(JiebaSegmenter()), EnglishNames(GivenNames())))

@@ -1,6 +1,7 @@
 """Chinese word segmentation with part-of-speech tags (``jieba.posseg``: ``nr`` person, ``ns`` place, ``nt``
 organisation…), from the dictionary and HMM that ship inside the ``jieba`` package: nothing is downloaded. The
-tokenizer is built on first use, once per process (``privacy.factory.shared_segmenter``), never at import; jieba
+tokenizer is built once per process (``privacy.detect.shared_people``) at the gateway's start, or on first use
+where nothing started it (``ecgw scrub``), never at import; jieba
 keeps a cache of its prefix dictionary in the system's temporary directory (a read-only one only costs time)."""
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ class Token:
 class Segmenter(Protocol):
     def tag(self, text: str) -> list[Token]: ...
 
+    def load(self) -> object:
+        """Build the tokenizer now (the gateway's start) rather than on the first Chinese text."""
+        ...
+
 
 class JiebaSegmenter:
     """``tag(text)``: jieba's tokens with offsets; results cached per text (equal lines recur in every step)."""
@@ -40,14 +45,17 @@ class JiebaSegmenter:
         if self._tokenizer is None:
             with self._lock:
                 if self._tokenizer is None:
-                    import jieba
-                    import jieba.posseg
-
-                    logging.getLogger("jieba").setLevel(logging.WARNING)
-                    tokenizer = jieba.Tokenizer()
-                    tokenizer.initialize()
-                    self._tokenizer = jieba.posseg.POSTokenizer(tokenizer)
+                    self._tokenizer = self._build()
         return self._tokenizer
+
+    def _build(self) -> Any:
+        import jieba
+        import jieba.posseg
+
+        logging.getLogger("jieba").setLevel(logging.WARNING)
+        tokenizer = jieba.Tokenizer()
+        tokenizer.initialize()
+        return jieba.posseg.POSTokenizer(tokenizer)
 
     def tag(self, text: str) -> list[Token]:
         cached = self._cache.get(text)

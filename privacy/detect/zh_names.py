@@ -60,6 +60,9 @@ class ChineseNames:
     def __init__(self, segmenter: Segmenter) -> None:
         self._segmenter = segmenter
 
+    def warm(self) -> None:
+        self._segmenter.load()
+
     def find(self, text: str) -> list[tuple[int, int]]:
         """Spans of Chinese names in ``text``."""
         if not _CJK.search(text):

@@ -71,6 +71,9 @@ class Spy:
         self.segments += segments
         return self.inner.entities(segments, scope=scope)
 
+    def warm(self) -> None:
+        self.inner.warm()
+
 
 def _detector(spy: Spy):
     detector = build_detector(PrivacySettings())

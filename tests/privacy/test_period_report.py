@@ -372,3 +372,24 @@ def test_bad_options_are_refused_with_what_to_do(tmp_path, capsys):
         assert said in capsys.readouterr().err, argv
     assert main(base + ["--owner", "acme", "--format", "md"]) == 0  # an empty period is a report, not an error
     assert "- cloud calls: 0" in capsys.readouterr().out
+
+
+def test_a_tampered_trail_is_reported_broken_and_a_tenant_is_not_shown_other_owners_records(run, capsys):
+    import sqlite3
+    from contextlib import closing
+
+    copy = run.tmp / "tampered.sqlite3"
+    with closing(sqlite3.connect(run.tmp / "gw.sqlite3")) as source, closing(sqlite3.connect(copy)) as db:
+        source.backup(db)  # a copy with what the write-ahead log holds
+        db.execute("UPDATE privacy_finding SET type = 'NOTHING' WHERE session_id LIKE 't.beta/%'")  # beta's rows
+        db.commit()
+    config = run.tmp / "tampered.yaml"
+    config.write_text(yaml.safe_dump({**yaml.safe_load(run.config.read_text(encoding="utf-8")),
+                                      "database_url": f"sqlite:///{copy}"}), encoding="utf-8")
+    tampered = Run(run.tmp, config, run.start, run.middle, run.end, {}, {})
+    every, acme = _json(tampered, capsys, "all"), _json(tampered, capsys, "acme")
+    assert not every["trail"]["intact"] and not acme["trail"]["intact"]
+    assert {b["what"] for b in every["trail"]["breaks"]} == {"altered"}
+    assert all("where" in b for b in every["trail"]["breaks"])
+    assert acme["trail"]["breaks"] and all("where" not in b for b in acme["trail"]["breaks"])
+    assert "trail: BROKEN" in _report(tampered, capsys, "acme", "md").read_text(encoding="utf-8")

@@ -1,0 +1,82 @@
+"""The detectors' models and dictionaries load when the gateway starts (``PrivacyProtector.start``), not on the first
+request: a first step must not pay jieba's dictionary, the given-name list or spaCy's model (seconds of CPU).
+Real jieba, real given-name list, real spaCy; the loaders only count how often they build."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from gateway.sessions import MemorySessionStore
+from privacy.detect import LayeredDetector, PatternDetector, SecretDetector, SpacyRecognizer
+from privacy.detect.en_names import EnglishNames
+from privacy.detect.given_names import GivenNames
+from privacy.detect.people import PeopleDetector
+from privacy.detect.segmenter import JiebaSegmenter
+from privacy.detect.zh_names import ChineseNames
+from privacy.factory import build_privacy_protector
+from privacy.protector import PrivacyProtector
+from privacy.settings import NerSettings, PrivacySettings
+
+
+class CountingSegmenter(JiebaSegmenter):
+    builds = 0
+
+    def _build(self) -> Any:
+        self.builds += 1
+        return super()._build()
+
+
+class CountingNames(GivenNames):
+    builds = 0
+
+    def _read(self) -> frozenset[str]:
+        self.builds += 1
+        return super()._read()
+
+
+class CountingRecognizer(SpacyRecognizer):
+    builds = 0
+
+    def _build(self) -> Any:
+        self.builds += 1
+        return super()._build()
+
+
+def _protector(settings: PrivacySettings) -> tuple[PrivacyProtector, list[Any]]:
+    loaders: list[Any] = [CountingSegmenter(), CountingNames(), CountingRecognizer(NerSettings())]
+    segmenter, names, recognizer = loaders
+    detector = LayeredDetector(settings.layers, secrets=SecretDetector(), patterns=PatternDetector(), ner=recognizer,
+                               people=PeopleDetector(ChineseNames(segmenter), EnglishNames(names)))
+    return (build_privacy_protector(settings, database_url=None, sessions=MemorySessionStore(), detector=detector),
+            loaders)
+
+
+BODY = {"messages": [{"role": "user", "content": "客户：王建国 asked again; reviewer Sofia Brandt lives in Leeds."}]}
+
+
+def test_start_loads_every_detector_dictionary_and_the_first_request_loads_none() -> None:
+    protector, loaders = _protector(PrivacySettings())
+
+    async def run() -> str:
+        await protector.start()
+        assert [loader.builds for loader in loaders] == [1, 1, 1]  # jieba, the given names, spaCy: at start
+        sent = (await protector.scrub(BODY, session_id="s")).body["messages"][0]["content"]
+        await protector.aclose()
+        return str(sent)
+
+    sent = asyncio.run(run())
+    assert [loader.builds for loader in loaders] == [1, 1, 1]  # the first request built nothing
+    for value in ("王建国", "Sofia Brandt", "Leeds"):  # ... and every layer it warmed did run on it
+        assert value not in sent
+
+
+def test_warm_at_start_false_leaves_loading_to_the_first_request() -> None:
+    protector, loaders = _protector(PrivacySettings(warm_at_start=False))
+
+    async def run() -> None:
+        await protector.start()
+        await protector.aclose()
+
+    asyncio.run(run())
+    assert [loader.builds for loader in loaders] == [0, 0, 0]
