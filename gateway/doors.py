@@ -19,9 +19,9 @@ from gateway.upstreams.boundary import DroppedFields, ProviderBoundary
 from gateway.upstreams.provider_request import ProviderTransport, RequestShape
 from privacy import Protector
 from router.budgets.limits import NO_SPEND, Spend
-from router.channels import CloudChannel, EdgeChannel, Upstream
+from router.channels import CloudChannel, EdgeChannel
 from router.context import CallContext, RouteTracker
-from router.fleet import Call, Pool
+from router.fleet import Call, Pool, Upstream
 
 log = logging.getLogger("ecgw")
 

@@ -26,22 +26,6 @@ from router.stops import stop_reason
 
 log = logging.getLogger("ecgw")
 
-class Upstream(Protocol):
-    """A model server. Implementations live in ``gateway.upstreams``; they set ``model`` in the body."""
-
-    side: str
-    provider: str
-    model: str
-
-    async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
-
-    def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
-
-    async def aclose(self) -> None:
-        """Close its connections; the last call on an upstream."""
-        ...
-
-
 class Channel(Protocol):
     side: str
     model: str

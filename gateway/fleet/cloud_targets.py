@@ -17,9 +17,8 @@ from typing import Any, Protocol
 
 from gateway.fleet.health import Health
 from gateway.settings import CloudSettings
-from router.channels import Upstream
 from router.errors import UpstreamError
-from router.fleet import Call, Member
+from router.fleet import Call, Member, Upstream
 
 log = logging.getLogger("ecgw")
 

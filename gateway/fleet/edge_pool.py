@@ -19,9 +19,8 @@ from gateway.fleet.health import Health
 from gateway.fleet.rendezvous import rank
 from gateway.settings import EdgeDeployment, EdgeSettings
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
-from router.channels import Upstream
 from router.errors import UpstreamError
-from router.fleet import Call, Member
+from router.fleet import Call, Member, Upstream
 
 log = logging.getLogger("ecgw")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from router.channels import Upstream
-from router.fleet import Single
+from router.fleet import Single, Upstream
 
 log = logging.getLogger("ecgw")
 

@@ -135,3 +135,16 @@ def test_ecgw_audit_verify_receipt_checks_the_signature_and_the_body(tmp_path: P
     (tmp_path / "forged.txt").write_text(forged)
     code, out = ecgw("@" + str(tmp_path / "forged.txt"), "--config", str(config))
     assert code == 1 and "does not verify" in out, out
+
+
+def test_verify_names_a_receipt_chained_by_whoever_holds_the_database_but_not_signed_by_the_key(
+        engine: Engine) -> None:
+    """The holder of the database can chain a row of its own making, not sign it: every stored receipt's signature
+    is checked."""
+    signer, forger = ChainSigner(SEED), ChainSigner(secrets.token_bytes(32))
+    store = AuditStore(engine, signer=signer)
+    _issue(store)
+    _issue(AuditStore(engine, signer=forger), call_id="c-forged")
+    breaks = verify_trail(engine, signer.public).breaks
+    assert [b.what for b in breaks] == ["receipt"] and "call c-forged" in breaks[0].where
+    assert f"signed by key '{forger.key_id}'" in breaks[0].detail
