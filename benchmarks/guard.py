@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import threading
 import time
@@ -139,7 +140,9 @@ def main(requests: int, pace_ms: float) -> str:
     for a in actions:
         lines.append(f"| {a} | {statistics.median(ttfb[a]):.1f} | {_q(ttfb[a], 0.9):.1f} | "
                      f"{statistics.median(total[a]):.1f} | {statistics.median(ttfb[a]) - base:+.1f} |")
-    lines += ["", "`redact` releases the first byte once 64 characters (the hold window) are in — here ~9 events "
+    load = os.getloadavg()[0]
+    lines += ["", f"Load average at the end: {load:.1f} on {os.cpu_count()} cores (the figures include that load). "
+                  "`redact` releases the first byte once 64 characters (the hold window) are in — here ~9 events "
                   "of the stub's pace; `audit` scans after the stream and adds nothing to the first byte."]
     return "\n".join(lines) + "\n"
 

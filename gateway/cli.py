@@ -25,7 +25,7 @@ CONFIG_ENV = "ECGW_CONFIG_FILE"
 
 # Packages that add sub-commands: each module has ``register(subparsers)``.
 COMMAND_MODULES: tuple[str, ...] = ("accounting.cli", "gateway.budget_commands", "gateway.privacy_commands",
-                                     "gateway.policy_commands", "gateway.key_commands", "gateway.audit_commands",
+                                     "gateway.policy_commands", "gateway.router_commands", "gateway.key_commands", "gateway.audit_commands",
                                      "eval.cli")
 
 

@@ -33,7 +33,7 @@ from privacy.settings import ResponseGuardSettings
 
 Found = tuple[str, str, str]  # (type, layer, where in the answer)
 _BOUNDARY = frozenset(" \t\r\n\"'{}[](),;<>")
-_CONTEXT = 256  # characters already released that a scan of the next ones reads too
+_CONTEXT = 96  # characters already released that a scan of the next ones reads too (a label before its value)
 
 
 @dataclass

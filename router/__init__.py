@@ -1,8 +1,9 @@
 """Policies: who answers each agent step, and the two channels they may use."""
 
-from router.channels import Channel, CloudChannel, EdgeChannel, Upstream
+from router.channels import Channel, CloudChannel, EdgeChannel
 from router.context import CallContext, RouteTracker
 from router.errors import PrivacyUnavailable, UpstreamError
+from router.fleet import Upstream
 from router.policy import Policy, PolicyRegistry, StepResult
 from router.step import SessionState, Step
 

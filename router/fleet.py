@@ -11,13 +11,26 @@ import asyncio
 import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from router.chat_shapes import aclose
 from router.errors import UpstreamError
 
-if TYPE_CHECKING:
-    from router.channels import Upstream
+
+class Upstream(Protocol):
+    """A model server. Implementations live in ``gateway.upstreams``; they set ``model`` in the body."""
+
+    side: str
+    provider: str
+    model: str
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
+
+    async def aclose(self) -> None:
+        """Close its connections; the last call on an upstream."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from privacy.audit.store import (
 )
 from privacy.audit.tables import (
     PrivacyCall,
+    PrivacyChain,
     PrivacyCheckpoint,
     PrivacyEgress,
     PrivacyFinding,
@@ -48,7 +49,7 @@ from privacy.audit.verify import Break, TrailReport, verify_trail
 from privacy.audit.writer import AuditWriter, Record
 
 __all__ = [
-    "RECEIPT_HEADER", "Anchor", "SigningKeys", "PrivacyCheckpoint", "PrivacyReceipt", "ReceiptInvalid", "ReceiptIssuer", "body_bytes", "key_id",
+    "RECEIPT_HEADER", "Anchor", "SigningKeys", "PrivacyChain", "PrivacyCheckpoint", "PrivacyReceipt", "ReceiptInvalid", "ReceiptIssuer", "body_bytes", "key_id",
     "load_public_pems", "placeholder_counts", "chain_row", "chained", "ensure_schema", "request_receipts", "verify_receipt_token",
     "AuditStore", "AuditWriter", "AuditedUnits", "Break", "ChainSigner", "ExposureRecorder", "Hasher", "PrivacyCall",
     "PrivacyEgress", "PrivacyFinding", "PrivacyInbound", "inbound_counts", "inbound_record", "TrailReport", "PrivacyUnit", "Record", "benchmark_export", "body_opener", "call_row", "cloud_bodies",

@@ -1,5 +1,6 @@
 """Surface forms of the same value: full-width characters, Cyrillic and Greek look-alikes, invisible characters,
-HTML entities, %-escapes, JSON ``\\u`` escapes, encodings (base64 — MIME-wrapped and nested too —, hex, base32).
+HTML entities, %-escapes, JSON ``\\u`` escapes, encodings (base64 — MIME-wrapped and nested too —, hex, base32),
+combining marks and HTML tags.
 ``fold`` keeps offsets (one character for one); ``variants`` yields decoded views of a text for a scan that only
 needs to know *whether* something is there.
 
@@ -143,11 +144,32 @@ def encoded_segments(text: str) -> Iterator[tuple[int, int, str]]:
         yield start, end, "\n".join([normal, *_decodings(normal, _NESTED - 1)])
 
 
+_TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9]*)\b[^<>]{0,200}>")
+_INLINE_TAGS = frozenset({"a", "abbr", "b", "bdi", "bdo", "cite", "code", "del", "em", "font", "i", "ins", "kbd",
+                          "mark", "q", "s", "samp", "small", "span", "strike", "strong", "sub", "sup", "tt", "u",
+                          "var", "wbr"})
+
+
+def _plain(text: str) -> str:
+    """``text`` as a reader sees it: combining marks dropped (``Z\u0301Q\u0301X``, ``Théodora``: NFD, marks out,
+    NFC) and HTML tags taken out — inline ones (``<b>``, ``<span>``…) as nothing, since they may sit inside a value,
+    others (``<td>``, ``<br>``…) as a space, so cells of a table are not glued."""
+    if not text.isascii() and any(unicodedata.combining(ch) for ch in text):
+        text = unicodedata.normalize("NFC", "".join(ch for ch in unicodedata.normalize("NFD", text)
+                                                    if not unicodedata.combining(ch)))
+    if "<" in text and ">" in text:
+        text = _TAG.sub(lambda m: "" if m.group(1).lower() in _INLINE_TAGS else " ", text)
+    return text
+
+
 def variants(text: str) -> Iterator[str]:
-    """``text`` itself, its canonical form if different, and each encoded segment that decodes to text (encodings
-    inside encodings too)."""
+    """``text`` itself, its canonical form if different, that form without combining marks and HTML tags
+    (``_plain``) if different, and each encoded segment that decodes to text (encodings inside encodings too)."""
     yield text
     normal = canonical(text)
     if normal != text:
         yield normal
+    plain = _plain(normal)
+    if plain != normal:
+        yield plain
     yield from _decodings(normal, _NESTED)

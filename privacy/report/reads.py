@@ -17,6 +17,7 @@ from accounting.reports import derive
 from accounting.store import UsageStore
 from privacy.audit import (
     PrivacyCall,
+    PrivacyChain,
     PrivacyCheckpoint,
     PrivacyEgress,
     PrivacyFinding,
@@ -78,6 +79,13 @@ def receipts(conn: Connection, scope: Scope) -> dict[str, int]:
     query = (select(r.c.target, func.count()).where(*scope.where(r.c.session_id, r.c.created_at))
              .group_by(r.c.target).order_by(r.c.target))
     return {str(target): int(n) for target, n in conn.execute(query)}
+
+
+def last_entry(conn: Connection, until: float) -> int | None:
+    """The sequence number of the chain's last entry made before ``until`` (None: none)."""
+    c = _t(PrivacyChain)
+    found = conn.execute(select(func.max(c.c.seq)).where(c.c.created_at < until)).scalar()
+    return None if found is None else int(found)
 
 
 def checkpoints(conn: Connection) -> list[dict[str, Any]]:

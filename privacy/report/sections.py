@@ -48,8 +48,8 @@ def _trail(trail: dict[str, Any]) -> Section:
                       f"chained records: {trail['entries']}", f"signed checkpoints: {trail['checkpoints']}",
                       f"breaks: {len(trail['breaks'])}", f"head hash: {trail['head_hash']}"]
     if not trail["anchored"]:
-        section.facts.append("no checkpoint signed after the period's end yet: its last records are chained but "
-                             "not yet signed")
+        section.facts.append("the period's last records are chained but no checkpoint signs them yet (the next "
+                             "one comes within privacy.audit_checkpoint_interval_s, and at shutdown)")
     if trail["breaks"]:
         section.tables.append(Table("Breaks", ["what", "where", "detail"],
                                     [[b["what"], b.get("where", "-"), b["detail"]] for b in trail["breaks"]]))

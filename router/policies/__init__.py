@@ -9,6 +9,7 @@ from router.policies.advisor import Advisor
 from router.policies.cloud_only import CloudOnly
 from router.policies.delegate import Delegate
 from router.policies.edge_only import EdgeOnly
+from router.policies.learned_routing import LearnedRouting
 from router.policies.random_matched import CloudRateSource, RandomMatched
 from router.policies.sketch import Sketch
 from router.policies.step_routing import StepRouting
@@ -23,6 +24,7 @@ def builtin_policies(*, cloud_rates: CloudRateSource | None = None) -> Mapping[s
         CloudOnly.name: CloudOnly,
         TaskRouting.name: TaskRouting,
         StepRouting.name: StepRouting,
+        LearnedRouting.name: LearnedRouting,
         Sketch.name: Sketch,
         Advisor.name: Advisor,
         Delegate.name: Delegate,

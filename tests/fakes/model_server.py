@@ -269,8 +269,8 @@ class ModelServer:
                 out_tokens, logprobs = list(content or ""), None
             for i, token in enumerate(out_tokens):
                 if i == reply.break_after:
-                    async for piece in self._break(reply):
-                        yield piece
+                    async for broken in self._break(reply):
+                        yield broken
                     return
                 await self._pause(reply)
                 lp = {"content": [logprobs["content"][i]]} if logprobs else None
@@ -289,8 +289,8 @@ class ModelServer:
                 step = 1 if reply.char_stream else max(1, len(text) // 3)
                 for start in range(0, len(text), step):
                     await self._pause(reply)
-                    piece = {"tool_calls": [{"index": index, "function": {"arguments": text[start:start + step]}}]}
-                    yield chunk({"content": None, **piece} if vllm else piece)
+                    delta = {"tool_calls": [{"index": index, "function": {"arguments": text[start:start + step]}}]}
+                    yield chunk({"content": None, **delta} if vllm else delta)
             if not finish_on_last and not sloppy:
                 yield chunk({}, finish)
             if usage is not None:

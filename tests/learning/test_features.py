@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 
 import httpx
@@ -61,6 +62,10 @@ def test_stored_step_records_hold_no_content(tmp_path: Path, edge: ModelServer, 
                                       "name": "read", "parameters": {"type": "object"}}}], **body},
                                   headers={"X-Session-Id": "features-1"})
             assert response.status_code == 200, response.text
+            deadline = time.monotonic() + 20  # the cloud double answers in order: this step's shadow call first
+            while len(cloud.requests) < len(body["messages"]) // 2:
+                assert time.monotonic() < deadline, "the shadow call never reached the cloud"
+                time.sleep(0.02)
     finally:
         server.stop()  # flushes the meter, the shadow calls' records included
     with sqlite3.connect(database) as conn:

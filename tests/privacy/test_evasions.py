@@ -89,6 +89,11 @@ CASES: dict[str, Case] = {
                                   tells=["\u0422he\u043edora V\u0430nterp\u043eol"]),
     "greek look-alikes": _user("ref \u0396Q\u03a7-4471-\u039a\u0391\u03a1\u03a1\u0391", unit="acct-9.ticket",
                                tells=["\u0396Q\u03a7-4471-\u039a\u0391\u03a1\u03a1\u0391"]),
+    # combining marks on every letter, HTML tags inside a value (read as a reader sees them)
+    "combining marks": _user("ticket " + "".join(c + "\u0301" for c in TICKET), unit="acct-9.ticket",
+                             tells=["".join(c + "\u0301" for c in TICKET)]),
+    "HTML tags inside a value": _user("ticket ZQX-<b>4471</b>-KAPPA and <span>Theodora</span> <i>Vanterpool</i>",
+                                      unit="acct-9.ticket", tells=["ZQX-<b>4471</b>-KAPPA"]),
     # splits the seam check missed
     "split across non-adjacent messages": Case([Turn("user", "pw Plover!Ga"), Turn("assistant", "noted"),
                                                 Turn("user", "ntry#4471")], ["Plover!Ga", "ntry#4471"],

@@ -9,6 +9,7 @@ the dashboard."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
@@ -214,6 +215,8 @@ HELD = [
     (f"the key is sk-proj-{'a1B2' * 12} ok", "the key is [INBOUND_OPENAI_KEY] ok"),
     (f"here:\n{_KEY}\nthat was it", "here:\n[INBOUND_PRIVATE_KEY]\nthat was it"),
     (f"password: hunter2horse and {PERSON}", f"password: [INBOUND_PASSWORD] and {PERSON}"),
+    ("auth eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c done",
+     "auth [INBOUND_JWT] done"),  # found only once whole: held as one word
 ]
 
 
@@ -239,3 +242,23 @@ def test_every_split_releases_the_same_redacted_text_and_never_part_of_a_value(a
     for size in (2, 3, 7, 11):
         assert _guarded_stream([answer[i:i + size] for i in range(0, len(answer), size)])[0] == redacted
     assert "".join(pieces[:len(answer)])  # released before the end: the hold-back is a window, not the answer
+
+
+def test_audit_still_records_a_stream_the_client_cut_short(auditing, cloud):
+    session = _session(auditing, "rg-cut")
+    cloud.script(Reply(content=f"SSN {SSN} " + "and more " * 300, chunk_delay_s=0.005))
+    body = _chat_body(stream=True)
+    with httpx.stream("POST", f"{auditing.base_url}/chat/completions", json=body, timeout=60,
+                      headers={"X-Session-Id": session}) as response:
+        seen = ""
+        for line in response.iter_lines():
+            if line.startswith("data: {"):
+                seen += "".join((c.get("delta") or {}).get("content") or "" for c in json.loads(line[6:])["choices"])
+            if SSN in seen:
+                break  # the client goes away mid-answer
+    for _ in range(100):  # the gateway notices the disconnect on its next write, then records
+        report = httpx.get(f"{auditing.url}/v1/sessions/{session}/privacy").json()
+        if report["inbound"]["total"]:
+            break
+        time.sleep(0.05)
+    assert report["inbound"]["by_type"] == {"US_SSN": 1}, report["inbound"]
