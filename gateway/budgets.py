@@ -17,6 +17,7 @@ from accounting.store import UsageStore
 from gateway.errors import error_response
 from gateway.jsonio import dumps
 from gateway.settings import ConfigError, Settings
+from gateway.targets_report import aimed
 from gateway.tenancy import Identity
 from privacy.session_store import SessionStore, SessionStoreUnavailable
 from router.budgets.errors import BudgetUnavailable
@@ -25,6 +26,7 @@ from router.budgets.limits import Budgets
 from router.budgets.measures import Estimator, Prices
 from router.experiments import ExperimentsSettings
 from router.target_costs import CallCost
+from router.targets import COST_KNOB
 
 
 def key_name(identity: Identity) -> str | None:
@@ -60,6 +62,11 @@ def check_limits(settings: Settings) -> None:
         every["limits.default_key"] = limits.default_key
     if limits.sessions is not None:
         every["limits.sessions"] = limits.sessions
+    for policy, arm, knob, _ in aimed(settings):
+        if knob == COST_KNOB and prices_of(settings).price(settings.cloud.model, warn=False) is None:
+            where = f"experiments arm {arm}" if arm else f"policy.knobs.{policy}"
+            raise ConfigError(f"{where}.{COST_KNOB}: the cloud model {settings.cloud.model} has no price, so a cost "
+                              "target cannot be measured; add it to accounting.prices")
     for where, value in every.items():
         if value.cloud_usd is not None and prices_of(settings).price(settings.cloud.model, warn=False) is None:
             raise ConfigError(f"{where}.cloud_usd: the cloud model {settings.cloud.model} has no price, so a USD "

@@ -92,6 +92,11 @@ def test_a_threshold_and_a_target_both_set_stop_serve_naming_the_knob(tmp_path: 
         "step-routing": {"target_cloud_rate": 0.25, "target_cost_per_session": 0.5}}}}))
     assert main(["serve", "--config", str(config)]) == 2
     assert "target_cloud_rate and target_cost_per_session (two targets)" in capsys.readouterr().err
+    config.write_text(yaml.safe_dump({"edge": {"launch": "never"}, "cloud": {"model": "openai/unpriced-test"},
+                                      "accounting": {"litellm_fallback": False}, "policy": {"knobs": {
+        "task-routing": {"scorer": "rules", "target_cost_per_session": 0.5}}}}))
+    assert main(["serve", "--config", str(config)]) == 2  # a cost nothing can price could never be aimed at
+    assert "policy.knobs.task-routing.target_cost_per_session" in capsys.readouterr().err
 
 
 def test_an_arm_that_is_not_forceable_cannot_be_chosen_by_header(start_gateway) -> None:
