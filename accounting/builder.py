@@ -48,10 +48,11 @@ class RecordBuilder:
         price_version: str | None = None
         edge_flops: float | None = None
         formula: str | None = None
+        pricer = call.prices or self._pricer
         if call.side == "cloud":
-            price = self._pricer.price(call.model)
+            price = pricer.price(call.model)
         else:
-            price = self._pricer.price(call.model, use_fallback=False, warn=False)
+            price = pricer.price(call.model, use_fallback=False, warn=False)
             edge_flops = self._flops.flops(call.model, tokens)
             formula = self._flops.formula if edge_flops is not None else None
         if price is not None:

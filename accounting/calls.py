@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from accounting.pricing import Pricer
 
 
 @dataclass
@@ -28,6 +31,9 @@ class UpstreamCall:
     # Only for estimating tokens when the upstream reported no usage; never stored.
     request_body: Mapping[str, Any] | None = field(default=None, repr=False)
     output_text: str = field(default="", repr=False)
+    # The price table of the configuration the call ran under (``PricedMeter``; a reload's prices apply to calls
+    # made after it, whenever the writer builds their rows); None: the meter's own.
+    prices: Pricer | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -72,6 +78,31 @@ class Meter(Protocol):
     async def aclose(self) -> None:
         """Flush what is queued and stop; nothing recorded before is lost."""
         ...
+
+
+class PricedMeter:
+    """A meter that stamps every call with one price table (the configuration snapshot's) on its way to ``inner``."""
+
+    def __init__(self, inner: Meter, prices: Pricer) -> None:
+        self._inner = inner
+        self.prices = prices
+
+    def record(self, call: UpstreamCall) -> None:
+        if call.prices is None:
+            call.prices = self.prices
+        self._inner.record(call)
+
+    def record_step(self, step: StepRecord) -> None:
+        self._inner.record_step(step)
+
+    def settle(self, request_id: str, session_id: str) -> None:
+        self._inner.settle(request_id, session_id)
+
+    async def start(self) -> None:
+        return None  # the inner meter's lifecycle is its owner's
+
+    async def aclose(self) -> None:
+        return None
 
 
 class NullMeter:

@@ -15,9 +15,14 @@ from accounting.store import UsageStore
 from accounting.writer import StoreMeter
 
 
+def build_pricer(settings: AccountingSettings) -> Pricer:
+    """The price table ``accounting.prices`` describes (a reload builds a new one for the calls after it)."""
+    return Pricer(settings.prices, price_version=settings.price_version,
+                  fallback=bundled_litellm_cost_map if settings.litellm_fallback else None)
+
+
 def build_record_builder(settings: AccountingSettings) -> RecordBuilder:
-    pricer = Pricer(settings.prices, price_version=settings.price_version,
-                    fallback=bundled_litellm_cost_map if settings.litellm_fallback else None)
+    pricer = build_pricer(settings)
     flops = FlopsCalculator(settings.edge_models, formula=settings.flops_formula, attention=settings.flops_attention)
     return RecordBuilder(pricer, flops, TokenEstimator())
 

@@ -17,9 +17,9 @@ T = TypeVar("T")
 @runtime_checkable
 class UsageReports(Protocol):
     async def report(self, by: str, *, since: float | None = None, until: float | None = None,
-                     session_prefix: str | None = None) -> list[dict[str, Any]]:
+                     session_prefix: str | None = None, session_id: str | None = None) -> list[dict[str, Any]]:
         """The rows of ``ecgw usage`` grouped ``by`` (``accounting.reports``) of the calls started in [``since``,
-        ``until``), after what is buffered is written."""
+        ``until``) (of that one session, when ``session_id`` is given), after what is buffered is written."""
         ...
 
     async def settlement(self, request_ids: list[str], *, session_prefix: str | None = None) -> dict[str, Any]:

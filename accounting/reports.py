@@ -94,10 +94,13 @@ def derive(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def usage_report(store: UsageStore, by: str, *, since: float | None = None, until: float | None = None,
-                 session_prefix: str | None = None) -> list[dict[str, Any]]:
+                 session_prefix: str | None = None, session_id: str | None = None) -> list[dict[str, Any]]:
+    """``session_id``: only that session's calls (the full stored id, owner prefix included)."""
     if by not in GROUPS:
         raise BadReportRequest(f"unknown grouping {by!r}; valid: {', '.join(GROUPS)}")
-    return [derive(raw) for raw in store.aggregate(by, since=since, until=until, session_prefix=session_prefix)]
+    where = {"session_id": session_id} if session_id is not None else None
+    return [derive(raw) for raw in store.aggregate(by, since=since, until=until, where=where,
+                                                   session_prefix=session_prefix)]
 
 
 # formatting ----------------------------------------------------------------------------------------------------

@@ -150,7 +150,10 @@ class UsageStore:
         if by not in GROUPS:
             raise ValueError(f"unknown grouping {by!r}; use one of {', '.join(GROUPS)}")
         t = _table()
-        return self._grouped(t.c[GROUPS[by]], since=since, until=until, where=where, session_prefix=session_prefix)
+        group: Any = t.c[GROUPS[by]]
+        if by == "deployment":  # both sides' one-member shorthands are named "default": told apart by side
+            group = case((group == "default", t.c.side + ":default"), else_=group)
+        return self._grouped(group, since=since, until=until, where=where, session_prefix=session_prefix)
 
     def aggregate_buckets(self, bucket_s: float, *, since: float | None = None,
                           session_prefix: str | None = None) -> list[dict[str, Any]]:

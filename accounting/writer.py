@@ -141,10 +141,10 @@ class StoreMeter:
         return await self._flush_once()
 
     async def report(self, by: str, *, since: float | None = None, until: float | None = None,
-                     session_prefix: str | None = None) -> list[dict[str, Any]]:
+                     session_prefix: str | None = None, session_id: str | None = None) -> list[dict[str, Any]]:
         await self.flush()
         return await asyncio.to_thread(usage_report, self.store, by, since=since, until=until,
-                                       session_prefix=session_prefix)
+                                       session_prefix=session_prefix, session_id=session_id)
 
     async def query(self, read: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``read(store, *args, **kwargs)`` in a thread, after writing what is buffered (reports see every call

@@ -142,3 +142,20 @@ def start_litellm_proxy(workdir: Path, upstream: Server) -> Server | None:
     env = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR"}
     return _spawn("litellm-proxy", [str(python.parent / "litellm"), "--config", str(path), "--port", str(port),
                                     "--num_workers", "1"], workdir, f"http://127.0.0.1:{port}/v1", env=env)
+
+
+def start_portkey(workdir: Path, upstream: Server) -> tuple[Server | None, str]:
+    """Portkey's open-source gateway (Node, ``scripts/portkey.sh``) in front of the upstream, or None and why not."""
+    done = subprocess.run([str(ROOT / "scripts" / "portkey.sh"), "env"], capture_output=True, text=True)
+    paths = dict(part.split("=", 1) for part in done.stdout.split() if "=" in part)
+    if done.returncode != 0 or "ECGW_PORTKEY_SERVER" not in paths:
+        return None, f"Portkey's gateway did not install: {done.stderr.strip()[-300:]}"
+    port = free_port()
+    try:
+        server = _spawn("portkey", [paths["ECGW_PORTKEY_NODE"], paths["ECGW_PORTKEY_SERVER"], f"--port={port}",
+                                    "--headless"], workdir, f"http://127.0.0.1:{port}/v1")
+    except RuntimeError as exc:
+        return None, f"Portkey's gateway did not start: {str(exc)[-300:]}"
+    server.extra_headers = {"x-portkey-provider": "openai", "x-portkey-custom-host": upstream.url,
+                            "authorization": "Bearer none"}
+    return server, ""

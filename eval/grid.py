@@ -120,4 +120,5 @@ def summary_to_json(summary: PolicySummary) -> dict[str, Any]:
 
 def summary_from_json(data: dict[str, Any]) -> PolicySummary:
     known = {k: v for k, v in data.items() if k in PolicySummary.__dataclass_fields__}
-    return PolicySummary(**{**known, "tokens": TokenTotals(**data["tokens"])})
+    return PolicySummary(**{**known, "tokens": TokenTotals(**data["tokens"]),
+                            "shadow_tokens": TokenTotals(**(data.get("shadow_tokens") or {}))})

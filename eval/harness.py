@@ -155,7 +155,9 @@ class AgentHarness:
             extra["grade_reported"] = f"{type(exc).__name__}: {exc}"
         record = RunRecord(task_id=task.id, run=run, overall_score=final, error=error,
                            cloud=usage.cloud, cloud_cost_usd=usage.cloud_cost_usd, edge_flops=usage.edge_flops,
-                           leaks=usage.leaks, attempts=attempt.number, incomplete=usage.incomplete)
+                           leaks=usage.leaks, attempts=attempt.number, incomplete=usage.incomplete,
+                           shadow_calls=usage.shadow_calls, shadow_cloud=usage.shadow_cloud,
+                           shadow_cost_usd=usage.shadow_cost_usd)
         extra.update(grade_details=dict(details), flops_formula=usage.flops_formula, privacy=usage.privacy,
                      requests=len(calls.request_ids),
                      wall_s=round(self.clock() - started, 3), transcript=str(transcript_path))

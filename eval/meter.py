@@ -3,6 +3,10 @@ its cloud tokens, cost, edge FLOPs and per-unit privacy exposure afterwards — 
 (``PUT /v1/sessions/{id}/units``, ``POST /v1/usage/requests``, ``GET /v1/sessions/{id}/privacy``), and the
 session's grade once it is graded (``PUT /v1/sessions/{id}/grade``).
 
+Shadow calls (purpose ``shadow``, the gateway's own labelling calls, with request ids of their own) are never among
+the harness's requests, so never in its figures; they are read apart, from ``GET /v1/usage?by=purpose&session=…``,
+after the run (a shadow call still in flight then is not counted: they are a lower bound).
+
 Complete before read: the built-in harness knows the id of every request it made (``x-ecgw-request-id`` on every
 response) and asks ``POST /v1/usage/requests`` until the gateway says each of them is *settled* — its mark and all
 the upstream calls it caused (probes, plans, advice, delegation) are in the metering store, whichever worker served
@@ -42,6 +46,21 @@ class SessionUsage:
     leaks: tuple[UnitLeak, ...] | None = None  # per listed unit: 1.0 when its raw value reached the cloud
     privacy: dict[str, Any] | None = None  # the gateway's summary: cloud calls, units known/exposed/protected
     incomplete: tuple[str, ...] = ()  # why some figures are missing (they are then not zero but unknown)
+    shadow_calls: int = 0  # the session's purpose-``shadow`` calls: the operator's, apart from the figures above
+    shadow_cloud: CloudUsage = field(default_factory=CloudUsage)
+    shadow_cost_usd: float = 0.0
+
+
+def _cloud(row: dict[str, Any]) -> CloudUsage:
+    """The cloud tokens of one ``/v1/usage`` row (its raw input excludes cached tokens; ``prompt`` includes them)."""
+
+    def count(key: str) -> int:
+        return int(row.get(key) or 0)
+
+    raw, cache_read, cache_write = (count("cloud_raw_input_tokens"), count("cloud_cache_read_tokens"),
+                                    count("cloud_cache_write_tokens"))
+    return CloudUsage(prompt=raw + cache_read + cache_write, cache_read=cache_read, cache_write=cache_write,
+                      output=count("cloud_output_tokens"))
 
 
 class SessionMeter(Protocol):
@@ -117,34 +136,47 @@ class GatewaySessionMeter:
                     incomplete.append(f"no usage recorded for session {session_id}")
         except (httpx.HTTPError, GatewayMeterError, ValueError) as exc:
             incomplete.append(f"usage not read: {exc}")
+        usage_readable = not incomplete or not incomplete[-1].startswith("usage not read")
         leaks: tuple[UnitLeak, ...] | None = None
         privacy: dict[str, Any] | None = None
         try:
             leaks, privacy = self.session_privacy(session_id)
         except (httpx.HTTPError, GatewayMeterError, ValueError) as exc:
             incomplete.append(f"audit not read: {exc}")
+        shadow: dict[str, Any] = {}
+        try:  # where usage cannot be read at all, that one reason says it
+            shadow = (self._shadow_row(session_id) or {}) if usage_readable else {}
+        except (httpx.HTTPError, GatewayMeterError, ValueError) as exc:
+            incomplete.append(f"shadow usage not read: {exc}")
+        shadow_calls, shadow_cloud = int(shadow.get("cloud_calls") or 0), _cloud(shadow)
+        shadow_cost = float(shadow.get("cloud_cost_usd") or 0.0)
         if row is None:
-            return SessionUsage(leaks=leaks, privacy=privacy, incomplete=tuple(incomplete))
+            return SessionUsage(leaks=leaks, privacy=privacy, incomplete=tuple(incomplete), shadow_calls=shadow_calls,
+                                shadow_cloud=shadow_cloud, shadow_cost_usd=shadow_cost)
         found: dict[str, Any] = row
-
-        def count(key: str) -> int:
-            return int(found.get(key) or 0)
-
-        if count("cloud_unpriced_calls"):
-            incomplete.append(f"{count('cloud_unpriced_calls')} cloud calls have no price (cost_usd null): add "
-                              "their model to accounting.prices")
-        raw, cache_read, cache_write = (count("cloud_raw_input_tokens"), count("cloud_cache_read_tokens"),
-                                        count("cloud_cache_write_tokens"))
+        unpriced = int(found.get("cloud_unpriced_calls") or 0)
+        if unpriced:
+            incomplete.append(f"{unpriced} cloud calls have no price (cost_usd null): add their model to "
+                              "accounting.prices")
         return SessionUsage(
-            cloud=CloudUsage(prompt=raw + cache_read + cache_write, cache_read=cache_read, cache_write=cache_write,
-                             output=count("cloud_output_tokens")),
+            cloud=_cloud(found),
             cloud_cost_usd=float(found.get("cloud_cost_usd") or 0.0),
             edge_flops=float(found.get("edge_pflops") or 0.0) * 1e15,
             flops_formula=str(found.get("flops_formula") or ""),
             leaks=leaks,
             privacy=privacy,
             incomplete=tuple(incomplete),
+            shadow_calls=shadow_calls,
+            shadow_cloud=shadow_cloud,
+            shadow_cost_usd=shadow_cost,
         )
+
+    def _shadow_row(self, session_id: str) -> dict[str, Any] | None:
+        response = self._client.get("/v1/usage", params={"by": "purpose", "session": session_id, "format": "json"})
+        if response.status_code >= 400:
+            raise GatewayMeterError(f"HTTP {response.status_code}: {response.text[:300]}")
+        rows: Sequence[dict[str, Any]] = json.loads(response.text).get("data") or []
+        return next((r for r in rows if r.get("group") == "shadow"), None)
 
     def _settled_usage(self, calls: RunCalls, incomplete: list[str]) -> dict[str, Any] | None:
         """Ask until every request is settled or ``settle_timeout_s`` runs out; the usage of those requests."""

@@ -8,6 +8,9 @@
   R·p_input + C·p_cache_read + O·p_output + W·p_cache_write with the call's context tier), averaged over runs.
   Eval has no price table of its own, so one call never gets two USD figures.
 - Edge PFLOPs per run = Σ edge FLOPs / runs / 1e15.
+- Shadow calls (purpose ``shadow``: the gateway asking the cloud a step the edge answered, to label it) are the
+  operator's cost, never the policy's: their calls, tokens and USD are summed apart (``shadow_*``) and never added
+  to the columns above.
 - Privacy of a task run = 1 − Σ w·leak / Σ w over its annotated units; privacy of a task is the mean over its
   runs; privacy of a policy is the mean over annotated tasks; exposure = 100 − privacy × 100.
 """
@@ -149,6 +152,9 @@ class RunRecord:
     judge_leaks: tuple[UnitLeak, ...] | None = None  # the benchmark's judge-based measure, when configured
     attempts: int = 1  # how many times this run was started (a redo or a resume after a crash adds one)
     incomplete: tuple[str, ...] = ()  # why some of its usage or audit could not be read: figures missing, not 0
+    shadow_calls: int = 0  # the gateway's shadow calls on this run's session: apart, never in the figures above
+    shadow_cloud: CloudUsage = field(default_factory=CloudUsage)
+    shadow_cost_usd: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -168,6 +174,9 @@ class PolicySummary:
     incomplete_runs: int = 0  # runs whose usage or audit could not be read completely
     retried_runs: int = 0  # runs that took more than one attempt
     attempts: int = 0  # attempts over all runs
+    shadow_calls: float = 0.0  # per run, averaged like the cost: the operator's, not in the columns above
+    shadow_tokens: TokenTotals = field(default_factory=TokenTotals)
+    shadow_cost_usd: float = 0.0
 
 
 def _privacy_of(records: Iterable[RunRecord], attribute: str) -> float | None:
@@ -213,4 +222,7 @@ def summarize(policy: str, task_ids: Sequence[str], records: Sequence[RunRecord]
         incomplete_runs=sum(1 for r in records if r.incomplete),
         retried_runs=sum(1 for r in records if r.attempts > 1),
         attempts=sum(r.attempts for r in records),
+        shadow_calls=sum(r.shadow_calls for r in records) / runs,
+        shadow_tokens=cloud_tokens((r.shadow_cloud for r in records), runs),
+        shadow_cost_usd=sum(r.shadow_cost_usd for r in records) / runs,
     )

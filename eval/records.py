@@ -24,21 +24,28 @@ def _leaks(raw: Any) -> tuple[UnitLeak, ...] | None:
     return tuple(UnitLeak(float(u["weight"]), float(u["leak"]), str(u.get("unit_id", ""))) for u in raw)
 
 
+def _cloud(raw: Mapping[str, Any] | None) -> CloudUsage:
+    raw = raw or {}
+    return CloudUsage(int(raw.get("prompt", 0)), int(raw.get("cache_read", 0)), int(raw.get("cache_write", 0)),
+                      int(raw.get("output", 0)))
+
+
 def record_from_json(data: Mapping[str, Any]) -> RunRecord:
-    cloud = data.get("cloud") or {}
     return RunRecord(
         task_id=str(data["task_id"]),
         run=int(data["run"]),
         overall_score=float(data.get("overall_score") or 0.0),
         error=data.get("error"),
-        cloud=CloudUsage(int(cloud.get("prompt", 0)), int(cloud.get("cache_read", 0)),
-                         int(cloud.get("cache_write", 0)), int(cloud.get("output", 0))),
+        cloud=_cloud(data.get("cloud")),
         cloud_cost_usd=float(data.get("cloud_cost_usd") or 0.0),
         edge_flops=float(data.get("edge_flops") or 0.0),
         leaks=_leaks(data.get("leaks")),
         judge_leaks=_leaks(data.get("judge_leaks")),
         attempts=int(data.get("attempts") or 1),
         incomplete=tuple(str(reason) for reason in data.get("incomplete") or ()),
+        shadow_calls=int(data.get("shadow_calls") or 0),
+        shadow_cloud=_cloud(data.get("shadow_cloud")),
+        shadow_cost_usd=float(data.get("shadow_cost_usd") or 0.0),
     )
 
 

@@ -72,6 +72,13 @@ def _notes(summaries: Sequence[PolicySummary]) -> list[str]:
                      + ", ".join(f"{s.policy} {s.incomplete_runs} of {s.tasks * s.runs} runs" for s in incomplete)
                      + "; what is missing is not counted, so these figures are lower bounds (see 'incomplete' "
                        "in each run's result.json).")
+    shadowed = [s for s in summaries if s.shadow_calls]
+    if shadowed:
+        notes.append("Shadow calls (the gateway's own labelling calls, the operator's cost; not in the columns "
+                     "above), per run: " + ", ".join(
+                         f"{s.policy} {s.shadow_calls:g} calls, {_num(s.shadow_tokens.raw)}/"
+                         f"{_num(s.shadow_tokens.cache_read)}/{_num(s.shadow_tokens.output)} M tokens R/C/O, "
+                         f"${_num(s.shadow_cost_usd)}" for s in shadowed) + ".")
     retried = [s for s in summaries if s.retried_runs]
     if retried:
         notes.append("Runs that took more than one attempt (each attempt metered on its own session; only the "

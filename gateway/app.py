@@ -28,7 +28,7 @@ from gateway.body import BodyReader
 from gateway.budgets import budget_endpoint, build_budgets, call_cost_of, check_limits
 from gateway.dashboard.access import UiSessions
 from gateway.dashboard.routes import dashboard_routes
-from gateway.doors import Doors, ManagedUpstream
+from gateway.doors import DoorsPart, ManagedUpstream, doors_of
 from gateway.errors import ClientError, StartupError, error_response
 from gateway.failures import Failure, client_failure
 from gateway.gatekeeper import REQUEST_ID_HEADER, Gatekeeper
@@ -207,26 +207,28 @@ def build_services(
     admin_db = AdminDatabase.from_url(settings.database_url)
     virtual_keys = VirtualKeys(admin_db, keys.derive("virtual-keys"), poll_s=reload_poll_s)
 
-    def snapshot(of: Settings, version: int) -> Snapshot:
-        registry, chooser = build_router(of, cloud_rates=rates)
-        return Snapshot(version, of, registry, chooser,
-                        Tenancy(of.server, of.sessions, owner_key=owner_key, session_id_key=session_id_key,
-                                runtime=virtual_keys),
-                        {part.name: part.build(of) for part in parts})
-
-    config = Configuration(snapshot(settings, 0), snapshot, parts=parts)
     sessions = sessions or build_session_store(settings, keys)
     protector = protector or build_protector(settings.privacy, database_url=settings.database_url,
                                              sessions=sessions, edge=edge_endpoint(settings.edge),
                                              hash_key=keys.derive("audit"),
                                              seal_key=keys.derive("audit-body"), scope_of=owner_of,
                                              sign_keys=SigningKeys(keys.derive))
-    doors = Doors.build(settings, meter=meter, protector=protector, edge=edge, cloud=cloud,
-                        cloud_transport=cloud_transport)
+    every = (DoorsPart(meter=meter, protector=protector, sessions=sessions, edge=edge, cloud=cloud,
+                       cloud_transport=cloud_transport), *parts)
+
+    def snapshot(of: Settings, version: int, running: Snapshot | None) -> Snapshot:
+        registry, chooser = build_router(of, cloud_rates=rates)
+        return Snapshot(version, of, registry, chooser,
+                        Tenancy(of.server, of.sessions, owner_key=owner_key, session_id_key=session_id_key,
+                                runtime=virtual_keys),
+                        {part.name: part.build(of, running.parts[part.name] if running is not None else None)
+                         for part in every})
+
+    config = Configuration(snapshot(settings, 0, None), snapshot, parts=every)
     budgets = build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"), clock=clock)
+
     return Services(
         config=config,
-        doors=doors,
         protector=protector,
         meter=meter,
         sessions=sessions,
@@ -238,7 +240,7 @@ def build_services(
         tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
                                          service_name=settings.observability.service_name),
         budgets=budgets,
-        shadows=Shadows(settings.learning, doors=doors, meter=meter, budgets=budgets),
+        shadows=Shadows(settings.learning, doors=lambda: doors_of(config.current()), meter=meter, budgets=budgets),
         call_cost=call_cost_of(settings),
     )
 
@@ -335,7 +337,7 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
         # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", CountTokens(reader).handle, methods=["POST"]),
-        *admin_routes(services.admin_db, services.virtual_keys, services.config, services.reloader),
+        *admin_routes(services.admin_db, services.virtual_keys, services.config, services.reloader, reader),
     ]
     # Plain Starlette: the chat route is the hot path of every agent step, and FastAPI's extra per-request
     # middleware (telemetry, body limit, exit stacks) buys nothing for raw-Request endpoints.

@@ -2,22 +2,33 @@
 hands out channels over them, so the cloud is never reachable except through a ``CloudChannel`` (protect →
 upstream → restore → meter), and every cloud transport only behind the provider boundary (``ProviderBoundary``: it
 gets ``ProviderRequest`` objects built by the one allowlist, never a client's body). This is the only module that
-imports the cloud transport (``make lint`` checks it)."""
+imports the cloud transport (``make lint`` checks it).
+
+The doors are part of the configuration's snapshot (``DoorsPart``): a reload of the edge pool, the cloud targets,
+the privacy rules or the prices builds new doors over the running ones (keeping every member whose configuration did
+not change), a request goes out through the doors of the snapshot it started with, and the old doors' members that
+no live snapshot shares are closed after the last such request."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from accounting.calls import Meter
+from accounting.calls import Meter, PricedMeter
+from accounting.factory import build_pricer
 from gateway.fleet.cloud_targets import CloudTargets
 from gateway.fleet.edge_pool import EdgePool
 from gateway.fleet.fixed import Fixed
-from gateway.settings import CloudSettings, Settings
+from gateway.fleet.lifecycle import Sharing
+from gateway.settings import CloudSettings, ConfigError, Settings, edge_endpoint
+from gateway.snapshot import Snapshot
 from gateway.upstreams.boundary import DroppedFields, ProviderBoundary
 from gateway.upstreams.provider_request import ProviderTransport, RequestShape
 from privacy import Protector
+from privacy.detect import UnitsDocument
+from privacy.factory import reconfigured
+from privacy.session_store import SessionStore
 from router.budgets.limits import NO_SPEND, Spend
 from router.channels import CloudChannel, EdgeChannel
 from router.context import CallContext, RouteTracker
@@ -35,7 +46,15 @@ class ManagedPool(Pool, Protocol):
 
     async def start(self) -> None: ...
 
-    async def aclose(self) -> None: ...
+    async def stop_checks(self) -> None:
+        """Stop background health checks (a reload's pool has taken over)."""
+        ...
+
+    async def retire(self, alive: Sequence[Sharing]) -> None:
+        """Close the members none of ``alive`` shares."""
+        ...
+
+    def shares(self, upstream: object) -> bool: ...
 
     async def ready(self) -> tuple[bool, str]: ...
 
@@ -45,7 +64,7 @@ class ManagedPool(Pool, Protocol):
 
 
 def cloud_targets(settings: CloudSettings, transport: Callable[[CloudSettings], ProviderTransport],
-                  dropped: DroppedFields) -> CloudTargets:
+                  dropped: DroppedFields, running: CloudTargets | None = None) -> CloudTargets:
     """Every configured target behind its own allowlist; the pool's allowlist (what protection scans) is their
     union, and counts what none of them takes."""
     named = settings.named_targets()
@@ -54,7 +73,8 @@ def cloud_targets(settings: CloudSettings, transport: Callable[[CloudSettings], 
     def behind_boundary(one: CloudSettings) -> ProviderBoundary:
         return ProviderBoundary(transport(one), RequestShape(one.extra_body_fields))
 
-    return CloudTargets.from_settings(settings, behind_boundary, shape=RequestShape(union, on_drop=dropped))
+    return CloudTargets.from_settings(settings, behind_boundary, shape=RequestShape(union, on_drop=dropped),
+                                      running=running)
 
 
 class Doors:
@@ -72,14 +92,21 @@ class Doors:
     @classmethod
     def build(cls, settings: Settings, *, meter: Meter, protector: Protector, edge: ManagedUpstream | None = None,
               cloud: ProviderTransport | None = None,
-              cloud_transport: Callable[[CloudSettings], ProviderTransport] | None = None) -> Doors:
+              cloud_transport: Callable[[CloudSettings], ProviderTransport] | None = None,
+              running: Doors | None = None) -> Doors:
         """The configured pools (litellm for every cloud target, imported here: once, and nowhere else), or the
         upstreams given (tests, benchmarks): ``edge`` as a pool of one, ``cloud`` as the transport of every target,
         ``cloud_transport`` building each target's transport from its settings (tests wrap litellm's in a guard).
-        Built from one settings snapshot, so a reload can build new doors and swap them in."""
-        dropped, edge_dropped = DroppedFields(), DroppedFields(side="edge")
-        edge_pool: ManagedPool = (EdgePool.from_settings(settings.edge, on_drop=edge_dropped) if edge is None else
-                                  Fixed(edge, salted=settings.edge.compat.cache_salt))
+        Built from one settings snapshot; ``running``: the doors a reload replaces (their unchanged members, the
+        counters and a given edge are kept)."""
+        dropped = running.dropped if running is not None else DroppedFields()
+        edge_dropped = running.edge_dropped if running is not None else DroppedFields(side="edge")
+        edge_pool: ManagedPool
+        if edge is not None:
+            edge_pool = running._edge if running is not None else Fixed(edge, salted=settings.edge.compat.cache_salt)
+        else:
+            edge_pool = EdgePool.from_settings(settings.edge, on_drop=edge_dropped, running=(
+                running._edge if running is not None and isinstance(running._edge, EdgePool) else None))
         if cloud is not None:
             given = cloud
             cloud_transport = lambda _: given  # noqa: E731 - every target is the one transport given
@@ -87,8 +114,9 @@ class Doors:
             from gateway.upstreams.cloud import LiteLLMUpstream
 
             cloud_transport = LiteLLMUpstream
-        return cls(edge=edge_pool, cloud=cloud_targets(settings.cloud, cloud_transport, dropped), meter=meter,
-                   protector=protector, dropped=dropped, edge_dropped=edge_dropped)
+        return cls(edge=edge_pool, cloud=cloud_targets(settings.cloud, cloud_transport, dropped,
+                                                       running._cloud if running is not None else None),
+                   meter=meter, protector=protector, dropped=dropped, edge_dropped=edge_dropped)
 
     def exposition(self) -> bytes:
         """The boundary's metrics (fields kept off each side's calls), and each pool member's health."""
@@ -104,9 +132,17 @@ class Doors:
         return CloudChannel(self._cloud, self._meter, context, route, Call(context.session_id, context.owner, target),
                             self._protector, spend)
 
-    async def start(self) -> None:
+    async def start(self, running: Doors | None = None) -> None:
+        """Before these doors serve: the members a reload added are probed, and the health checks move here."""
+        if running is not None:
+            await running._edge.stop_checks()
         for pool in (self._edge, self._cloud):
             await pool.start()
+
+    async def retire(self, alive: Sequence[Doors]) -> None:
+        """No request goes out through these doors any more: close what none of ``alive`` shares."""
+        await self._edge.retire([d._edge for d in alive])
+        await self._cloud.retire([d._cloud for d in alive])
 
     async def ready(self) -> dict[str, tuple[bool, str]]:
         return {"edge": await self._edge.ready(), "cloud": await self._cloud.ready()}
@@ -116,9 +152,75 @@ class Doors:
         return {side: status for side, pool in (("edge", self._edge), ("cloud", self._cloud))
                 if (status := pool.status())}
 
-    async def aclose(self) -> None:
-        for pool in (self._edge, self._cloud):
+
+
+# What a reload of the doors applies. The rest of ``edge`` (``launch``, ``launch_model``, ``launch_args``) is what
+# ``ecgw serve`` acted on at start; the privacy audit (``enabled``, ``audit*``, ``hash_key``) keeps one writer and
+# one hash chain for the process's life.
+DOOR_PATHS: tuple[str, ...] = (
+    *(f"edge.{key}" for key in ("base_url", "model", "api_key_env", "connect_timeout_s", "read_timeout_s",
+                                "max_connections", "compat", "deployments", "balance", "health_interval_s",
+                                "eject_after", "readmit_after_s")),
+    "cloud",
+    *(f"privacy.{key}" for key in ("layers", "ner", "edge_detector", "default_action", "actions", "images",
+                                   "on_privacy_error", "units_files", "restore_secrets_in_tools", "last_check")),
+    "accounting.prices", "accounting.price_version", "accounting.litellm_fallback",
+)
+
+
+def doors_of(snapshot: Snapshot) -> Doors:
+    """The doors of a configuration snapshot (``build_services`` registers them as a part of every one)."""
+    doors = snapshot.part(DoorsPart.name)
+    assert isinstance(doors, Doors)
+    return doors
+
+
+def check_units_files(paths: Sequence[str]) -> None:
+    """Every units file reads as a ``sensitive_items.json`` document (``ConfigError`` naming the one that does not)."""
+    for index, path in enumerate(paths):
+        try:
+            UnitsDocument.from_file(path)
+        except (OSError, ValueError) as exc:  # missing, unreadable, not JSON, not the schema
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc).splitlines()[0]
+            raise ConfigError(f"privacy.units_files.{index}: {path} does not load as a sensitive_items.json "
+                              f"document ({reason})", param=f"privacy.units_files.{index}") from None
+
+
+class DoorsPart:
+    """The doors as a part of the configuration's snapshot (``gateway.snapshot.SnapshotPart``): each snapshot's
+    doors carry its edge pool, cloud targets, privacy rules (the one protector, reconfigured) and price table."""
+
+    name = "doors"
+    paths = DOOR_PATHS
+
+    def __init__(self, *, meter: Meter, protector: Protector, sessions: SessionStore,
+                 edge: ManagedUpstream | None = None, cloud: ProviderTransport | None = None,
+                 cloud_transport: Callable[[CloudSettings], ProviderTransport] | None = None) -> None:
+        self._meter = meter
+        self._protector = protector  # the process's own: started and closed by its owner, never by a snapshot
+        self._sessions = sessions
+        self._edge = edge
+        self._cloud = cloud
+        self._cloud_transport = cloud_transport
+
+    def build(self, settings: Settings, running: object | None) -> Doors:
+        old = running if isinstance(running, Doors) else None
+        protector = self._protector
+        if old is not None:
+            check_units_files(settings.privacy.units_files)
             try:
-                await pool.aclose()
-            except Exception:  # one pool failing to close must not keep the other open
-                log.exception("closing the %s upstreams failed", pool.side)
+                protector = reconfigured(self._protector, settings.privacy, sessions=self._sessions,
+                                         edge=edge_endpoint(settings.edge))
+            except ValueError as exc:  # an edge layer with no endpoint to ask
+                raise ConfigError(f"privacy.edge_detector: {exc}", param="privacy.edge_detector") from None
+        return Doors.build(settings, meter=PricedMeter(self._meter, build_pricer(settings.accounting)),
+                           protector=protector, edge=self._edge, cloud=self._cloud,
+                           cloud_transport=self._cloud_transport, running=old)
+
+    async def start(self, built: object, running: object | None) -> None:
+        assert isinstance(built, Doors)
+        await built.start(running if isinstance(running, Doors) else None)
+
+    async def retire(self, old: object, alive: Sequence[object]) -> None:
+        assert isinstance(old, Doors)
+        await old.retire([d for d in alive if isinstance(d, Doors)])

@@ -43,13 +43,34 @@ VERSION_SESSION, VERSION_KEY = "\0ecgw-config", "version"
 POLL_S = 2.0
 
 
+# Why a changed setting waits for a restart, by its section (the longest prefix that matches wins).
+RESTART_BECAUSE: dict[str, str] = {
+    "server": "the listening socket, the worker processes and the request gatekeeper are set up at start",
+    "database_url": "the metering, audit and admin databases are opened at start",
+    "secrets": "the secrets key encrypts the session store and keys every hash; changing it is a migration",
+    "sessions": "the session store (where the configuration version itself lives) is opened at start",
+    "edge.launch": "ecgw serve decides at start whether to launch and supervise the local vLLM",
+    "privacy": "the privacy audit keeps one writer, hash key and hash chain for the process's life",
+    "accounting": "the metering writer and its FLOPs table are built at start (prices reload)",
+    "limits": "budgets and rate limits are built at start",
+    "observability": "the trace exporter is built at start",
+}
+
+
+def restart_reason(path: str) -> str:
+    prefixes = [p for p in RESTART_BECAUSE if path == p or path.startswith(p + ".") or path.startswith(p + "_")]
+    return RESTART_BECAUSE[max(prefixes, key=len)] if prefixes else "it is read once, at start"
+
+
 @dataclass(frozen=True)
 class Reloaded:
     version: int
     not_reloadable: list[str]
 
     def body(self) -> dict[str, Any]:
-        return {"reloaded": True, "version": self.version, "not_reloadable": self.not_reloadable}
+        """``not_reloadable``: the changed paths that keep their running value; ``why``: each one's reason."""
+        return {"reloaded": True, "version": self.version, "not_reloadable": self.not_reloadable,
+                "why": {path: restart_reason(path) for path in self.not_reloadable}}
 
 
 def file_digest(path: str | None) -> str:
@@ -102,12 +123,16 @@ class Reloader:
                 log.error("configuration reload refused, the running configuration stays (bad key: %s): %s",
                           exc.param or "?", exc)
                 raise
-            version = await bump_version(self._store, digest)
-            self._config.swap(dataclasses.replace(snapshot, version=version))
+            try:
+                version = await bump_version(self._store, digest)
+            except BaseException:
+                await self._config.discard(snapshot)
+                raise
+            await self._config.swap(dataclasses.replace(snapshot, version=version))
             self._seen = version
         if not_reloadable:
             log.warning("configuration version %d loaded; these changes need a restart: %s", version,
-                        ", ".join(not_reloadable))
+                        "; ".join(f"{p} ({restart_reason(p)})" for p in not_reloadable))
         else:
             log.info("configuration version %d loaded", version)
         return Reloaded(version, not_reloadable)
@@ -132,13 +157,13 @@ class Reloader:
                 log.error("configuration version %d does not load here, the running configuration stays (bad key: "
                           "%s): %s", version, exc.param or "?", exc)
                 return
-            self._config.swap(snapshot)
+            await self._config.swap(snapshot)
         log.info("configuration version %d adopted", version)
 
     async def start(self) -> None:
         record = await self._store.get(VERSION_SESSION, VERSION_KEY)
         self._seen = int(record["version"]) if isinstance(record, Mapping) else 0
-        self._config.swap(dataclasses.replace(self._config.latest(), version=self._seen))
+        self._config.renumber(self._seen)
         self._poller.start()
 
     async def aclose(self) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from accounting.calls import Meter
 from gateway.admin.database import AdminDatabase
 from gateway.admin.virtual_keys import VirtualKeys
-from gateway.doors import Doors
+from gateway.doors import Doors, doors_of
 from gateway.policy_choice import PolicyChooser
 from gateway.reload import Reloader
 from gateway.settings import Settings
@@ -29,11 +29,11 @@ log = logging.getLogger("ecgw")
 class Services:
     """Everything a request needs. The upstreams are not among them: only ``doors`` holds them, and it hands
     out channels, so the cloud is reachable only through ``CloudChannel``. What a reload may change (settings,
-    policies, the chooser, the keys) comes from the configuration's snapshot: inside a request, the one it
-    started with (``gateway.snapshot``)."""
+    policies, the chooser, the keys, the doors with their pools, privacy rules and prices) comes from the
+    configuration's snapshot: inside a request, the one it started with (``gateway.snapshot``). ``protector`` is
+    the process's own (its audit, its units routes); each snapshot's doors hold it under that snapshot's rules."""
 
     config: Configuration
-    doors: Doors
     protector: Protector
     meter: Meter
     sessions: SessionStore
@@ -46,6 +46,10 @@ class Services:
     tracing: Tracing = field(default_factory=NoTracing)
     budgets: Budgets | None = None  # None: no limits configured
     call_cost: CallCost = no_cost  # a cloud call's USD as metering prices it (a cost target's feedback)
+
+    @property
+    def doors(self) -> Doors:
+        return doors_of(self.config.current())
 
     @property
     def settings(self) -> Settings:
@@ -68,7 +72,7 @@ class Services:
         await self.sessions.verify()  # an encrypted store: the key opens it
         await self.reloader.start()
         await self.virtual_keys.start()
-        await self.doors.start()  # the edge pool's health checks
+        await self.config.start()  # the doors: the edge pool's health checks
         await self.meter.start()
         await self.protector.start()
 
@@ -77,8 +81,11 @@ class Services:
         await self.reloader.aclose()
         await self.virtual_keys.aclose()
         await self.shadows.aclose()  # before the doors close and the meter flushes: their records are written
-        parts: tuple[Doors | Protector | Meter | SessionStore, ...] = (self.doors, self.protector, self.meter,
-                                                                        self.sessions)
+        try:
+            await self.config.aclose()  # the doors of every snapshot: the upstreams first
+        except Exception:
+            log.exception("closing the upstreams failed")
+        parts: tuple[Protector | Meter | SessionStore, ...] = (self.protector, self.meter, self.sessions)
         for part in parts:
             try:
                 await part.aclose()

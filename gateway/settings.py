@@ -180,7 +180,9 @@ class EdgeDeployment(_Section):
     base_url: str
     model: str
     weight: float = Field(1.0, gt=0)
-    max_in_flight: int | None = Field(None, ge=1)  # per worker; past it a session spills to the least-loaded one
+    # Per worker: each worker of each replica counts its own calls (README "Fleet"), so a deployment behind R
+    # replicas of W workers may see R × W × max_in_flight at once. Past it a session spills to the least-loaded one.
+    max_in_flight: int | None = Field(None, ge=1)
     compat: CompatSettings = Field(default_factory=CompatSettings)
     api_key_env: str | None = None
 
@@ -387,7 +389,18 @@ class Settings(BaseSettings):
         groups by them), and every ``cloud_target`` a policy or an arm names is a target."""
         edge = {d.name for d in self.edge.members()}
         cloud = set(self.cloud.named_targets())
-        # the two shorthands are both "default" (one deployment, one target); a configured name must be unique
+        # The two shorthands are both "default" (one deployment, one target; metering tells them apart by side). A
+        # configured name equal to the other side's shorthand is refused, saying which shorthand it collides with.
+        if not self.edge.deployments and "default" in self.cloud.targets:
+            raise ValueError("cloud.targets.default: 'default' is the name the edge's one-deployment shorthand "
+                             "(edge.base_url, edge.model) answers as; name this target otherwise, or list the edge "
+                             "as edge.deployments")
+        if not self.cloud.targets:
+            for index, d in enumerate(self.edge.deployments):
+                if d.name == "default":
+                    raise ValueError(f"edge.deployments.{index}.name: 'default' is the name the cloud's one-target "
+                                     "shorthand (cloud.model) answers as; name this deployment otherwise, or list "
+                                     "the cloud as cloud.targets")
         both = sorted(({d.name for d in self.edge.deployments} & cloud) | (set(self.cloud.targets) & edge))
         if both:
             raise ValueError(f"edge.deployments and cloud.targets share the names {both}; names must be unique "

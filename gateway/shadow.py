@@ -21,7 +21,7 @@ import dataclasses
 import logging
 import random
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,8 +77,9 @@ class Ticket:
 class Shadows:
     """One worker's shadow calls."""
 
-    def __init__(self, settings: LearningSettings, *, doors: Doors, meter: Meter, budgets: Budgets | None = None,
-                 rng: random.Random | None = None) -> None:
+    def __init__(self, settings: LearningSettings, *, doors: Callable[[], Doors], meter: Meter,
+                 budgets: Budgets | None = None, rng: random.Random | None = None) -> None:
+        """``doors``: the doors of the configuration in force (a reload may replace them)."""
         self._rate = settings.shadow_rate
         self._slots = settings.max_concurrent
         self._grace_s = settings.shutdown_grace_s
@@ -127,7 +128,7 @@ class Shadows:
         try:
             edge_answer = await ticket.answer()
             body = {k: v for k, v in step.request.items() if k not in _DROPPED}
-            cloud = self._doors.cloud(context, RouteTracker(), self._spend(), target=ticket.target)
+            cloud = self._doors().cloud(context, RouteTracker(), self._spend(), target=ticket.target)
             response = await cloud.complete(body, purpose=PURPOSE)
             label = agreement(answer_of(edge_answer), answer_of(response)).as_record()
         except (PrivacyBlocked, *KEPT_ON_EDGE) as exc:

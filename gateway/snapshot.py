@@ -6,16 +6,22 @@ call (its stream included, ``pinned``), so a reload in the middle of a stream ch
 ``Configuration.current()`` answers the pinned snapshot inside a request and the newest outside one.
 
 What reloads is the settings under ``RELOADABLE`` and under every ``SnapshotPart``'s ``paths`` — the hook by which
-other parts (edge pools and cloud targets, budgets and limits, prices) make their section reloadable: a part
-builds its object from the new settings (raising ``ConfigError`` on a bad value, which keeps the running
-snapshot), and readers ask ``snapshot.part(name)``. A changed setting under no such path is *not* applied: the
-snapshot keeps the running value and the reload names the path in ``not_reloadable`` (ports, workers, database
-URL, secrets key, session store, …), since what reads it was built once at start.
+other parts (the doors: edge pool, cloud targets, privacy rules, prices) make their section reloadable: a part
+builds its object from the new settings and the running snapshot's object (to keep what did not change: a pool
+member's connections and health), raising ``ConfigError`` on a bad value, which keeps the running snapshot; readers
+ask ``snapshot.part(name)``. A part's object may hold connections and tasks: ``start`` runs before the snapshot
+serves (a pool probes the members a reload added), and ``retire`` once the last request holding the old snapshot
+has finished (a pool closes the members no live snapshot still has). A changed setting under no reloadable path is
+*not* applied: the snapshot keeps the running value and the reload names the path in ``not_reloadable`` (ports,
+workers, database URL, secrets key, session store, …), since what reads it was built once at start.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import dataclasses
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,6 +34,8 @@ from gateway.settings import ConfigError, Settings, error_path
 from gateway.tenancy import Tenancy
 from router.policy import PolicyRegistry
 
+log = logging.getLogger("ecgw")
+
 # Sections a snapshot rebuilds (the policies with their knobs, the experiments, the keys and their tenants).
 RELOADABLE: tuple[str, ...] = ("policy", "experiments", "server.api_keys", "server.admin_keys", "server.session_keys")
 
@@ -38,7 +46,19 @@ class SnapshotPart(Protocol):
     name: str
     paths: tuple[str, ...]
 
-    def build(self, settings: Settings) -> object: ...
+    def build(self, settings: Settings, running: object | None) -> object:
+        """The part for ``settings``; ``running``: the running snapshot's (None at start), to keep what did not
+        change. ``ConfigError`` on a bad value."""
+        ...
+
+    async def start(self, built: object, running: object | None) -> None:
+        """Before ``built`` serves (``running``: the part it replaces, None at start)."""
+        ...
+
+    async def retire(self, old: object, alive: Sequence[object]) -> None:
+        """``old`` serves no request any more: release what none of ``alive`` (the parts of the snapshots still
+        in use) shares."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -54,7 +74,8 @@ class Snapshot:
         return self.parts[name]
 
 
-Build = Callable[[Settings, int], Snapshot]  # (settings, version) → snapshot; ConfigError on a bad value
+# (settings, version, running snapshot or None) → snapshot; ConfigError on a bad value
+Build = Callable[[Settings, int, "Snapshot | None"], Snapshot]
 
 _PINNED: contextvars.ContextVar[Snapshot | None] = contextvars.ContextVar("ecgw_snapshot", default=None)
 
@@ -97,12 +118,15 @@ def applied(old: Settings, new: Settings, reloadable: Sequence[str]) -> Settings
 
 
 class Configuration:
-    """The current snapshot of one worker, swapped whole."""
+    """The current snapshot of one worker, swapped whole; each older one retired once no request holds it."""
 
     def __init__(self, first: Snapshot, build: Build, *, parts: Sequence[SnapshotPart] = ()) -> None:
         self._current = first
         self._build = build
         self.parts = tuple(parts)
+        self._held: dict[int, tuple[Snapshot, int]] = {}  # id → (snapshot, requests holding it)
+        self._retiring: dict[int, Snapshot] = {}  # replaced, waiting for its last request
+        self._tasks: set[asyncio.Task[None]] = set()
 
     @property
     def reloadable(self) -> tuple[str, ...]:
@@ -117,21 +141,83 @@ class Configuration:
 
     def prepare(self, settings: Settings, version: int) -> tuple[Snapshot, list[str]]:
         """A snapshot of ``settings`` over the running one, validated whole, and the changed paths it cannot
-        apply; ``ConfigError`` (the running snapshot stays) when any part refuses it."""
+        apply; ``ConfigError`` (the running snapshot stays) when any part refuses it. Swap it in, or ``discard``
+        it."""
         running = self._current.settings
         changed = changed_paths(running, settings)
         not_reloadable = [p for p in changed if not _under(p, self.reloadable)]
-        return self._build(applied(running, settings, self.reloadable), version), not_reloadable
+        return self._build(applied(running, settings, self.reloadable), version, self._current), not_reloadable
 
-    def swap(self, snapshot: Snapshot) -> None:
+    def renumber(self, version: int) -> None:
+        """The running snapshot under the store's version (at start): the same parts, nothing started again."""
+        self._current = dataclasses.replace(self._current, version=version)
+
+    async def start(self) -> None:
+        for part in self.parts:
+            await part.start(self._current.parts[part.name], None)
+
+    async def swap(self, snapshot: Snapshot) -> None:
+        """``snapshot`` serves the next request; the one it replaces is retired after its last request."""
+        old = self._current
+        for part in self.parts:
+            await part.start(snapshot.parts[part.name], old.parts[part.name])
         self._current = snapshot
+        self._retiring[id(old)] = old
+        if id(old) not in self._held:
+            self._retire_later(old)
+
+    async def discard(self, snapshot: Snapshot) -> None:
+        """A prepared snapshot that will not serve (the reload failed after it was built)."""
+        await self._retire(snapshot)
+
+    def _alive(self) -> list[Snapshot]:
+        return [self._current, *(held for held, _ in self._held.values())]
+
+    async def _retire(self, old: Snapshot) -> None:
+        alive = [s for s in self._alive() if s is not old]
+        for part in self.parts:
+            try:
+                await part.retire(old.parts[part.name], [s.parts[part.name] for s in alive])
+            except Exception:  # one part failing to close must not keep the others open
+                log.exception("retiring the %s of configuration version %d failed", part.name, old.version)
+
+    def _retire_later(self, old: Snapshot) -> None:
+        self._retiring.pop(id(old), None)
+        if not self.parts:
+            return
+        task = asyncio.get_running_loop().create_task(self._retire(old))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     @contextmanager
     def pinned(self) -> Iterator[Snapshot]:
         """The current snapshot, held for everything that runs inside (one request)."""
         snapshot = self._current
+        key = id(snapshot)
+        self._held[key] = (snapshot, self._held.get(key, (snapshot, 0))[1] + 1)
         token = _PINNED.set(snapshot)
         try:
             yield snapshot
         finally:
             _PINNED.reset(token)
+            count = self._held[key][1] - 1
+            if count:
+                self._held[key] = (snapshot, count)
+            else:
+                del self._held[key]
+                if key in self._retiring:
+                    self._retire_later(snapshot)
+
+    async def aclose(self) -> None:
+        """Retire every snapshot: the replaced ones first (what the current one shares stays), then the current."""
+        for task in list(self._tasks):
+            await task
+        for old in list(self._retiring.values()):
+            self._retiring.pop(id(old), None)
+            await self._retire(old)
+        self._held.clear()
+        for part in self.parts:
+            try:
+                await part.retire(self._current.parts[part.name], [])
+            except Exception:
+                log.exception("closing the %s failed", part.name)

@@ -31,8 +31,9 @@ def _error(status: int, message: str, type_: str, param: str | None = None) -> R
 
 def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time,
                    scope: Callable[[Request], str | None] | None = None) -> Handler:
-    """``GET /v1/usage?by=policy&since=7d&until=…&format=json`` — the rows of ``ecgw usage`` (``until``: calls
-    started before it, as ``ecgw privacy-report --until`` counts them). ``scope`` gives the prefix
+    """``GET /v1/usage?by=policy&since=7d&until=…&session=…&format=json`` — the rows of ``ecgw usage`` (``until``:
+    calls started before it, as ``ecgw privacy-report --until`` counts them; ``session``: only that one of the
+    caller's sessions, e.g. ``by=purpose`` to see its ``shadow`` calls apart). ``scope`` gives the prefix
     of the session ids the caller may see (its own, as the gateway namespaces them), None for all; rows grouped by
     session show ids without that prefix."""
 
@@ -55,7 +56,9 @@ def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time,
         try:
             until = parse_since(request.query_params.get("until"), now=clock())
             prefix = scope(request) if scope is not None else None
-            rows = await meter.report(by, since=since, until=until, session_prefix=prefix)
+            session = request.query_params.get("session")
+            rows = await meter.report(by, since=since, until=until, session_prefix=prefix,
+                                      session_id=None if session is None else (prefix or "") + session)
         except BadReportRequest as exc:
             return _error(400, str(exc).replace("--since", "until"), "invalid_request_error", "until")
         except StoreUnavailable as exc:

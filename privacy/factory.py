@@ -87,6 +87,14 @@ def _audit(settings: PrivacySettings, database_url: str, hash_key: bytes | None,
     return audit, Hasher(key)
 
 
+def _rules(settings: PrivacySettings, detector: LayeredDetector,
+           metrics: PrivacyMetrics) -> tuple[Scrubber, LastCheck | None]:
+    """What the privacy settings decide: the scrubber (layers, actions) and the last check."""
+    actions = ActionTable(settings)
+    scrubber = Scrubber(detector, actions, shared=SharedDetections(settings.cache_entries))
+    return scrubber, LastCheck(build_egress_check(settings), actions, metrics) if settings.last_check else None
+
+
 def build_privacy_protector(settings: PrivacySettings, *, database_url: str | None, sessions: SessionStore,
                             detector: LayeredDetector | None = None, edge: EdgeEndpoint | None = None,
                             hash_key: bytes | None = None, seal_key: bytes | None = None,
@@ -97,11 +105,8 @@ def build_privacy_protector(settings: PrivacySettings, *, database_url: str | No
     the audit's copy of each outgoing body (None: kept as sent)."""
     audit, hasher = (_audit(settings, database_url, hash_key, sign_keys) if settings.audit and database_url
                      else (None, None))
-    actions = ActionTable(settings)
-    scrubber = Scrubber(detector or build_detector(settings, edge=edge), actions,
-                        shared=SharedDetections(settings.cache_entries))
     metrics = PrivacyMetrics()
-    last_check = LastCheck(build_egress_check(settings), actions, metrics) if settings.last_check else None
+    scrubber, last_check = _rules(settings, detector or build_detector(settings, edge=edge), metrics)
     inbound = InboundScanner(*last_check_detectors()) if settings.response_guard.action != "off" else None
     return PrivacyProtector(settings, sessions=sessions, scrubber=scrubber,
                             units=UnitRegistry(sessions, settings.units_files), audit=audit, hasher=hasher,
@@ -113,6 +118,20 @@ def last_check_detectors() -> tuple[list[TextDetector], list[LabelledValueDetect
     """The last check's detectors (secrets, patterns, identifiers, phones; values after a label), whatever
     ``privacy.layers`` switches off: what leaves is checked with them, and what answers bring in is read with them."""
     return [SecretDetector(), PatternDetector(), IdentifierDetector(), PhoneDetector()], [LabelledValueDetector()]
+
+
+def reconfigured(protector: Protector, settings: PrivacySettings, *, sessions: SessionStore,
+                 edge: EdgeEndpoint | None = None) -> Protector:
+    """``protector`` under the rules of ``settings`` (a reload): new layers, actions, units files, last check and
+    edge layer over the same session store, audit and metrics. A pass-through (``privacy.enabled: false``) has no
+    rules to change. Raises ``ValueError`` on an edge layer with no endpoint, and what reading a units file
+    raises."""
+    if not isinstance(protector, PrivacyProtector):
+        return protector
+    units = UnitRegistry(sessions, settings.units_files)
+    units.file_units()  # read now: a bad file refuses the reload rather than failing a step later
+    scrubber, last_check = _rules(settings, build_detector(settings, edge=edge), protector.metrics or PrivacyMetrics())
+    return protector.reconfigured(settings, scrubber=scrubber, units=units, last_check=last_check)
 
 
 def build_egress_check(settings: PrivacySettings) -> EgressCheck:

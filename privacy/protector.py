@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 import uuid
@@ -125,6 +126,21 @@ class PrivacyProtector:
                          if audit and hasher else None)
         self._cache = DetectionCache(settings.cache_entries)
         self._session_locks: dict[str, asyncio.Lock] = {}
+
+    def reconfigured(self, settings: PrivacySettings, *, scrubber: Scrubber, units: UnitRegistry,
+                     last_check: LastCheck | None) -> PrivacyProtector:
+        """This protector under new rules (a reload: layers, actions, units files, …), sharing everything else —
+        the session store, the audit's writer, hasher and chain, the metrics. Its ``start`` and ``aclose`` are
+        this one's business: the copy serves requests only."""
+        sibling = copy.copy(self)
+        sibling._settings = settings
+        sibling._scrubber = scrubber
+        sibling.units = units
+        sibling._last_check = last_check
+        sibling._cache = DetectionCache(settings.cache_entries)  # detections under the old rules do not carry over
+        if self._audited is not None:
+            sibling._audited = self._audited.over(units)
+        return sibling
 
     async def scrub(self, body: dict[str, Any], *, session_id: str) -> ScrubbedRequest:
         """The body the cloud would receive. Raises ``PrivacyBlocked``, or ``DetectionError`` on failure.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from accounting.calls import Meter, UpstreamCall
@@ -35,36 +35,29 @@ class Channel(Protocol):
     def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]: ...
 
 
+def _said(message: Mapping[str, Any], parts: list[str]) -> None:
+    """What a message (or a stream's delta) says — content, reasoning, tool calls' names and arguments — onto
+    ``parts``: the text a call's output is measured by."""
+    for key in ("content", "reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str):
+            parts.append(value)
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        parts.append(str(function.get("name") or ""))
+        parts.append(str(function.get("arguments") or ""))
+
+
 def _completion_text(response: dict[str, Any]) -> str:
     parts: list[str] = []
     for choice in response.get("choices") or ():
-        message = choice.get("message") or {}
-        for key in ("content", "reasoning_content", "reasoning"):
-            value = message.get(key)
-            if isinstance(value, str):
-                parts.append(value)
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") or {}
-            parts.append(str(function.get("name") or ""))
-            parts.append(str(function.get("arguments") or ""))
+        _said(choice.get("message") or {}, parts)
     return "".join(parts)
 
 
 def _chunk_text(chunk: dict[str, Any], parts: list[str]) -> None:
     for choice in chunk.get("choices") or ():
-        delta = choice.get("delta") or {}
-        for key in ("content", "reasoning_content", "reasoning"):
-            value = delta.get(key)
-            if isinstance(value, str):
-                parts.append(value)
-        for call in delta.get("tool_calls") or ():
-            function = call.get("function") or {}
-            name = function.get("name")
-            if name:
-                parts.append(str(name))
-            arguments = function.get("arguments")
-            if arguments:
-                parts.append(str(arguments))
+        _said(choice.get("delta") or {}, parts)
 
 
 Sending = Callable[[Member, dict[str, Any]], None]  # told of each body as one member is about to get it

@@ -18,8 +18,9 @@ install_node() {
   fi
 }
 
-# install_package DIR SPEC "WHAT (how long)" CHECK...: SPEC into DIR with that Node, once; CHECK (a command, run
-# with that Node first on PATH) must succeed before the install counts.
+# install_package DIR SPECS "WHAT (how long)" CHECK...: SPECS (one or more, space-separated: extra ones pin a
+# dependency) into DIR with that Node, once; CHECK (a command, run with that Node first on PATH) must succeed
+# before the install counts.
 install_package() {
   local dir=$1 spec=$2 what=$3
   shift 3
@@ -28,7 +29,7 @@ install_package() {
     echo "installing $what into $dir (once)" >&2
     rm -rf "$dir" && mkdir -p "$dir"
     echo '{"private": true}' >"$dir/package.json"
-    (cd "$dir" && PATH="$NODE_BIN:$PATH" npm install --no-audit --no-fund --loglevel=error "$spec" >&2)
+    (cd "$dir" && PATH="$NODE_BIN:$PATH" npm install --no-audit --no-fund --loglevel=error $spec >&2)  # split on purpose
     PATH="$NODE_BIN:$PATH" "$@" >/dev/null
     touch "$dir/.installed"
   fi

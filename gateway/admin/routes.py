@@ -1,11 +1,11 @@
 """``/admin/v1``: reload the configuration, create, list and revoke virtual keys. Every route needs an admin key
 (``server.admin_keys``; with none configured they are closed), and every call — refused ones too — is audited
-(who: the key's name, never the key; what; when; the status)."""
+(who: the key's name, never the key; what; when; the status). Bodies are read by the one body reader
+(``gateway.body``), as on every other route."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -18,8 +18,10 @@ from starlette.routing import Route
 
 from gateway.admin.database import AdminDatabase
 from gateway.admin.virtual_keys import VirtualKeys, new_secret
+from gateway.body import BodyReader
 from gateway.budgets import check_countable
-from gateway.errors import error_response
+from gateway.errors import ClientError, error_response
+from gateway.failures import client_failure
 from gateway.reload import Reloader, reload_endpoint
 from gateway.settings import NAME_PATTERN, ConfigError
 from gateway.snapshot import Configuration
@@ -39,7 +41,12 @@ def admin_action(action: str, handler: Handler, db: AdminDatabase) -> Handler:
             response = error_response(403, "This needs an admin key (server.admin_keys).", "permission_error",
                                       code="admin_key_required")
         else:
-            response = await handler(request)
+            try:
+                response = await handler(request)
+            except ClientError as exc:  # a body the reader refused: answered here, so that it is audited too
+                failure = client_failure(exc)
+                response = error_response(failure.status, failure.message, failure.type, param=failure.param,
+                                          code=failure.code)
         target = getattr(request.state, "audit_target", None) or request.path_params.get("key_id")
         try:
             await asyncio.to_thread(db.record, who=who, action=action, target=target, status=response.status_code)
@@ -72,15 +79,14 @@ def _bad(message: str, param: str | None) -> Response:
     return error_response(400, message, "invalid_request_error", param=param, code="invalid_value")
 
 
-def parse_new_key(raw: bytes, policies: list[str]) -> NewKey | Response:
+NEW_KEY = 'a JSON object {"tenant": ..., "session"?, "policies"?, "limits"?, "expires_at"?}'
+
+
+def parse_new_key(raw: bytes, policies: list[str], reader: BodyReader) -> NewKey | Response:
+    """``ClientError`` (the reader's) for a body that is not a JSON object; a 400 naming the field otherwise."""
+    body = reader.object(raw, expect=NEW_KEY)
     try:
-        body = json.loads(raw or b"null")
-        if not isinstance(body, dict):
-            return _bad("Send a JSON object: {\"tenant\": ..., \"session\"?, \"policies\"?, \"limits\"?, "
-                        "\"expires_at\"?}.", None)
         new = NewKey.model_validate(body)
-    except json.JSONDecodeError as exc:
-        return _bad(f"The body is not JSON ({exc.msg}).", None)
     except ValidationError as exc:
         error = exc.errors()[0]
         param = ".".join(str(p) for p in error["loc"]) or None
@@ -91,9 +97,9 @@ def parse_new_key(raw: bytes, policies: list[str]) -> NewKey | Response:
     return new
 
 
-def keys_routes(db: AdminDatabase, keys: VirtualKeys, config: Configuration) -> list[Route]:
+def keys_routes(db: AdminDatabase, keys: VirtualKeys, config: Configuration, reader: BodyReader) -> list[Route]:
     async def create(request: Request) -> Response:
-        new = parse_new_key(await request.body(), config.current().policies.names)
+        new = parse_new_key(await request.body(), config.current().policies.names, reader)
         if isinstance(new, Response):
             return new
         if new.expires_at is not None and new.expires_at.timestamp() <= time.time():
@@ -131,6 +137,7 @@ def keys_routes(db: AdminDatabase, keys: VirtualKeys, config: Configuration) -> 
     ]
 
 
-def admin_routes(db: AdminDatabase, keys: VirtualKeys, config: Configuration, reloader: Reloader) -> list[Route]:
+def admin_routes(db: AdminDatabase, keys: VirtualKeys, config: Configuration, reloader: Reloader,
+                 reader: BodyReader) -> list[Route]:
     return [Route("/admin/v1/reload", admin_action("config.reload", reload_endpoint(reloader), db), methods=["POST"]),
-            *keys_routes(db, keys, config)]
+            *keys_routes(db, keys, config, reader)]

@@ -53,12 +53,11 @@ GRADE_EXPECT = '{"score": <0..1>, "source": "<optional label>"}: the session\'s 
 def dashboard_routes(services: Services, reader: BodyReader, ui: UiSessions,
                      dashboard: Dashboard | None = None) -> list[Route]:
     board = dashboard or Dashboard(services)
-    settings = services.settings
     tenancy = RequestTenancy(services.tenancy)
 
     def admin(handler: Handler, *, page: bool = False) -> Handler:
         async def endpoint(request: Request) -> Response:
-            if not allowed(settings, ui, request):
+            if not allowed(services.settings, ui, request):  # the request's snapshot: admin keys reload
                 if page:
                     return login_page()
                 return error_response(401, "The dashboard needs an admin key (server.admin_keys): send it as "
@@ -114,10 +113,10 @@ def dashboard_routes(services: Services, reader: BodyReader, ui: UiSessions,
         return Response(svg, media_type="image/svg+xml", headers={"cache-control": "no-store"})
 
     async def sign_in(request: Request) -> Response:
-        return await login(settings, ui, request)
+        return await login(services.settings, ui, request)
 
     async def sign_out(request: Request) -> Response:
-        return await logout(settings, request)
+        return await logout(services.settings, request)
 
     async def grade(request: Request) -> Response:
         try:

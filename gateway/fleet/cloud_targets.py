@@ -6,6 +6,10 @@ A call's plan is the target its policy or arm named (``cloud_target``, or a clie
 or ``cloud.default_target``, then that target's ``cloud.fallbacks`` in order. A target that failed
 ``cool_after`` times in a row is skipped for ``cooldown_s`` (then tried again: one success readmits it); when every
 target of a chain is cooling, the chain is tried as configured rather than failing outright.
+
+A reload builds new targets from the new settings and the running ones: a target whose configuration did not change
+keeps its transport and its cool-down state; one the reload removed or changed is closed once no request that
+started before the reload can reach it (``retire``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from gateway.fleet.health import Health
+from gateway.fleet.lifecycle import Sharing
 from gateway.settings import CloudSettings
 from router.errors import UpstreamError
 from router.fleet import Call, Member, Upstream
@@ -39,7 +44,10 @@ class CloudTargets:
     def __init__(self, targets: Mapping[str, TargetUpstream], *, primary: str,
                  fallbacks: Mapping[str, Sequence[str]], first_token_timeouts: Mapping[str, float | None],
                  cool_after: int, cooldown_s: float, shape: Outgoing,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, kept: Mapping[str, Health] | None = None,
+                 keys: Mapping[str, str] | None = None) -> None:
+        """``kept``: the cool-down state of targets a reload kept; ``keys``: each target's configuration, what a
+        reload compares."""
         if primary not in targets:
             raise ValueError(f"the default cloud target {primary!r} is not among {sorted(targets)}")
         self._upstreams = dict(targets)
@@ -47,19 +55,40 @@ class CloudTargets:
                          for name, upstream in targets.items()}
         self._primary = primary
         self._chains = {name: [name, *[f for f in fallbacks.get(name, ()) if f != name]] for name in targets}
-        self._health = {name: Health(cool_after, cooldown_s, clock) for name in targets}
+        self._health = {name: (kept or {}).get(name) or Health(cool_after, cooldown_s, clock) for name in targets}
+        self._keys = dict(keys or {})
         self.model = self._members[primary].upstream.model
         self._shape = shape
 
     @classmethod
     def from_settings(cls, settings: CloudSettings, make: Callable[[CloudSettings], TargetUpstream], *,
-                      shape: Outgoing, clock: Callable[[], float] = time.monotonic) -> CloudTargets:
-        """The targets a settings snapshot describes, each transport built by ``make`` (a reload builds anew)."""
+                      shape: Outgoing, clock: Callable[[], float] = time.monotonic,
+                      running: CloudTargets | None = None) -> CloudTargets:
+        """The targets a settings snapshot describes, each transport built by ``make``; ``running``: the targets
+        they replace (a reload), whose unchanged ones are kept, transport and cool-down included."""
         named = settings.named_targets()
-        return cls({name: make(settings.for_target(name)) for name in named}, primary=settings.primary,
-                   fallbacks=settings.fallbacks,
+        keys = {name: settings.for_target(name).model_dump_json() for name in named}
+        upstreams: dict[str, TargetUpstream] = {}
+        kept: dict[str, Health] = {}
+        for name, key in keys.items():
+            found = running.target_by_key(name, key) if running is not None else None
+            if found is not None:
+                upstreams[name], kept[name] = found
+            else:
+                upstreams[name] = make(settings.for_target(name))
+        return cls(upstreams, primary=settings.primary, fallbacks=settings.fallbacks,
                    first_token_timeouts={n: t.first_token_timeout_s for n, t in named.items()},
-                   cool_after=settings.cool_after, cooldown_s=settings.cooldown_s, shape=shape, clock=clock)
+                   cool_after=settings.cool_after, cooldown_s=settings.cooldown_s, shape=shape, clock=clock,
+                   kept=kept, keys=keys)
+
+    def target_by_key(self, name: str, key: str) -> tuple[TargetUpstream, Health] | None:
+        """The target ``name`` if it was built from exactly this configuration, with its cool-down state."""
+        if self._keys.get(name) != key:
+            return None
+        return self._upstreams[name], self._health[name]
+
+    def shares(self, upstream: object) -> bool:
+        return any(upstream is mine for mine in self._upstreams.values())
 
     def outgoing(self, body: dict[str, Any]) -> dict[str, Any]:
         """What of ``body`` may leave for any target (protection scans it; each target takes its own part)."""
@@ -109,9 +138,18 @@ class CloudTargets:
         lines += [f'ecgw_cloud_target_cooling{{target="{n}"}} {int(not h.healthy)}' for n, h in self._health.items()]
         return ("\n".join(lines) + "\n").encode()
 
-    async def aclose(self) -> None:
+    async def stop_checks(self) -> None:
+        return None  # targets are not probed in the background
+
+    async def retire(self, alive: Sequence[Sharing]) -> None:
+        """No request reaches these targets any more: close those none of ``alive`` shares (all, when none)."""
         for name, upstream in self._upstreams.items():
+            if any(targets.shares(upstream) for targets in alive):
+                continue
             try:
                 await upstream.aclose()
             except Exception:
                 log.exception("closing the cloud target %s failed", name)
+
+    async def aclose(self) -> None:
+        await self.retire(())

@@ -5,6 +5,11 @@ prefix keeps hitting that server's prefix cache, and every gateway replica picks
 is ejected or at its ``max_in_flight`` — then to the least-loaded healthy one. The rest of the plan are the other
 members, healthy ones first, for the channel's retry before the first byte. A background task probes every member
 (``GET /models``) each ``health_interval_s``.
+
+A reload builds a new pool from the new settings and the running one: a member whose configuration did not change
+keeps its connections and its health (in-flight count, failures, ejection); a member the reload added serves only
+once it answered a probe (one that does not starts ejected and is probed again after ``readmit_after_s``); a member
+the reload removed is closed once no request that started before the reload can still reach it (``retire``).
 """
 
 from __future__ import annotations
@@ -12,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from gateway.fleet.health import Health
+from gateway.fleet.lifecycle import Sharing
 from gateway.fleet.rendezvous import rank
 from gateway.settings import EdgeDeployment, EdgeSettings
 from gateway.upstreams.openai_http import OpenAIHTTPUpstream
@@ -31,12 +37,22 @@ class ProbedUpstream(Upstream, Protocol):
     async def aclose(self) -> None: ...
 
 
+def member_key(deployment: EdgeDeployment, settings: EdgeSettings) -> str:
+    """What a member is built from (its own entry and the pool's transport settings): equal keys, same member."""
+    return "\0".join((deployment.model_dump_json(), str(settings.connect_timeout_s), str(settings.read_timeout_s),
+                      str(settings.max_connections)))
+
+
 class EdgePool:
     side = "edge"
 
     def __init__(self, deployments: Sequence[tuple[EdgeDeployment, ProbedUpstream]], *, eject_after: int,
                  readmit_after_s: float, health_interval_s: float, round_robin: bool = False,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, kept: Mapping[str, Health] | None = None,
+                 keys: Sequence[str] = (), replaces: bool = False) -> None:
+        """``keys``: each member's configuration (``member_key``), what a reload compares. ``replaces``: this pool
+        replaces a running one (a reload): ``kept`` holds the health of the members it kept (by name), and the
+        others are new, probed at ``start`` before they serve."""
         if not deployments:
             raise ValueError("an edge pool needs at least one deployment")
         self._configs = [config for config, _ in deployments]
@@ -44,7 +60,11 @@ class EdgePool:
         self.members = [Member(config.name, upstream, salted=config.compat.cache_salt)
                         for config, upstream in deployments]
         self._weights = [(config.name, config.weight) for config in self._configs]
-        self._health = {m.name: Health(eject_after, readmit_after_s, clock) for m in self.members}
+        kept = kept or {}
+        self._health = {m.name: kept.get(m.name) or Health(eject_after, readmit_after_s, clock)
+                        for m in self.members}
+        self._keys = list(keys)
+        self._fresh = [m for m in self.members if m.name not in kept] if replaces else []
         self._interval = health_interval_s
         self._task: asyncio.Task[None] | None = None
         self.model = self.members[0].upstream.model
@@ -53,12 +73,33 @@ class EdgePool:
 
     @classmethod
     def from_settings(cls, settings: EdgeSettings, *, on_drop: Callable[[str], None] | None = None,
-                      clock: Callable[[], float] = time.monotonic) -> EdgePool:
-        """The pool a settings snapshot describes (a reload builds a new one and swaps it in)."""
-        return cls([(d, OpenAIHTTPUpstream.for_deployment(d, settings, on_drop=on_drop)) for d in settings.members()],
-                   eject_after=settings.eject_after, readmit_after_s=settings.readmit_after_s,
+                      clock: Callable[[], float] = time.monotonic, running: EdgePool | None = None) -> EdgePool:
+        """The pool a settings snapshot describes; ``running``: the pool it replaces (a reload), whose members
+        with an unchanged configuration it keeps, connections and health included."""
+        members: list[tuple[EdgeDeployment, ProbedUpstream]] = []
+        kept: dict[str, Health] = {}
+        keys = [member_key(d, settings) for d in settings.members()]
+        for deployment, key in zip(settings.members(), keys, strict=True):
+            found = running.member_by_key(key) if running is not None else None
+            if found is not None:
+                members.append((deployment, found[0]))
+                kept[deployment.name] = found[1]
+            else:
+                members.append((deployment, OpenAIHTTPUpstream.for_deployment(deployment, settings,
+                                                                              on_drop=on_drop)))
+        return cls(members, eject_after=settings.eject_after, readmit_after_s=settings.readmit_after_s,
                    health_interval_s=settings.health_interval_s, round_robin=settings.balance == "round-robin",
-                   clock=clock)
+                   clock=clock, kept=kept, keys=keys, replaces=running is not None)
+
+    def member_by_key(self, key: str) -> tuple[ProbedUpstream, Health] | None:
+        """The member built from exactly this configuration (``member_key``), with its health."""
+        if key not in self._keys:
+            return None
+        index = self._keys.index(key)
+        return self._upstreams[index], self._health[self.members[index].name]
+
+    def shares(self, upstream: object) -> bool:
+        return any(upstream is mine for mine in self._upstreams)
 
     def health(self, name: str) -> Health:
         return self._health[name]
@@ -128,10 +169,21 @@ class EdgePool:
                 log.exception("edge health check failed")
 
     async def start(self) -> None:
+        """Probe the members a reload added (one that does not answer starts ejected), then the health loop."""
+        fresh, self._fresh = self._fresh, []
+        results = await asyncio.gather(*(self._probe(m) for m in fresh))
+        for member, (ok, detail) in zip(fresh, results, strict=True):
+            if ok:
+                self._health[member.name].succeeded(detail)
+                log.info("edge deployment %s joins the pool: %s", member.name, detail)
+            else:
+                self._health[member.name].eject(detail)
+                log.warning("edge deployment %s was added but does not answer; ejected until it does: %s",
+                            member.name, detail)
         if self._task is None and len(self.members) > 1:  # one member has nowhere else to send a session
             self._task = asyncio.get_running_loop().create_task(self._loop(), name="ecgw-edge-health")
 
-    async def aclose(self) -> None:
+    async def stop_checks(self) -> None:
         if self._task is not None:
             self._task.cancel()
             try:
@@ -139,11 +191,20 @@ class EdgePool:
             except asyncio.CancelledError:
                 pass
             self._task = None
-        for upstream in self._upstreams:
+
+    async def retire(self, alive: Sequence[Sharing]) -> None:
+        """No request reaches this pool any more: close the members none of ``alive`` shares (all, when none)."""
+        await self.stop_checks()
+        for member, upstream in zip(self.members, self._upstreams, strict=True):
+            if any(pool.shares(upstream) for pool in alive):
+                continue
             try:
                 await upstream.aclose()
             except Exception:
-                log.exception("closing an edge deployment failed")
+                log.exception("closing the edge deployment %s failed", member.name)
+
+    async def aclose(self) -> None:
+        await self.retire(())
 
     async def ready(self) -> tuple[bool, str]:
         """Ready while one member is: probed now, so ``/readyz`` says what is true this moment."""
@@ -154,11 +215,13 @@ class EdgePool:
         return bool(healthy), f"{len(healthy)} of {len(self.members)} deployments healthy"
 
     def status(self) -> dict[str, dict[str, object]]:
-        """Each member as ``/readyz`` shows it."""
+        """Each member as ``/readyz`` shows it: this worker's view (each worker counts its own calls, and
+        ``max_in_flight`` bounds each worker's)."""
         return {m.name: {"ready": self._health[m.name].healthy, "detail": self._health[m.name].detail,
                          "model": m.upstream.model, "in_flight": self._health[m.name].in_flight,
+                         "max_in_flight": config.max_in_flight, "in_flight_scope": "worker",
                          "consecutive_failures": self._health[m.name].failures}
-                for m in self.members}
+                for m, config in zip(self.members, self._configs, strict=True)}
 
     def exposition(self) -> bytes:
         """This worker's view of each member, in Prometheus' text format (``/metrics``)."""

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Protocol
 
+from gateway.fleet.lifecycle import Sharing
 from router.fleet import Single, Upstream
 
 log = logging.getLogger("ecgw")
@@ -21,6 +23,16 @@ class Fixed(Single):
 
     async def start(self) -> None:
         return None
+
+    async def stop_checks(self) -> None:
+        return None
+
+    def shares(self, upstream: object) -> bool:
+        return upstream is self.upstream
+
+    async def retire(self, alive: Sequence[Sharing]) -> None:
+        if not any(pool.shares(self.upstream) for pool in alive):
+            await self.aclose()
 
     async def ready(self) -> tuple[bool, str]:
         return await self._ready_upstream.ready()

@@ -35,6 +35,14 @@ class Health:
             self.ejected_at = self.clock()
             self.ejections += 1
 
+    def eject(self, detail: str) -> None:
+        """Out of the pool now (a member a reload added that did not answer its first probe)."""
+        self.failures = max(self.failures, self.eject_after)
+        self.detail = detail
+        if self.ejected_at is None:
+            self.ejections += 1
+        self.ejected_at = self.clock()
+
     def succeeded(self, detail: str | None = None) -> None:
         self.failures = 0
         self.ejected_at = None

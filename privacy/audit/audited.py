@@ -45,6 +45,14 @@ class AuditedUnits:
         self._swept_at = -math.inf
         self._checkpoints: asyncio.Task[None] | None = None
 
+    def over(self, units: UnitRegistry) -> AuditedUnits:
+        """The same audit over another registry (a reload's units files), whose file units it records now."""
+        other = AuditedUnits(units, self.audit, self.hasher, sealer=self._sealer,
+                             checkpoint_interval_s=self._checkpoint_interval_s)
+        if units.file_units():
+            other._persist("*", units.file_units())
+        return other
+
     async def register(self, session_id: str, document: UnitsDocument) -> list[Unit]:
         units = await self.units.register(session_id, document)
         self._persist(session_id, units)

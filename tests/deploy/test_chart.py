@@ -66,6 +66,22 @@ def test_the_chart_renders_a_deployment_service_configmap_and_disruption_budget(
         assert document["apiVersion"] in ("v1", "apps/v1", "policy/v1")
 
 
+KUBERNETES = "1.30.0"  # the oldest Kubernetes the chart's apiVersions (apps/v1, policy/v1) are checked against
+
+
+def test_every_manifest_is_valid_against_the_kubernetes_schemas(manifests):
+    """``kubernetes-validate`` ships the schemas of every Kubernetes release inside the package: no network. Strict:
+    a field the schema does not know (a typo such as ``readinessprobe``) fails too."""
+    import kubernetes_validate
+
+    for kind, document in manifests.items():
+        assert kubernetes_validate.validate(document, KUBERNETES, strict=True), kind
+    broken = json.loads(json.dumps(manifests["Deployment"]))
+    broken["spec"]["template"]["spec"]["containers"][0]["readinessprobe"] = {}  # the check is not vacuous
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, KUBERNETES, strict=True)
+
+
 def test_the_deployment_probes_terminates_gracefully_and_takes_its_secrets_from_secrets(manifests):
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     spec = manifests["Deployment"]["spec"]

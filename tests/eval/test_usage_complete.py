@@ -7,15 +7,18 @@ the fake upstreams reported, priced by the test's own arithmetic.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
@@ -173,12 +176,12 @@ def gateway(edge: ModelServer, cloud: ModelServer, tmp_path: Path) -> Iterator[A
     edge._responder, cloud._responder = SCENARIO.edge, SCENARIO.cloud
     servers: list[ThreadedServer] = []
 
-    def start(**accounting: Any) -> str:
+    def start(more: dict[str, Any] | None = None, **accounting: Any) -> str:
         settings = settings_for(edge.url, cloud.url,  # type: ignore[attr-defined]
                                 database_url=f"sqlite:///{tmp_path}/ecgw.sqlite3",
                                 privacy={"actions": {"contact": "audit"}, "layers": {"ner": False}},
                                 accounting={"prices": {"gpt-test": PRICE}, "litellm_fallback": False, **accounting},
-                                sessions={"store": "memory"})
+                                sessions={"store": "memory"}, **(more or {}))
         servers.append(ThreadedServer(create_app(settings, services=guarded_services(settings))).start())
         return servers[-1].url
 
@@ -241,3 +244,47 @@ def test_a_failing_usage_read_is_marked_incomplete_not_zero(gateway: Any, tmp_pa
     assert "* Usage or audit could not be read completely for cloud-only 1 of 1 runs" in table
     summary = summary_from_json(json.loads((out / "summaries.json").read_text())[0])
     assert summary.incomplete_runs == 1
+
+
+def test_shadow_calls_are_shown_apart_never_in_the_papers_columns(gateway: Any, cloud: ModelServer,
+                                                                  tmp_path: Path) -> None:
+    from eval.meter import GatewaySessionMeter, RunCalls
+    from eval.metrics import summarize
+    from eval.records import load_run
+    from eval.report import markdown_table
+
+    # every step stays on the edge (tau 10) and every one is shadowed: the cloud sees only shadow calls
+    url = gateway({"policy": {"knobs": {"step-routing": {"tau": 10, "missing_logprobs": "edge"}}},
+                   "learning": {"shadow_rate": 1.0, "seed": 3}})
+    out = tmp_path / "grid"
+    assert _run(url, out, policy="step-routing") == 0
+    result = out / "step-routing" / T4 / "run0" / "result.json"
+    record = json.loads(result.read_text())
+    # the paper's figures: no cloud at all, whenever the shadow call lands
+    assert record["cloud"] == {"prompt": 0, "cache_read": 0, "cache_write": 0, "output": 0}
+    assert record["cloud_cost_usd"] == 0.0 and record["incomplete"] == []
+    # the shadow call runs after the step's answer; once it is in the store, the meter reads it apart
+    session = record["session_id"]
+    by_purpose = {"by": "purpose", "format": "json", "session": session}
+    for _ in range(300):
+        groups = [r["group"] for r in httpx.get(f"{url}/v1/usage", params=by_purpose).json()["data"]]
+        if "shadow" in groups:
+            break
+        time.sleep(0.1)
+    assert groups == ["shadow", "step"]
+    assert httpx.get(f"{url}/v1/usage", params={**by_purpose, "session": session + "x"}).json()["data"] == []
+    shadowed = Reported.of(cloud.usages)
+    usage = GatewaySessionMeter(url).session_usage(session, RunCalls())
+    assert usage.shadow_calls == shadowed.calls > 0
+    assert (usage.shadow_cloud.prompt, usage.shadow_cloud.cache_read, usage.shadow_cloud.output) == (
+        shadowed.prompt, shadowed.cached, shadowed.output)
+    assert round(usage.shadow_cost_usd * 1e6) == shadowed.micro_usd
+    # in the table: a line of their own; the paper's columns unchanged
+    run = dataclasses.replace(load_run(result), shadow_calls=usage.shadow_calls, shadow_cloud=usage.shadow_cloud,
+                              shadow_cost_usd=usage.shadow_cost_usd)
+    summary = summarize("step-routing", [T4], [run], runs=1)
+    assert summary.cost_usd == 0.0 and summary.tokens.raw == 0.0 and summary.shadow_calls == shadowed.calls
+    table = markdown_table([summary])
+    row = next(line for line in table.splitlines() if line.startswith("| step-routing"))
+    assert [c.strip() for c in row.strip("|").split("|")][3:5] == ["0.00/0.00/0.00", "0.00"]
+    assert f"step-routing {shadowed.calls:g} calls" in table and "not in the columns above" in table

@@ -165,6 +165,27 @@ def test_target_names_are_checked_at_start():
                                                                 "model": "m"}]})
 
 
+def test_default_is_the_shorthands_name_and_metering_tells_the_two_apart(tmp_path):
+    edge = [{"name": "default", "base_url": "http://x/v1", "model": "m"}]
+    with pytest.raises(ConfigError, match=r"edge.deployments.0.name: 'default' is the name the cloud's one-target"):
+        load_settings(None, edge={"deployments": edge})  # the cloud is its shorthand, named default
+    with pytest.raises(ConfigError, match=r"cloud.targets.default: 'default' is the name the edge's"):
+        load_settings(None, cloud={"targets": {"default": {"model": "openai/a"}}})
+    both = load_settings(None, edge={"deployments": [{**edge[0], "name": "gpu"}]},
+                         cloud={"targets": {"default": {"model": "openai/a"}}})  # no shorthand on the edge: fine
+    assert both.cloud.primary == "default"
+    from accounting.store import UsageStore
+    from tests.accounting.rows import row
+
+    store = UsageStore.from_url(f"sqlite:///{tmp_path / 'usage.sqlite3'}")
+    store.open()
+    store.insert([row(side=side, deployment=name, request_id=f"r{n}") for n, (side, name) in enumerate(
+        [("edge", "default"), ("cloud", "default"), ("cloud", "default"), ("edge", "gpu")])])
+    assert {r["group"]: r["requests"] for r in store.aggregate("deployment")} == {
+        "edge:default": 1, "cloud:default": 2, "gpu": 1}
+    store.dispose()
+
+
 def test_a_fallback_across_providers_drops_anthropic_only_state(start_gateway, clouds, caplog):
     _, backup = clouds
     cloud = {"targets": {

@@ -3,6 +3,7 @@ whole; requests in flight finish on the snapshot they started with; replicas sha
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 from gateway.app import create_app
+from gateway.reload import RESTART_BECAUSE
 from gateway.settings import load_settings
 from tests.door import guarded_services
 from tests.fakes.model_server import ModelServer, Reply
@@ -78,16 +80,21 @@ def test_a_valid_file_is_swapped_in_and_what_needs_a_restart_is_named(tmp_path, 
     url = gateway(path)
     assert _chat(url, session="before").headers["x-ecgw-policy"] == "edge-only"
     assert _chat(url, LATER).status_code == 401
+    ui = lambda key: httpx.get(url + "/ui", headers={"Authorization": f"Bearer {key}"}).status_code  # noqa: E731
+    assert ui("sk-ops-later") == 401
     config["policy"] = {"default": "cloud-only"}
     config["server"] = {**config["server"], "api_keys": [USER, {"name": "later", "key": LATER, "tenant": "t2"}],
+                        "admin_keys": [{"name": "ops", "key": ADMIN}, {"name": "ops2", "key": "sk-ops-later"}],
                         "port": 4999}
     _write(path, config)
     answer = _reload(url)
     assert answer.status_code == 200, answer.text
-    assert answer.json() == {"reloaded": True, "version": 1, "not_reloadable": ["server.port"]}
+    assert answer.json() == {"reloaded": True, "version": 1, "not_reloadable": ["server.port"],
+                             "why": {"server.port": RESTART_BECAUSE["server"]}}
     cloud.script(Reply(content="from the cloud"), Reply(content="again"))
     assert _chat(url, session="after").headers["x-ecgw-policy"] == "cloud-only"
     assert _chat(url, LATER, session="other").status_code == 200  # a key added by the reload
+    assert ui("sk-ops-later") == 200  # the dashboard reads the admin keys of the request's snapshot too
     assert _chat(url, session="before").headers["x-ecgw-policy"] == "edge-only"  # a session's sticky choice stays
     assert _reload(url).json()["version"] == 2  # store-wide, one more each time
 
@@ -179,8 +186,13 @@ def test_a_request_holds_its_snapshot_while_a_reload_swaps_in_another(tmp_path, 
     services = guarded_services(settings)
     config: Configuration = services.config
     before = config.current()
-    with config.pinned() as held:
-        newer, _ = config.prepare(load_settings(None, policy={"default": "cloud-only"}), 7)
-        config.swap(newer)
-        assert config.current() is held is before  # inside the request: its own snapshot
-    assert config.current() is newer and newer.settings.policy.default == "cloud-only"
+
+    async def swap_inside_a_request() -> None:
+        with config.pinned() as held:
+            newer, _ = config.prepare(load_settings(None, policy={"default": "cloud-only"}), 7)
+            await config.swap(newer)
+            assert config.current() is held is before  # inside the request: its own snapshot
+        assert config.current() is newer and newer.settings.policy.default == "cloud-only"
+        await services.aclose()
+
+    asyncio.run(swap_inside_a_request())

@@ -74,6 +74,10 @@ def test_bound_expiring_and_refused_keys(tmp_path, edge, cloud, gateway):
                         ({"tenant": "x", "endpoint": "http://evil"}, "endpoint")):
         bad = _admin("POST", url, "/admin/v1/keys", json=body)
         assert bad.status_code == 400 and bad.json()["error"]["param"] == param, (body, bad.text)
+    for raw in (b"not json", b"[1]", b'{"tenant": ' + b"[" * 100 + b"]" * 100 + b"}",
+                b'{"tenant": "\xff"}'):  # the one body reader's refusals
+        bad = _admin("POST", url, "/admin/v1/keys", content=raw)
+        assert bad.status_code == 400 and bad.json()["error"]["param"] == "body", (raw, bad.text)
     bound = _admin("POST", url, "/admin/v1/keys", json={"tenant": "acme", "session": "run-9"}).json()["key"]
     assert _chat(url, bound, session="other").headers["x-ecgw-session"] == "run-9"
     soon = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2))
