@@ -51,6 +51,15 @@ class SessionUsage:
     shadow_cost_usd: float = 0.0
 
 
+_SHADOW_SUMS = ("cloud_calls", "cloud_raw_input_tokens", "cloud_cache_read_tokens", "cloud_cache_write_tokens",
+                "cloud_output_tokens", "cloud_cost_usd", "cloud_unpriced_calls")
+
+
+def _without(row: dict[str, Any], shadow: dict[str, Any]) -> dict[str, Any]:
+    """A session's ``/v1/usage`` row less its shadow calls (cloud only: a shadow call has no edge part)."""
+    return {**row, **{key: (row.get(key) or 0) - (shadow.get(key) or 0) for key in _SHADOW_SUMS if key in row}}
+
+
 def _cloud(row: dict[str, Any]) -> CloudUsage:
     """The cloud tokens of one ``/v1/usage`` row (its raw input excludes cached tokens; ``prompt`` includes them)."""
 
@@ -150,6 +159,8 @@ class GatewaySessionMeter:
             incomplete.append(f"shadow usage not read: {exc}")
         shadow_calls, shadow_cloud = int(shadow.get("cloud_calls") or 0), _cloud(shadow)
         shadow_cost = float(shadow.get("cloud_cost_usd") or 0.0)
+        if row is not None and calls is None:  # the session's row counts its shadow calls too: not the paper's
+            row = _without(row, shadow)
         if row is None:
             return SessionUsage(leaks=leaks, privacy=privacy, incomplete=tuple(incomplete), shadow_calls=shadow_calls,
                                 shadow_cloud=shadow_cloud, shadow_cost_usd=shadow_cost)

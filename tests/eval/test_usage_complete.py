@@ -279,6 +279,10 @@ def test_shadow_calls_are_shown_apart_never_in_the_papers_columns(gateway: Any, 
     assert (usage.shadow_cloud.prompt, usage.shadow_cloud.cache_read, usage.shadow_cloud.output) == (
         shadowed.prompt, shadowed.cached, shadowed.output)
     assert round(usage.shadow_cost_usd * 1e6) == shadowed.micro_usd
+    # read by session (another harness made the requests): the session's row less its shadow calls
+    by_session = GatewaySessionMeter(url).session_usage(session)
+    assert by_session.cloud == usage.cloud and by_session.cloud_cost_usd == 0.0
+    assert by_session.shadow_calls == shadowed.calls
     # in the table: a line of their own; the paper's columns unchanged
     run = dataclasses.replace(load_run(result), shadow_calls=usage.shadow_calls, shadow_cloud=usage.shadow_cloud,
                               shadow_cost_usd=usage.shadow_cost_usd)
