@@ -69,6 +69,14 @@ def _rows(conn: Connection, table: Any, order: Any, **where: Any) -> list[dict[s
     return [dict(r._mapping) for r in conn.execute(query.order_by(order))]
 
 
+def _grouped(conn: Connection, table: Any, order: Any, key: str) -> dict[str, list[dict[str, Any]]]:
+    """A table's rows, in ``order``, grouped by the value of ``key``."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in _rows(conn, table, order):
+        out.setdefault(row[key], []).append(row)
+    return out
+
+
 def _walk_links(entries: list[dict[str, Any]], report: TrailReport) -> None:
     by_hash = {e["hash"]: e["seq"] for e in entries}
     prev_hash, prev_seq = chain.GENESIS, 0
@@ -96,19 +104,11 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
     for e in entries:
         latest[(e["kind"], e["ref"])] = e
     calls = {r["id"]: r for r in _rows(conn, calls_t, calls_t.c.id)}
-    findings: dict[str, list[dict[str, Any]]] = {}
-    for f in _rows(conn, findings_t, findings_t.c.id):
-        findings.setdefault(f["call_id"], []).append(f)
-    egress: dict[str, list[dict[str, Any]]] = {}
-    for g in _rows(conn, egress_t, egress_t.c.id):
-        egress.setdefault(g["call_id"], []).append(g)
     inbound_t = PrivacyInbound.__table__  # type: ignore[attr-defined]
-    inbound: dict[str, list[dict[str, Any]]] = {}
-    for row in _rows(conn, inbound_t, inbound_t.c.id):
-        inbound.setdefault(row["call_id"], []).append(row)
-    units: dict[str, list[dict[str, Any]]] = {}
-    for u in _rows(conn, units_t, units_t.c.unit_id):
-        units.setdefault(u["session_id"], []).append(u)
+    findings = _grouped(conn, findings_t, findings_t.c.id, "call_id")
+    egress = _grouped(conn, egress_t, egress_t.c.id, "call_id")
+    inbound = _grouped(conn, inbound_t, inbound_t.c.id, "call_id")
+    units = _grouped(conn, units_t, units_t.c.unit_id, "session_id")
     receipts_t = PrivacyReceipt.__table__  # type: ignore[attr-defined]
     stored_receipts = {r["id"]: r for r in _rows(conn, receipts_t, receipts_t.c.id)}
 
