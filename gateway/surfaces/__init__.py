@@ -39,6 +39,8 @@ class Parsed:
 
 
 class Surface(Protocol):
+    relays: bool  # its stream is OpenAI's chat SSE as it is: an edge-only step may hand it the upstream's bytes
+
     def parse(self, raw: bytes, headers: Mapping[str, str]) -> Parsed:
         """Raises ``gateway.errors.ClientError`` naming the bad field."""
         ...
@@ -48,8 +50,8 @@ class Surface(Protocol):
         ...
 
     def stream(self, started: Started, parsed: Parsed) -> AsyncIterator[bytes]:
-        """The SSE bytes for the step's chat chunk stream (``started.chunks()``), up to and including the
-        surface's end-of-stream marker."""
+        """The SSE bytes for the step's chat chunk stream (``started.chunks()``; ``started.relayed`` for a surface
+        that ``relays``), up to and including the surface's end-of-stream marker."""
         ...
 
     def error(self, failure: Failure, headers: dict[str, str]) -> Response: ...
@@ -99,7 +101,8 @@ class SurfaceEndpoint:
         identity: Identity = request.state.identity  # set by gateway.gatekeeper
         parsed = await self._parse(request, identity)
         started = await self._pipeline.start(request.headers, parsed.body, identity=identity, request_id=request_id,
-                                             outcome=outcome, session_hint=parsed.session_hint)
+                                             outcome=outcome, session_hint=parsed.session_hint,
+                                             relay=self._surface.relays)
         if started.completion is not None:
             return Response(await self._surface.render(started.completion, parsed, started),
                             media_type="application/json", headers=started.headers)
@@ -124,6 +127,8 @@ class SurfaceEndpoint:
             outcome.observe(self._metrics, status)
             if started.rest is not None:
                 await aclose(started.rest)
+            if started.relayed is not None:
+                await aclose(started.relayed)
             self._settle(request_id, outcome, identity)
 
     # A step a surface's endpoint may extend (the Responses surface reads stored responses here).

@@ -17,9 +17,11 @@ from gateway import sse
 from gateway.jsonio import JSONDecodeError, dumps, loads
 from gateway.settings import EdgeDeployment, EdgeSettings
 from gateway.upstreams.compat import ToolNameDeduper, normalise_request
+from gateway.upstreams.relay import SSERelay
 from gateway.upstreams.stream_end import StreamEnd
 from router.chat_shapes import completion_to_chunks
 from router.errors import UpstreamError
+from router.fleet import Relayed
 
 # The edge is tolerant: a request's fields reach it as JSON body fields (vLLM's sampling extras, chat template
 # switches), never as the URL, headers or credentials (fixed here at construction, from edge.*). These few vLLM
@@ -180,3 +182,44 @@ class OpenAIHTTPUpstream:
                                 upstream="edge") from None
         for chunk in end.close():
             yield chunk
+
+    def relays(self, body: dict[str, Any]) -> bool:
+        """A stream this server's switches do not rewrite chunk by chunk (``router.fleet.Relay``)."""
+        return not self._compat.dedupe_tool_call_names and (self._compat.stream_tools or not body.get("tools"))
+
+    async def relay(self, body: dict[str, Any], *, usage: bool) -> AsyncIterator[Relayed]:
+        """The stream of ``body`` relayed (``gateway.upstreams.relay``), failing as ``stream`` fails."""
+        payload = dumps(self._prepare(body, stream=True))
+        events = SSERelay(usage=usage)
+        try:
+            async with self._client().post(self._url, data=payload) as response:
+                if response.status != 200:
+                    raise self._status_error(response.status, await response.read())
+                try:
+                    async for piece in response.content.iter_any():
+                        relayed = events.feed(piece)
+                        if relayed.data or relayed.chunks:
+                            yield relayed
+                        if events.failure is not None:
+                            raise events.failure
+                        if events.done:
+                            break
+                    else:  # the body ended before [DONE]: whole, if the server finished every choice
+                        relayed = events.rest()
+                        if relayed.data or relayed.chunks:
+                            yield relayed
+                        if events.failure is not None:
+                            raise events.failure
+                        if not events.finished:
+                            raise UpstreamError(502, f"The edge upstream at {self._url} ended its stream before "
+                                                     "finishing the answer (no finish_reason, no [DONE]).",
+                                                upstream="edge", type_="upstream_unreachable")
+                finally:
+                    if not response.content.at_eof():
+                        response.close()
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise self._fault(exc) from None
+        except JSONDecodeError:
+            raise UpstreamError(502, f"The edge upstream at {self._url} sent a stream event that is not JSON.",
+                                upstream="edge") from None
+        yield events.close()
