@@ -204,7 +204,8 @@ class _MeteredChannel:
             delivered = False
             self._pool.begin(member)
             upstream: AsyncGenerator[Any, None]
-            if relay_usage is not None and member.relay is not None:
+            if relay_usage is not None:
+                assert member.relay is not None  # ``relay`` planned only members that relay
                 upstream = first_token_within(member.relay.relay(sent, usage=relay_usage),
                                               member.first_token_timeout_s, side=self.side, name=member.name,
                                               token=relayed_token)

@@ -42,6 +42,10 @@ class Relayed:
     data: bytes
     chunks: list[dict[str, Any]]
 
+    def then(self, more: Relayed) -> Relayed:
+        """This piece and ``more`` as one."""
+        return Relayed(self.data + more.data, self.chunks + more.chunks)
+
 
 class Relay(Protocol):
     """An upstream that can relay its chat stream's bytes instead of chunks (``EdgeChannel.relay``): no chunk is

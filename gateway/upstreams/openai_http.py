@@ -198,22 +198,25 @@ class OpenAIHTTPUpstream:
                 try:
                     async for piece in response.content.iter_any():
                         relayed = events.feed(piece)
+                        if events.failure is None and events.done:
+                            # the last events and [DONE] in one piece; the body's end has come in by the time the
+                            # consumer asks for more, so the connection goes back to the pool (not closed below)
+                            yield relayed.then(events.close())
+                            return
                         if relayed.data or relayed.chunks:
                             yield relayed
                         if events.failure is not None:
                             raise events.failure
-                        if events.done:
-                            break
-                    else:  # the body ended before [DONE]: whole, if the server finished every choice
-                        relayed = events.rest()
-                        if relayed.data or relayed.chunks:
-                            yield relayed
-                        if events.failure is not None:
-                            raise events.failure
-                        if not events.finished:
-                            raise UpstreamError(502, f"The edge upstream at {self._url} ended its stream before "
-                                                     "finishing the answer (no finish_reason, no [DONE]).",
-                                                upstream="edge", type_="upstream_unreachable")
+                    relayed = events.rest()  # the body ended before [DONE]: whole if every choice finished
+                    if relayed.data or relayed.chunks:
+                        yield relayed
+                    if events.failure is not None:
+                        raise events.failure
+                    if not events.finished:
+                        raise UpstreamError(502, f"The edge upstream at {self._url} ended its stream before "
+                                                 "finishing the answer (no finish_reason, no [DONE]).",
+                                            upstream="edge", type_="upstream_unreachable")
+                    yield events.close()
                 finally:
                     if not response.content.at_eof():
                         response.close()
@@ -222,4 +225,3 @@ class OpenAIHTTPUpstream:
         except JSONDecodeError:
             raise UpstreamError(502, f"The edge upstream at {self._url} sent a stream event that is not JSON.",
                                 upstream="edge") from None
-        yield events.close()
