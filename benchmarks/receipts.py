@@ -1,6 +1,7 @@
 """What the tamper-evident trail costs a cloud call: on the request path, the body's bytes serialised once, their
-SHA-256, the receipt's claims and its Ed25519 signature, and the hand-off to the audit writer; off it, on the writer
-thread, chaining the receipt (its row and chain entry in one locked transaction, SQLite file), alone and in a batch.
+SHA-256, the receipt's claims (the body's placeholders counted by type) and its Ed25519 signature, and the hand-off
+to the audit writer; off it, on the writer thread, chaining the receipt (its row and chain entry in one locked
+transaction, SQLite file), alone and in a batch.
 
     python -m benchmarks.receipts      # appends its section to benchmarks/RESULTS.md (part of `make bench`)
 """
@@ -8,6 +9,7 @@ thread, chaining the receipt (its row and chain entry in one locked transaction,
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import tempfile
 import time
@@ -16,17 +18,28 @@ from pathlib import Path
 from typing import Any
 
 from accounting.database import make_engine
-from benchmarks.workload import small_request, trajectory
-from privacy.audit import AuditStore, AuditWriter, ChainSigner, ReceiptIssuer, body_bytes
+from benchmarks.workload import FIRST, LAST, small_request, trajectory
+from privacy.audit import AuditStore, AuditWriter, ChainSigner, ReceiptIssuer, body_bytes, placeholder_counts
 from privacy.audit.receipts import CallReceipts
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 TARGET_MS = 0.3
 
 
+def placeholders(body: dict[str, Any]) -> dict[str, str]:
+    """The placeholders a scrub of ``body`` leaves, one per distinct email address, phone number and name of the
+    workload's people (a patterns-only scrub of the agent step leaves 468): what the receipt counts by type."""
+    text = body_bytes(body).decode()
+    kinds = {"EMAIL_ADDRESS": r"[\w.]+@[\w.-]+\.\w+", "PHONE_NUMBER": r"\+1 \d{3}-555-\d{4}",
+             "PERSON": rf"\b(?:{'|'.join(FIRST)}) (?:{'|'.join(LAST)})\b"}
+    return {f"[{kind}_{n:03d}]": value for kind, pattern in kinds.items()
+            for n, value in enumerate(sorted(set(re.findall(pattern, text))), 1)}
+
+
 def _request_path_us(store: AuditStore, body: dict[str, Any], calls: int,
                      rounds: int) -> tuple[list[float], list[float], list[float], list[float]]:
-    """µs per cloud call, ``body_bytes`` then one receipt issued (what the protector and the door do): the wall
+    """µs per cloud call, ``body_bytes``, the placeholders counted, one receipt issued (what the protector and the
+    door do): the wall
     time of each call; and per round, the mean wall time, this thread's CPU time, the writer thread's CPU time. The
     CPU time is the request path's own: on a shared machine the wall time also holds waits for the cores, and for
     the GIL while the writer thread chains the receipts issued before (its CPU time, the process's less this
@@ -34,6 +47,7 @@ def _request_path_us(store: AuditStore, body: dict[str, Any], calls: int,
     assert store.anchor is not None
     writer = AuditWriter(store)
     issuer = ReceiptIssuer(store.anchor, writer)
+    vault = placeholders(body)
     each: list[float] = []
     wall, cpu, chained = [], [], []
     for _ in range(rounds):
@@ -42,7 +56,7 @@ def _request_path_us(store: AuditStore, body: dict[str, Any], calls: int,
             started = time.perf_counter()
             data = body_bytes(body)
             CallReceipts(issuer, call_id=f"c{n}", request_id=f"r{n}", session_id="t.bench/s", body=body, data=data,
-                         placeholders={"EMAIL_ADDRESS": 3, "PERSON": 2}, raw_units=(),
+                         placeholders=placeholder_counts(vault), raw_units=(),
                          verdict="replaced").issue("primary", body)
             each.append((time.perf_counter() - started) * 1e6)
         cpu.append((time.thread_time() - c0) / calls * 1e6)
@@ -71,7 +85,7 @@ def _chaining_us(store: AuditStore, records: int, batch: int) -> tuple[float, fl
 def measure(calls: int = 500, rounds: int = 5, records: int = 200) -> dict[str, Any]:
     agent = trajectory()[-1]
     out: dict[str, Any] = {"agent_body_bytes": len(body_bytes(agent)), "small_body_bytes": len(body_bytes(
-        small_request()))}
+        small_request())), "agent_placeholders": len(placeholders(agent))}
     with tempfile.TemporaryDirectory(prefix="ecgw-bench-receipts-") as tmp:
         store = AuditStore(make_engine(f"sqlite:///{Path(tmp) / 'audit.sqlite3'}"), signer=ChainSigner(bytes(32)))
         store.ensure()
@@ -99,8 +113,9 @@ def render(r: dict[str, Any]) -> str:
     return "\n".join([
         f"\n## Egress receipts and the chain, per cloud call ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
         "`python -m benchmarks.receipts`)\n",
-        "On the request path: the body serialised once, its SHA-256, the claims, the Ed25519 signature, the hand-off "
-        "to the audit writer, back to back while the writer thread chains the receipts issued before. CPU time of "
+        "On the request path: the body serialised once, its SHA-256, the claims (the agent step's "
+        f"{r['agent_placeholders']} placeholders counted by type), the Ed25519 signature, the hand-off to the audit "
+        "writer, back to back while the writer thread chains the receipts issued before. CPU time of "
         "the request's thread (median and max of rounds' means); wall time of each call (p50, p99) and its mean "
         "(median of rounds: it holds the rare long waits for a core or for the GIL); the writer thread's CPU time "
         f"per receipt (median of rounds), µs; {r['cpus']} cores, 1-minute load average {r['load_average_1m']}:\n",
