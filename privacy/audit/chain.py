@@ -74,8 +74,9 @@ def usage_digest(prompt: int | None, completion: int | None, cached: int | None)
 
 
 def rows_digest(rows: list[dict[str, Any]]) -> str:
-    """Egress rows of a call (in order) or a session's units (sorted by unit id by the caller), ids aside."""
-    return sha256(canonical([{k: v for k, v in r.items() if k != "id"} for r in rows]))
+    """Egress rows of a call (in order) or a session's units (sorted by unit id by the caller), ids aside (a row
+    without one — a call's hundreds of findings as written — is not copied)."""
+    return sha256(canonical([{k: v for k, v in r.items() if k != "id"} if "id" in r else r for r in rows]))
 
 
 def entry_hash(seq: int, kind: str, ref: str, digest: str, created_at: float, prev: str) -> str:

@@ -41,6 +41,7 @@ log = logging.getLogger("ecgw.privacy")
 
 _CALL_COLUMNS = tuple(PrivacyCall.model_fields)
 _FINDING_COLUMNS = tuple(name for name in PrivacyFinding.model_fields if name != "id")  # the database numbers them
+_FINDING_KEYS = frozenset(_FINDING_COLUMNS)
 _EGRESS_COLUMNS = tuple(name for name in PrivacyEgress.model_fields if name != "id")
 _RECEIPT_COLUMNS = tuple(PrivacyReceipt.model_fields)
 _INBOUND_COLUMNS = tuple(name for name in PrivacyInbound.model_fields if name != "id")
@@ -73,6 +74,12 @@ def finding_row(**fields: Any) -> dict[str, Any]:
     """One ``privacy_finding`` row as a plain dict: a call carries hundreds (its system prompt's findings among
     them), and building an ORM object for each cost ~80 µs on the writer thread, twice."""
     return {name: fields.get(name) for name in _FINDING_COLUMNS}
+
+
+def _finding(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` when it is a ``finding_row`` already (as the protector builds them: a call's hundreds are not copied
+    again on the writer thread), else the columns of one."""
+    return row if row.keys() == _FINDING_KEYS else finding_row(**row)
 
 
 def call_row(**fields: Any) -> dict[str, Any]:
@@ -156,13 +163,13 @@ class AuditStore:
     def _apply(self, batch: _Batch, record: dict[str, Any]) -> None:
         kind = record["kind"]
         if kind == "call":
-            self._write_call(batch, call_row(**record["call"]), [finding_row(**f) for f in record["findings"]])
+            self._write_call(batch, call_row(**record["call"]), [_finding(f) for f in record["findings"]])
         elif kind == "usage":
             self._write_usage(batch, record["call_id"], record["usage"])
         elif kind == "units":
             self._write_units(batch, record["session_id"], [PrivacyUnit(**u) for u in record["units"]])
         elif kind == "tool_restore":  # a credential restored into (or withheld from) a tool call's arguments
-            self._write_findings(batch, [finding_row(**f) for f in record["findings"]])
+            self._write_findings(batch, [_finding(f) for f in record["findings"]])
         elif kind == "egress":
             self._write_rows(batch, "egress", record["rows"])
         elif kind == "receipt":
