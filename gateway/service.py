@@ -31,8 +31,9 @@ class Services:
     """Everything a request needs. The upstreams are not among them: only ``doors`` holds them, and it hands
     out channels, so the cloud is reachable only through ``CloudChannel``. What a reload may change (settings,
     policies, the chooser, the keys, the doors with their pools, privacy rules and prices, the budgets and rate
-    limits, the learning knobs) comes from the configuration's snapshot: inside a request, the one it started with (``gateway.snapshot``). ``protector`` is
-    the process's own (its audit, its units routes); each snapshot's doors hold it under that snapshot's rules."""
+    limits, the learning knobs) comes from the configuration's snapshot: inside a request, the one it started with
+    (``gateway.snapshot``). ``protector`` is the process's own (its audit, its units routes); each snapshot's doors
+    hold it under that snapshot's rules."""
 
     config: Configuration
     protector: Protector
