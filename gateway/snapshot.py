@@ -6,9 +6,9 @@ call (its stream included, ``pinned``), so a reload in the middle of a stream ch
 ``Configuration.current()`` answers the pinned snapshot inside a request and the newest outside one.
 
 What reloads is the settings under ``RELOADABLE`` and under every ``SnapshotPart``'s ``paths`` — the hook by which
-other parts (the doors: edge pool, cloud targets, privacy rules, prices) make their section reloadable: a part
-builds its object from the new settings and the running snapshot's object (to keep what did not change: a pool
-member's connections and health), raising ``ConfigError`` on a bad value, which keeps the running snapshot; readers
+other parts (the doors: edge pool, cloud targets, privacy rules, prices; the budgets and rate limits) make their
+section reloadable: a part builds its object from the new settings and the running snapshot's object (to keep what
+did not change: a pool member's connections and health), raising ``ConfigError`` on a bad value, which keeps the running snapshot; readers
 ask ``snapshot.part(name)``. A part's object may hold connections and tasks: ``start`` runs before the snapshot
 serves (a pool probes the members a reload added), and ``retire`` once the last request holding the old snapshot
 has finished (a pool closes the members no live snapshot still has). A changed setting under no reloadable path is
@@ -36,8 +36,10 @@ from router.policy import PolicyRegistry
 
 log = logging.getLogger("ecgw")
 
-# Sections a snapshot rebuilds (the policies with their knobs, the experiments, the keys and their tenants).
-RELOADABLE: tuple[str, ...] = ("policy", "experiments", "server.api_keys", "server.admin_keys", "server.session_keys")
+# Sections a snapshot rebuilds (the policies with their knobs, the experiments, the keys and their tenants) or that
+# are read from its settings at each step (the learning knobs: ``gateway.shadow``).
+RELOADABLE: tuple[str, ...] = ("policy", "experiments", "server.api_keys", "server.admin_keys", "server.session_keys",
+                               "learning")
 
 
 class SnapshotPart(Protocol):
