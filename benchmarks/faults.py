@@ -27,6 +27,7 @@ import asyncio
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -77,6 +78,7 @@ class Figures:
     plain: int
     broken: int  # streams that ended without [DONE]
     streams: int
+    checked: int | None  # completed requests whose metering was read
     unsettled: int | None  # completed requests whose stored records do not add up to their mark (None: not read)
     lost_records: int | None
     last_failure_s: float | None  # the end of the last failed request or broken stream, from the fault
@@ -101,15 +103,15 @@ def failures(calls: Sequence[Call]) -> tuple[int, int, int, int, float | None]:
             max((c.end for c in failed), default=None))
 
 
-def lost_metering(settled: dict[str, tuple[int | None, int]]) -> tuple[int, int]:
-    """(requests unsettled, records missing) of ``UsageStore.settlement``'s answer for completed requests: a request
+def lost_metering(settled: dict[str, tuple[int | None, int]]) -> tuple[int, int, int]:
+    """(requests checked, requests unsettled, records missing) of ``UsageStore.settlement``'s answer for completed requests: a request
     with no mark, or fewer records than its mark counts, lost metering (a mark with none counted as one record)."""
     unsettled = missing = 0
     for expected, stored in settled.values():
         if expected is None or stored < expected:
             unsettled += 1
             missing += max((expected if expected is not None else 1) - stored, 0)
-    return unsettled, missing
+    return len(settled), unsettled, missing
 
 
 def first_after(calls: Sequence[Call], after: float, accept: Callable[[Call], bool]) -> float | None:
@@ -124,9 +126,9 @@ def moved(calls: Sequence[Call], victim: str) -> float | None:
 
 
 def figures(fault: str, calls: Sequence[Call], samples: Sequence[tuple[float, list[tuple[float, float]]]],
-            cleared_at: float, lost: tuple[int, int] | None) -> Figures:
+            cleared_at: float, lost: tuple[int, int, int] | None) -> Figures:
     """One fault's row: its calls (times from the fault), the replicas' metering samples, when the fault was
-    cleared, and (requests, records) of metering lost."""
+    cleared, and ``lost_metering``'s figures (None: not read)."""
     failed, plain, broken, streams, last = failures(calls)
     if fault.startswith("edge"):
         signal_name, signal_s = "the killed replica's sessions answered by the other", moved(calls, VICTIM)
@@ -139,9 +141,13 @@ def figures(fault: str, calls: Sequence[Call], samples: Sequence[tuple[float, li
                                                   "cleared)" if back is not None else " (primary never again)")
         signal_s = first_after(calls, 0.0, lambda c: c.target == "backup")
     during = sorted(c.end - c.start for c in calls if 0 <= c.start < cleared_at) or [0.0]
-    unsettled, missing = lost if lost is not None else (None, None)
-    return Figures(fault, len(calls), failed, plain, broken, streams, unsettled, missing, last, signal_name,
-                   signal_s, during[len(during) // 2], during[-1])
+    checked, unsettled, missing = lost if lost is not None else (None, None, None)
+    in_flight = [c for c in calls if c.start < 0 < c.end]
+    slowest = max((c for c in calls if 0 <= c.start < cleared_at), key=lambda c: c.end - c.start, default=None)
+    return Figures(fault, len(calls), failed, plain, broken, streams, checked, unsettled, missing, last, signal_name,
+                   signal_s, during[len(during) // 2], during[-1],
+                   extra={"in_flight": len(in_flight), "slowest": vars(slowest) if slowest else None,
+                          "streams_in_flight_on_victim": sum(c.streamed and c.edge == VICTIM for c in in_flight)})
 
 
 # the processes -----------------------------------------------------------------------------------------------------
@@ -216,6 +222,7 @@ async def _step(client: httpx.AsyncClient, url: str, n: int, session: str, messa
                 text.append(str(response.json()["choices"][0]["message"]["content"]))
         else:
             async with client.stream("POST", url, json=body, headers=headers) as response:
+                call.edge = response.headers.get("x-ecgw-edge-deployment")  # known even if the stream breaks
                 done = False
                 async for line in response.aiter_lines():
                     if line == "data: [DONE]":
@@ -272,13 +279,13 @@ class Phase:
 
     def __init__(self, name: str, inject: Callable[[], Awaitable[None]], clear: Callable[[], Awaitable[None]]) -> None:
         self.name, self.inject, self.clear = name, inject, clear
-        self.cleared_at = 0.0
+        self.t0 = self.cleared_at = 0.0
         self.samples: list[tuple[float, list[tuple[float, float]]]] = []  # (time, metering state) during the run
 
     async def run(self, urls: list[str], gateways: Sequence[Server], tag: str) -> list[Call]:
         calls: list[Call] = []
         stop = asyncio.Event()
-        t0 = time.monotonic() + WARM_S
+        t0 = self.t0 = time.monotonic() + WARM_S
         limits = httpx.Limits(max_keepalive_connections=0, max_connections=4 * SESSIONS)
         async with httpx.AsyncClient(timeout=60, limits=limits) as client, httpx.AsyncClient() as probe:
             sessions = [asyncio.create_task(_session(client, urls, n, tag, t0, stop, calls)) for n in range(SESSIONS)]
@@ -293,6 +300,20 @@ class Phase:
             await asyncio.gather(*sessions)
             await sampler
         return calls
+
+    async def drained(self, gateways: Sequence[Server], timeout_s: float = 120) -> bool:
+        """Keep sampling the replicas' metering after the load stopped, until none holds a record unwritten (three
+        samples in a row: the marks of the last requests go after their records); whether that came in time."""
+        deadline, quiet = time.monotonic() + timeout_s, 0
+        async with httpx.AsyncClient() as client:
+            while time.monotonic() < deadline:
+                state = await metering_state(client, gateways)
+                self.samples.append((time.monotonic() - self.t0, state))
+                quiet = quiet + 1 if all(buffered == 0 for _, buffered in state) else 0
+                if quiet >= 3:
+                    return True
+                await asyncio.sleep(0.5)
+        return False
 
     async def _sample(self, client: httpx.AsyncClient, gateways: Sequence[Server], t0: float,
                       stop: asyncio.Event) -> None:
@@ -317,20 +338,7 @@ def written_again(samples: Sequence[tuple[float, list[tuple[float, float]]]], up
     return None
 
 
-async def drained(gateways: Sequence[Server], timeout_s: float = 120) -> bool:
-    """Wait until no replica holds a metering record unwritten."""
-    deadline = time.monotonic() + timeout_s
-    async with httpx.AsyncClient() as client:
-        while time.monotonic() < deadline:
-            if all(buffered == 0 for _, buffered in await metering_state(client, gateways)):
-                await asyncio.sleep(1.0)  # the marks of the last requests go after their records
-                if all(buffered == 0 for _, buffered in await metering_state(client, gateways)):
-                    return True
-            await asyncio.sleep(0.5)
-    return False
-
-
-def settle(database_url: str, calls: Sequence[Call]) -> tuple[int, int]:
+def settle(database_url: str, calls: Sequence[Call]) -> tuple[int, int, int]:
     store = UsageStore.from_url(database_url)
     try:
         settled = store.settlement([c.request_id for c in calls if c.ok and c.request_id])
@@ -390,9 +398,8 @@ def run(only: Sequence[str] = FAULTS) -> dict[str, Any]:
         for index, phase in enumerate(p for p in phases if p.name in only):
             calls = asyncio.run(phase.run(urls, gateways, f"fault{index}"))
             all_calls += calls
-            empty = asyncio.run(drained(gateways))
-            unsettled, missing = settle(database_url, calls)
-            row = figures(phase.name, calls, phase.samples, phase.cleared_at, (unsettled, missing))
+            empty = asyncio.run(phase.drained(gateways))
+            row = figures(phase.name, calls, phase.samples, phase.cleared_at, settle(database_url, calls))
             row.extra.update(drained=empty, cleared_at=round(phase.cleared_at, 2),
                              peak_buffered=max((sum(b for _, b in s) for _, s in phase.samples), default=0),
                              by_edge=_count(c.edge for c in calls), by_target=_count(c.target for c in calls))
@@ -402,12 +409,13 @@ def run(only: Sequence[str] = FAULTS) -> dict[str, Any]:
             g.stop()  # SIGTERM: each flushes its metering buffer
         final = None
         try:
-            final = settle(database_url, all_calls) if all_calls else None
+            final = settle(database_url, all_calls)[1:] if all_calls else None
         finally:
             for server in [*edges.values(), *clouds.values()]:
                 server.stop()
             stop_redis(workdir)
             subprocess.run([str(POSTGRES), "stop", str(pg_data)], check=False)
+    shutil.rmtree(workdir, ignore_errors=True)  # kept (with every process's log) when the run failed
     report["after_shutdown"] = final
     report["load_after"] = os.getloadavg()
     return report
@@ -437,15 +445,22 @@ def render(report: dict[str, Any]) -> str:
              "time to recover | recovery signal | step in the fault: median / slowest |",
              "|---|---:|---:|---:|---:|---:|---|---:|"]
     for row in report["rows"]:
-        lost = "not read" if row.unsettled is None else f"{row.unsettled} / {row.lost_records}"
+        lost = "not read" if row.unsettled is None else f"{row.unsettled} / {row.lost_records} (of {row.checked})"
         lines.append(f"| {row.fault} | {row.requests} | {row.failed} of {row.plain} | {row.broken} of {row.streams} | "
                      f"{lost} | {_s(row.recover_s)} | {row.signal} at {_s(row.signal_s)} | {row.median_s:.2f} / {row.slowest_s:.1f} s |")
+    kills = [r for r in report["rows"] if r.fault.startswith("edge")]
+    outages = [r for r in report["rows"] if r.fault.startswith("PostgreSQL")]
     final = report["after_shutdown"]
     load_after = " / ".join(f"{x:.1f}" for x in report["load_after"])
     lines += ["", "Metering lost is read from PostgreSQL once every replica's buffer is empty, for the requests that "
               "completed (a request whose stored records do not add up to its settlement mark)"
               + (f"; after the replicas shut down, over every phase: {final[0]} requests / {final[1]} records."
                  if final else "."),
+              *(f"At the kill -9, {r.extra['streams_in_flight_on_victim']} streams were in flight on the killed "
+                f"replica ({r.extra['in_flight']} requests in flight in all)." for r in kills),
+              *(f"While PostgreSQL was down the replicas held up to {r.extra['peak_buffered']:g} metering records "
+                f"between them; writes resumed {_s(None if r.signal_s is None else r.signal_s - r.extra['cleared_at'])} "
+                "after it was back (the writer's back-off, accounting.writer.retry_max_s)." for r in outages),
               f"Load after the run: {load_after}.", ""]
     return "\n".join(lines)
 

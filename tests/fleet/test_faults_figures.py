@@ -13,19 +13,20 @@ def _call(session: int, start: float, end: float, *, ok: bool = True, streamed: 
 
 def test_a_failed_request_and_a_broken_stream_count_apart_and_the_last_failure_bounds_recovery() -> None:
     calls = [_call(1, -2.0, -1.8, edge="b"), _call(2, -1.0, -0.9, edge="a"),
-             _call(1, 0.1, 0.4, ok=False, streamed=True),  # in flight on the killed replica
+             _call(1, -0.1, 0.4, ok=False, streamed=True, edge="b"),  # in flight on the killed replica
              _call(3, 0.2, 0.3, ok=False),
              _call(1, 1.5, 1.7, edge="a"), _call(2, 2.0, 2.1, streamed=True, edge="a")]
-    row = figures("edge kill -9", calls, [], 10.0, (0, 0))
+    row = figures("edge kill -9", calls, [], 10.0, (5, 0, 0))
     assert (row.requests, row.failed, row.plain, row.broken, row.streams) == (6, 1, 4, 1, 2)
     assert row.last_failure_s == 0.4
     assert row.signal_s == 1.7  # session 1, served by b before the kill, answered by a
     assert row.recover_s == 1.7
+    assert row.extra["in_flight"] == 1 and row.extra["streams_in_flight_on_victim"] == 1
 
 
 def test_metering_is_lost_when_a_completed_request_is_unmarked_or_short_of_its_mark() -> None:
     settled = {"ok": (1, 1), "retried": (2, 2), "extra": (1, 3), "unmarked": (None, 0), "short": (3, 1)}
-    assert lost_metering(settled) == (2, 3)  # "unmarked" (one record at least) and "short" (two)
+    assert lost_metering(settled) == (5, 2, 3)  # "unmarked" (one record at least) and "short" (two)
 
 
 def test_metering_counts_as_written_again_only_once_every_replica_wrote_after_the_database_came_back() -> None:
