@@ -68,6 +68,7 @@ class Call:
     request_id: str | None = None
     edge: str | None = None
     target: str | None = None
+    error: str | None = None  # what the client saw instead of an answer
 
 
 @dataclass
@@ -147,6 +148,7 @@ def figures(fault: str, calls: Sequence[Call], samples: Sequence[tuple[float, li
     return Figures(fault, len(calls), failed, plain, broken, streams, checked, unsettled, missing, last, signal_name,
                    signal_s, during[len(during) // 2], during[-1],
                    extra={"in_flight": len(in_flight), "slowest": vars(slowest) if slowest else None,
+                          "failures": [vars(c) for c in calls if not c.ok],
                           "streams_in_flight_on_victim": sum(c.streamed and c.edge == VICTIM for c in in_flight)})
 
 
@@ -220,6 +222,8 @@ async def _step(client: httpx.AsyncClient, url: str, n: int, session: str, messa
             call.ok = response.status_code == 200
             if call.ok:
                 text.append(str(response.json()["choices"][0]["message"]["content"]))
+            else:
+                call.error = f"HTTP {response.status_code}: {response.text[:300]}"
         else:
             async with client.stream("POST", url, json=body, headers=headers) as response:
                 call.edge = response.headers.get("x-ecgw-edge-deployment")  # known even if the stream breaks
@@ -230,14 +234,17 @@ async def _step(client: httpx.AsyncClient, url: str, n: int, session: str, messa
                     elif line.startswith("data: {"):
                         event = json.loads(line[6:])
                         if "error" in event:
+                            call.error = f"error event after {len(text)} deltas: {json.dumps(event)[:300]}"
                             break
                         text += [ch["delta"].get("content") or "" for ch in event.get("choices") or ()]
                 call.ok = done and response.status_code == 200
+                if not call.ok and call.error is None:
+                    call.error = f"HTTP {response.status_code}, {'[DONE]' if done else 'no [DONE]'}"
         call.request_id = response.headers.get("x-ecgw-request-id")
         call.edge = response.headers.get("x-ecgw-edge-deployment")
         call.target = response.headers.get("x-ecgw-cloud-target")
-    except httpx.HTTPError:
-        call.ok = False
+    except httpx.HTTPError as exc:
+        call.ok, call.error = False, f"{type(exc).__name__}: {exc}"
     call.end = time.monotonic() - t0
     return call, "".join(text)
 
@@ -415,7 +422,10 @@ def run(only: Sequence[str] = FAULTS) -> dict[str, Any]:
                 server.stop()
             stop_redis(workdir)
             subprocess.run([str(POSTGRES), "stop", str(pg_data)], check=False)
-    shutil.rmtree(workdir, ignore_errors=True)  # kept (with every process's log) when the run failed
+    if any(r.failed or r.broken for r in report["rows"]):
+        print(f"every process's log is in {workdir}", file=sys.stderr)  # to read what failed
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)  # kept (with the logs) when the run failed, too
     report["after_shutdown"] = final
     report["load_after"] = os.getloadavg()
     return report
