@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -47,7 +48,7 @@ from benchmarks.fleet import SYSTEM, _task, _tool_result, wait_healthy
 from benchmarks.replicas import start_redis, stop_redis
 
 SESSIONS = 32
-PACE_S = 1.0  # a session's pause between steps (the agent running its tools): ~25 requests/s in all
+PACE_S = 1.0  # a session's mean pause between steps (the agent running its tools): ~25 requests/s in all
 WARM_S, FAULT_S, AFTER_S = 4.0, 10.0, 8.0
 PRIMARY_TIMEOUT_S = 3.0  # the primary target's timeout_s and first_token_timeout_s: a hang costs this, then falls back
 COOLDOWN_S = 5.0
@@ -253,7 +254,9 @@ async def _session(client: httpx.AsyncClient, urls: list[str], n: int, tag: str,
                    out: list[Call]) -> None:
     task = _task(n) + (" Rework the architecture of the module loader." if n % 2 == 0 else "")
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
+    pauses = random.Random(n)  # sessions out of step with each other, as agents are, the same in every run
     step = 0
+    await asyncio.sleep(pauses.uniform(0, PACE_S))
     while not stop.is_set():
         call, reply = await _step(client, urls[(n + step) % len(urls)], n, f"{tag}-{n}", messages,
                                   (n + step) % 2 == 1, t0)
@@ -262,7 +265,7 @@ async def _session(client: httpx.AsyncClient, urls: list[str], n: int, tag: str,
                      {"role": "user", "content": _tool_result(n, step)}]
         step += 1
         try:
-            await asyncio.wait_for(stop.wait(), PACE_S)
+            await asyncio.wait_for(stop.wait(), pauses.uniform(0.5, 1.5) * PACE_S)
         except TimeoutError:
             pass
 
@@ -448,7 +451,7 @@ def render(report: dict[str, Any]) -> str:
              f"`python -m benchmarks.faults`: 2 `ecgw serve` replicas (one worker each) sharing a private Redis and "
              f"a private PostgreSQL, 2 edge stubs, cloud targets `primary` → `backup` (primary timeout and first-token "
              f"timeout {PRIMARY_TIMEOUT_S:g} s, cooldown {COOLDOWN_S:g} s); {report['sessions']} agent sessions at "
-             f"once ({PACE_S:g} s between a session's steps, every other step streamed, half the sessions routed "
+             f"once ({PACE_S:g} s on average between a session's steps, every other step streamed, half the sessions routed "
              f"to the cloud by task-routing); each fault lasts {report['fault_s']:g} s on fresh sessions. Time to "
              "recover: from the fault to the later of the last failure and the recovery signal.", "",
              "| fault | requests | failed (non-streamed) | streams broken | metering lost (requests / records) | "
