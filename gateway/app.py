@@ -241,7 +241,7 @@ def build_services(
         tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
                                          service_name=settings.observability.service_name),
         shadows=Shadows(lambda: config.current().settings.learning, doors=lambda: doors_of(config.current()),
-                        meter=meter, budgets=lambda: limiting_of(config.current()).budgets),
+                        meter=meter, budgets=lambda: limiting_of(config.current()).budgets, lease=config.lease),
     )
 
 

@@ -12,6 +12,9 @@ record next to its features; the cloud's answer goes nowhere.
 - **Only where the cloud may go.** Never under ``edge-only``, never for a key with ``learning.shadow: false``, never
   for a step privacy kept on the edge; and the door itself still blocks what privacy would block (then there is no
   call and no label).
+- **On its request's configuration.** A shadow call runs on the configuration snapshot of the request it labels,
+  leased (``gateway.snapshot.Lease``) before that request ends: its door, cloud target and budgets are the ones the
+  step saw, and a reload that removes or replaces that target closes it only once the shadow call has ended.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 from accounting.calls import Meter, StepRecord
 from gateway.doors import Doors
 from gateway.settings import LearningSettings
+from gateway.snapshot import Lease
 from privacy.errors import PrivacyBlocked
 from router.budgets.errors import KEPT_ON_EDGE
 from router.budgets.limits import NO_SPEND, Budgets, Spend
@@ -78,11 +82,14 @@ class Shadows:
     """One worker's shadow calls."""
 
     def __init__(self, settings: Callable[[], LearningSettings], *, doors: Callable[[], Doors], meter: Meter,
-                 budgets: Callable[[], Budgets], rng: random.Random | None = None) -> None:
+                 budgets: Callable[[], Budgets], lease: Callable[[], Lease],
+                 rng: random.Random | None = None) -> None:
         """``settings``, ``doors``, ``budgets``: the ``learning`` knobs, the doors and the budgets of the
-        configuration in force (a reload may replace them: the rate and the slots apply from the next step)."""
+        configuration in force (a reload may replace them: the rate and the slots apply from the next step);
+        ``lease``: a hold on the snapshot in force (the request's), which a shadow call runs on until it ends."""
         self._settings = settings
         self._doors = doors
+        self._lease = lease
         self._meter = meter
         self._budgets = budgets
         self._seed = settings().seed
@@ -114,9 +121,11 @@ class Shadows:
             log.info("request %s: every shadow slot is busy (learning.max_concurrent=%d); not shadowed",
                      record.request_id, slots)
             return False
-        task = asyncio.get_running_loop().create_task(self._run(ticket, record))
+        lease = self._lease()  # now, while the request still holds its snapshot: the task may outlive it
+        task = asyncio.get_running_loop().create_task(self._run(ticket, record), context=lease.context())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: lease.release())  # also for a task cancelled before it ran
         self.started += 1
         return True
 
