@@ -29,7 +29,7 @@ from privacy.errors import PrivacyBlocked, PrivacyFailedToEdge, PrivacyUnavailab
 from privacy.guard import AnswerGuard, Found
 from privacy.hook import Protection, ReceiptSource, StreamRestorer
 from privacy.inbound import Carried, InboundScanner
-from privacy.lastcheck import LastCheck
+from privacy.lastcheck import LastCheck, Settled
 from privacy.metrics import PrivacyMetrics
 from privacy.registry import UnitRegistry
 from privacy.restore import Restorer, ToolSecrets, given_placeholders
@@ -222,10 +222,19 @@ class PrivacyProtector:
         if self._last_check is not None:  # the last check on the exact body that would leave (privacy.lastcheck)
             last_check, scanned = self._last_check, copy_
             audited = {a.finding.value for _, done, _ in by_slot for a in done if a.action == "audit"}
-            # What it replaces takes placeholders from the freshest vault, in one atomic update like the above.
-            vault, settled = await allocate(self._sessions, session_id, lambda fresh: last_check.settle(
-                scanned, matcher, fresh, units_version=version, session_id=session_id, owner=scope,
-                audited=audited))
+
+            def settle(fresh: Vault) -> Settled:
+                return last_check.settle(scanned, matcher, fresh, units_version=version, session_id=session_id,
+                                         owner=scope, audited=audited)
+
+            # First against the vault just written: a settlement that hands out no new placeholder is the one the
+            # store's update would give (a placeholder, once written, never changes or goes to another value), so
+            # it needs no second read, decryption and parse of the session's vault. One that does takes its
+            # placeholders from the freshest vault, in one atomic update like the above.
+            trial = Vault(vault.to_json())
+            settled = settle(trial)
+            if trial.changed:
+                vault, settled = await allocate(self._sessions, session_id, settle)
             last_check.count(settled)
             checked, replaced, let_through = True, bool(settled.done), settled.let_through
             raw_units = frozenset(settled.raw_units)
