@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import MutableMapping
 from typing import Any
 
 from benchmarks import upstream
@@ -48,9 +49,9 @@ async def _replay(raw: bytes) -> Any:
     return receive
 
 
-async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+async def app(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] != "http":
-        await upstream.app(scope, receive, send)  # lifespan
+        await upstream.app(dict(scope), receive, send)  # lifespan
         return
     path, raw = scope["path"], await _body(receive)
     if path == "/mode":
@@ -75,7 +76,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = "rate_limit_exceeded" if mode == "429" else "server_error"
         await _json(send, int(mode), {"error": {"message": f"stub in mode {mode}", "type": kind, "code": kind}})
         return
-    await upstream.app(scope, await _replay(raw), send)
+    await upstream.app(dict(scope), await _replay(raw), send)
 
 
 def main() -> None:

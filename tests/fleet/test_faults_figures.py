@@ -3,6 +3,11 @@ each fault counts as recovered. The benchmark itself runs in ``make bench``; the
 
 from __future__ import annotations
 
+import asyncio
+
+import httpx
+
+from benchmarks import cloud_stub
 from benchmarks.faults import Call, figures, lost_metering, written_again
 
 
@@ -44,3 +49,19 @@ def test_a_cloud_fault_recovers_when_the_fallback_answers_and_says_when_the_prim
     assert row.signal_s == 1.2 and row.recover_s == 1.2  # the earliest fallback answer
     assert "primary again 0.4 s" in row.signal
     assert (row.median_s, row.slowest_s) == (3.1, 3.1)
+
+
+def test_the_cloud_stub_answers_as_its_mode_says_until_switched_back() -> None:
+
+    async def exchange() -> list[int]:
+        transport = httpx.ASGITransport(app=cloud_stub.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://stub") as client:
+            chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+            statuses = []
+            for mode in ("429", "500", "ok"):
+                assert (await client.post("/mode", json={"mode": mode})).status_code == 200
+                statuses.append((await client.post("/v1/chat/completions", json=chat)).status_code)
+            statuses.append((await client.post("/mode", json={"mode": "slow"})).status_code)
+            return statuses
+
+    assert asyncio.run(exchange()) == [429, 500, 200, 400]
