@@ -113,7 +113,7 @@ class AuditWriter:
     def _run(self) -> None:
         backoff = Backoff(self._initial, self._max, clock=self._clock)
         wait = self._initial
-        held: Any = None  # a read or the stop, taken from the queue while gathering a batch: handled next
+        held: object = None  # a read or the stop, taken from the queue while gathering a batch: handled next
         while True:
             if held is not None:
                 job, held = held, None
@@ -131,39 +131,53 @@ class AuditWriter:
                 return
             if isinstance(job, _Read):
                 try:
-                    self._write_pending(backoff)
-                    try:
-                        job.future.set_result(job.fn())
-                    except Exception as exc:  # handed to the caller; a read is never retried
-                        job.future.set_exception(exc)
+                    self._read(job, backoff)
                 finally:
                     self._queue.task_done()
                 continue
-            builds = [job]  # and what queued up meanwhile, up to the next read: one transaction for them all
-            while len(builds) < _BATCH:
-                try:
-                    job = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if job is _STOP or isinstance(job, _Read):
-                    held = job
-                    break
-                builds.append(job)
+            builds, held = self._gather(job)
             try:
-                for build in builds:
-                    try:
-                        record = build()
-                    except Exception:  # a bug in building must not stop the writer
-                        log.exception("could not build an audit record")
-                        record = None
-                    if record is not None:
-                        self._buffer.add([record])
-                wait = self._write_pending(backoff)
-                if len(self._buffer) > self._max_pending and self._buffer.spill_file is not None:
-                    self._buffer.spill("privacy.audit_spill_path")
+                wait = self._write_built(builds, backoff)
             finally:
                 for _ in builds:
                     self._queue.task_done()
+
+    def _read(self, job: _Read, backoff: Backoff) -> None:
+        self._write_pending(backoff)
+        try:
+            job.future.set_result(job.fn())
+        except Exception as exc:  # handed to the caller; a read is never retried
+            job.future.set_exception(exc)
+
+    def _gather(self, first: Any) -> tuple[list[Callable[[], Record | None]], object]:
+        """``first`` and the records queued up behind it, up to ``_BATCH`` and to the next read or the stop (returned
+        second, to be handled next; None when there is none)."""
+        builds = [first]
+        while len(builds) < _BATCH:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is _STOP or isinstance(job, _Read):
+                return builds, job
+            builds.append(job)
+        return builds, None
+
+    def _write_built(self, builds: list[Callable[[], Record | None]], backoff: Backoff) -> float:
+        """Build the records and write them after what is pending (``_BATCH`` a transaction); the wait before the
+        next try."""
+        for build in builds:
+            try:
+                record = build()
+            except Exception:  # a bug in building must not stop the writer
+                log.exception("could not build an audit record")
+                record = None
+            if record is not None:
+                self._buffer.add([record])
+        wait = self._write_pending(backoff)
+        if len(self._buffer) > self._max_pending and self._buffer.spill_file is not None:
+            self._buffer.spill("privacy.audit_spill_path")
+        return wait
 
     def _write_pending(self, backoff: Backoff) -> float:
         """Write what is pending, in order, up to ``_BATCH`` records a transaction; the wait before the next try
