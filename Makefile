@@ -46,11 +46,12 @@ typecheck: $(STAMP) ## mypy --strict
 clean: ## remove .venv and the tool caches (not ~/.cache/ecgw)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
-# Gateway overhead against a direct call and LiteLLM's proxy, and the edge pool (affinity vs round-robin, a
-# replica killed); both append to benchmarks/RESULTS.md.
-bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy; the edge pool's affinity and failover; receipts
+# Gateway overhead against a direct call and LiteLLM's proxy, the edge pool (affinity vs round-robin, a replica
+# killed), faults under load (an edge replica, PostgreSQL, the primary cloud); each appends to benchmarks/RESULTS.md.
+bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy; the edge pool's affinity and failover; faults under load; receipts
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.fleet
+	$(PY) -m benchmarks.faults
 	$(PY) -m benchmarks.targets
 	$(PY) -m benchmarks.receipts
 	$(PY) -m benchmarks.guard

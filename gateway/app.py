@@ -26,7 +26,7 @@ from gateway.admin.routes import admin_routes
 from gateway.admin.virtual_keys import VirtualKeys
 from gateway.api import healthz, list_models, readyz
 from gateway.body import BodyReader
-from gateway.budgets import budget_endpoint, build_budgets, call_cost_of, check_limits
+from gateway.budgets import LimitsPart, budget_endpoint, check_limits, limiting_of
 from gateway.dashboard.access import UiSessions
 from gateway.dashboard.routes import dashboard_routes
 from gateway.doors import DoorsPart, ManagedUpstream, doors_of
@@ -214,8 +214,11 @@ def build_services(
                                              hash_key=keys.derive("audit"),
                                              seal_key=keys.derive("audit-body"), scope_of=owner_of,
                                              sign_keys=SigningKeys(keys.derive))
-    every = (DoorsPart(meter=meter, protector=protector, sessions=sessions, edge=edge, cloud=cloud,
-                       cloud_transport=cloud_transport), *parts)
+    every: tuple[SnapshotPart, ...] = (
+        DoorsPart(meter=meter, protector=protector, sessions=sessions, edge=edge, cloud=cloud,
+                  cloud_transport=cloud_transport),
+        LimitsPart(sessions=sessions, meter=meter, hash_key=keys.derive("budget"), clock=clock),
+        *parts)
 
     def snapshot(of: Settings, version: int, running: Snapshot | None) -> Snapshot:
         registry, chooser = build_router(of, cloud_rates=rates)
@@ -226,8 +229,6 @@ def build_services(
                          for part in every})
 
     config = Configuration(snapshot(settings, 0, None), snapshot, parts=every)
-    budgets = build_budgets(settings, sessions=sessions, meter=meter, hash_key=keys.derive("budget"), clock=clock)
-
     return Services(
         config=config,
         protector=protector,
@@ -240,9 +241,8 @@ def build_services(
         virtual_keys=virtual_keys,
         tracing=tracing or build_tracing(settings.observability.otlp_endpoint,
                                          service_name=settings.observability.service_name),
-        budgets=budgets,
-        shadows=Shadows(settings.learning, doors=lambda: doors_of(config.current()), meter=meter, budgets=budgets),
-        call_cost=call_cost_of(settings),
+        shadows=Shadows(lambda: config.current().settings.learning, doors=lambda: doors_of(config.current()),
+                        meter=meter, budgets=lambda: limiting_of(config.current()).budgets, lease=config.lease),
     )
 
 
@@ -339,7 +339,7 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
         Route("/v1/sessions/{session_id:path}", erase_endpoint(services.protector, session_of=tenancy.readable),
               methods=["DELETE"]),
         Route("/v1/usage", usage_endpoint(services.meter, scope=tenancy.usage_scope), methods=["GET"]),
-        Route("/v1/budget", budget_endpoint(services.budgets, session_of=tenancy.own, targets=targets),
+        Route("/v1/budget", budget_endpoint(lambda: services.budgets, session_of=tenancy.own, targets=targets),
               methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/usage/requests", usage_requests_endpoint(services.meter, reader, scope=tenancy.usage_scope), methods=["POST"]),

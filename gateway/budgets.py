@@ -1,9 +1,11 @@
-"""Budgets and rate limits in the gateway: built once from ``limits:`` (checked at start), and ``GET /v1/budget``."""
+"""Budgets and rate limits in the gateway: built from ``limits:`` as a part of every configuration snapshot (checked
+at start and by every reload: ``LimitsPart``), and ``GET /v1/budget``."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -17,6 +19,7 @@ from accounting.store import UsageStore
 from gateway.errors import error_response
 from gateway.jsonio import dumps
 from gateway.settings import ConfigError, Settings
+from gateway.snapshot import Snapshot
 from gateway.targets_report import aimed
 from gateway.tenancy import Identity
 from privacy.session_store import SessionStore, SessionStoreUnavailable
@@ -67,7 +70,7 @@ def check_limits(settings: Settings) -> None:
         if knob == COST_KNOB and prices_of(settings).price(settings.cloud.model, warn=False) is None:
             where = f"experiments arm {arm}" if arm else f"policy.knobs.{policy}"
             raise ConfigError(f"{where}.{COST_KNOB}: the cloud model {settings.cloud.model} has no price, so a cost "
-                              "target cannot be measured; add it to accounting.prices")
+                              "target cannot be measured; add it to accounting.prices", param=f"{where}.{COST_KNOB}")
     for where, value in every.items():
         check_countable(where, value, settings)
 
@@ -77,13 +80,14 @@ def check_countable(where: str, value: Limits, settings: Settings) -> None:
     ``where``): for ``limits:`` at start and for a virtual key's limits at its creation."""
     if value.cloud_usd is not None and prices_of(settings).price(settings.cloud.model, warn=False) is None:
         raise ConfigError(f"{where}.cloud_usd: the cloud model {settings.cloud.model} has no price, so a USD "
-                          "budget cannot be counted; add it to accounting.prices")
+                          "budget cannot be counted; add it to accounting.prices", param=f"{where}.cloud_usd")
     if value.edge_pflops is not None:
         models = {m.lower() for m in settings.accounting.edge_models}
         edge = settings.edge.model.lower()
         if edge not in models and edge.rsplit("/", 1)[-1] not in models:
             raise ConfigError(f"{where}.edge_pflops: the edge model {settings.edge.model} has no entry in "
-                              "accounting.edge_models, so its FLOPs cannot be counted; add its parameter count")
+                              "accounting.edge_models, so its FLOPs cannot be counted; add its parameter count",
+                              param=f"{where}.edge_pflops")
 
 
 def _check_arms(arms: Iterable[str], experiments: ExperimentsSettings) -> None:
@@ -93,7 +97,7 @@ def _check_arms(arms: Iterable[str], experiments: ExperimentsSettings) -> None:
         if found is None or arm not in found.arms:
             known = [f"{e}:{a}" for e, x in experiments.definitions.items() for a in x.arms]
             raise ConfigError(f"limits.arms.{name}: no such experiment arm; expected one of "
-                              f"{', '.join(known) or '(no experiments configured)'}")
+                              f"{', '.join(known) or '(no experiments configured)'}", param=f"limits.arms.{name}")
 
 
 def metering_seeder(meter: Meter) -> Seeder:
@@ -113,35 +117,80 @@ def usage_seeder(store: UsageStore) -> Seeder:
 
 
 def build_budgets(settings: Settings, *, sessions: SessionStore, meter: Meter, hash_key: bytes,
-                  clock: Callable[[], float] | None = None) -> Budgets:
+                  clock: Callable[[], float] | None = None, running: Budgets | None = None) -> Budgets:
     """Built even when ``limits:`` names no limit: a virtual key created at run time may carry its own (a step
-    with no limit in scope gets no ``StepBudget`` and costs one look-up)."""
+    with no limit in scope gets no ``StepBudget`` and costs one look-up). ``running``: the budgets a reload replaces
+    (their settlements in flight stay held)."""
     estimator = Estimator(prices_of(settings), build_record_builder(settings.accounting),
                           default_max_tokens=settings.limits.default_max_tokens)
     extra = {"clock": clock} if clock is not None else {}
     return Budgets(settings.limits, store=sessions, seeder=metering_seeder(meter), estimator=estimator,
-                   hash_key=hash_key, **extra)
+                   hash_key=hash_key, pending=running.pending if running is not None else None, **extra)
+
+
+@dataclass(frozen=True)
+class Limiting:
+    """A snapshot's budgets and rate limits, and what a cloud call costs for a cost target's feedback: both priced
+    by the snapshot's ``accounting.prices``, so a price reload reaches reservations and targets alike."""
+
+    budgets: Budgets
+    call_cost: CallCost
+
+
+class LimitsPart:
+    """``limits`` as a part of the configuration's snapshot (``gateway.snapshot.SnapshotPart``). The counters live
+    in the session store, so a reload loses none: a request holds the limits it started with (its reservations
+    settle against them), the next one is counted against the new amounts, and every worker and replica adopting
+    the version counts against the same figures."""
+
+    name = "limits"
+    paths: tuple[str, ...] = ("limits",)
+
+    def __init__(self, *, sessions: SessionStore, meter: Meter, hash_key: bytes,
+                 clock: Callable[[], float] | None = None) -> None:
+        self._sessions = sessions
+        self._meter = meter
+        self._hash_key = hash_key
+        self._clock = clock
+
+    def build(self, settings: Settings, running: object | None) -> Limiting:
+        check_limits(settings)  # a price a budget or a cost target needs, an arm that exists (ConfigError)
+        old = running.budgets if isinstance(running, Limiting) else None
+        return Limiting(build_budgets(settings, sessions=self._sessions, meter=self._meter, hash_key=self._hash_key,
+                                      clock=self._clock, running=old), call_cost_of(settings))
+
+    async def start(self, built: object, running: object | None) -> None:
+        return None  # nothing to open: the counters are the session store's
+
+    async def retire(self, old: object, alive: Sequence[object]) -> None:
+        return None
+
+
+def limiting_of(snapshot: Snapshot) -> Limiting:
+    """The budgets of a configuration snapshot (``build_services`` registers them as a part of every one)."""
+    limiting = snapshot.part(LimitsPart.name)
+    assert isinstance(limiting, Limiting)
+    return limiting
 
 
 Targets = Callable[[], Awaitable[list[dict[str, Any]]]]  # achieved against target (``gateway.targets_report``)
 
 
-def budget_endpoint(budgets: Budgets | None, session_of: Callable[[Request, str], str],
+def budget_endpoint(budgets_now: Callable[[], Budgets], session_of: Callable[[Request, str], str],
                     targets: Targets | None = None) -> Callable[..., object]:
     """``GET /v1/budget``: the caller's key's budgets and rate limits (and its session's, with ``X-Session-Id``);
     for an admin key (or with no keys configured) also every target's achieved figures (``targets``), which sum
-    every tenant's decisions."""
+    every tenant's decisions. ``budgets_now``: the budgets of the request's configuration snapshot."""
 
     async def endpoint(request: Request) -> Response:
         identity: Identity = request.state.identity
-        rows: list[dict[str, Any]] = []
+        budgets = budgets_now()
         try:
-            if budgets is not None:
-                client_session = request.headers.get("x-session-id") or request.query_params.get("session")
-                session_id = session_of(request, client_session) if client_session else None
-                scopes = budgets.scopes(key_name=key_name(identity), owner_prefix=identity.prefix,
-                                        session_id=session_id, key_limits=identity.limits)
-                rows = await budgets.report(scopes, session_id)
+            client_session = request.headers.get("x-session-id") or request.query_params.get("session")
+            session_id = session_of(request, client_session) if client_session else None
+            scopes = budgets.scopes(key_name=key_name(identity), owner_prefix=identity.prefix,
+                                    session_id=session_id, key_limits=identity.limits)
+            rows = await budgets.report(scopes, session_id)
             body: dict[str, Any] = {"limits": rows}
             if targets is not None and (identity.admin or identity.owner is None):
                 body["targets"] = await targets()

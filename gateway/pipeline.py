@@ -146,7 +146,7 @@ class StepPipeline:
             outcome.span.set(key, value)
         spend: Spend = NO_SPEND
         limited: dict[str, str] = {}
-        if s.budgets is not None and (budget := s.budgets.for_step(
+        if (budget := s.budgets.for_step(
                 key_name=key_name(identity), owner_prefix=identity.prefix, session_id=session_id,
                 experiment=decision.experiment, arm=decision.arm, key_limits=identity.limits)) is not None:
             limited = await budget.admit(body)  # rpm/tpm: RateLimited (429) before anything runs

@@ -30,6 +30,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from gateway.budgets import check_limits
 from gateway.errors import error_response
 from gateway.polling import Poller
 from gateway.sealing import SealedStore
@@ -52,7 +53,6 @@ RESTART_BECAUSE: dict[str, str] = {
     "edge.launch": "ecgw serve decides at start whether to launch and supervise the local vLLM",
     "privacy": "the privacy audit keeps one writer, hash key and hash chain for the process's life",
     "accounting": "the metering writer and its FLOPs table are built at start (prices reload)",
-    "limits": "budgets and rate limits are built at start",
     "observability": "the trace exporter is built at start",
 }
 
@@ -194,7 +194,9 @@ def reload_supervised(running: Settings, path: str | None, overrides: Mapping[st
     from gateway.app import build_router, build_session_store  # the app's builders; this runs outside any app
 
     try:
-        build_router(load_settings(path, **overrides))
+        settings = load_settings(path, **overrides)
+        build_router(settings)
+        check_limits(settings)
     except ConfigError as exc:
         log.error("configuration reload refused, the running configuration stays (bad key: %s): %s",
                   exc.param or "?", exc)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from accounting.calls import Meter
 from gateway.admin.database import AdminDatabase
 from gateway.admin.virtual_keys import VirtualKeys
+from gateway.budgets import limiting_of
 from gateway.doors import Doors, doors_of
 from gateway.policy_choice import PolicyChooser
 from gateway.reload import Reloader
@@ -20,7 +21,7 @@ from privacy import Protector
 from privacy.session_store import SessionStore
 from router.budgets.limits import Budgets
 from router.policy import PolicyRegistry
-from router.target_costs import CallCost, no_cost
+from router.target_costs import CallCost
 
 log = logging.getLogger("ecgw")
 
@@ -29,9 +30,10 @@ log = logging.getLogger("ecgw")
 class Services:
     """Everything a request needs. The upstreams are not among them: only ``doors`` holds them, and it hands
     out channels, so the cloud is reachable only through ``CloudChannel``. What a reload may change (settings,
-    policies, the chooser, the keys, the doors with their pools, privacy rules and prices) comes from the
-    configuration's snapshot: inside a request, the one it started with (``gateway.snapshot``). ``protector`` is
-    the process's own (its audit, its units routes); each snapshot's doors hold it under that snapshot's rules."""
+    policies, the chooser, the keys, the doors with their pools, privacy rules and prices, the budgets and rate
+    limits, the learning knobs) comes from the configuration's snapshot: inside a request, the one it started with
+    (``gateway.snapshot``). ``protector`` is the process's own (its audit, its units routes); each snapshot's doors
+    hold it under that snapshot's rules."""
 
     config: Configuration
     protector: Protector
@@ -44,8 +46,6 @@ class Services:
     dashboard_key: bytes = field(repr=False)  # signs the dashboard's sign-in sessions (from the secrets key)
     shadows: Shadows  # shadow calls (learning.shadow_rate)
     tracing: Tracing = field(default_factory=NoTracing)
-    budgets: Budgets | None = None  # None: no limits configured
-    call_cost: CallCost = no_cost  # a cloud call's USD as metering prices it (a cost target's feedback)
 
     @property
     def doors(self) -> Doors:
@@ -66,6 +66,15 @@ class Services:
     @property
     def tenancy(self) -> Tenancy:
         return self.config.current().tenancy
+
+    @property
+    def budgets(self) -> Budgets:
+        return limiting_of(self.config.current()).budgets
+
+    @property
+    def call_cost(self) -> CallCost:
+        """A cloud call's USD as metering prices it (a cost target's feedback), at the snapshot's prices."""
+        return limiting_of(self.config.current()).call_cost
 
     async def start(self) -> None:
         """Start background parts (the meter's writer, …) that need the running event loop."""

@@ -12,6 +12,9 @@ record next to its features; the cloud's answer goes nowhere.
 - **Only where the cloud may go.** Never under ``edge-only``, never for a key with ``learning.shadow: false``, never
   for a step privacy kept on the edge; and the door itself still blocks what privacy would block (then there is no
   call and no label).
+- **On its request's configuration.** A shadow call runs on the configuration snapshot of the request it labels,
+  leased (``gateway.snapshot.Lease``) before that request ends: its door, cloud target and budgets are the ones the
+  step saw, and a reload that removes or replaces that target closes it only once the shadow call has ended.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 from accounting.calls import Meter, StepRecord
 from gateway.doors import Doors
 from gateway.settings import LearningSettings
+from gateway.snapshot import Lease
 from privacy.errors import PrivacyBlocked
 from router.budgets.errors import KEPT_ON_EDGE
 from router.budgets.limits import NO_SPEND, Budgets, Spend
@@ -77,16 +81,19 @@ class Ticket:
 class Shadows:
     """One worker's shadow calls."""
 
-    def __init__(self, settings: LearningSettings, *, doors: Callable[[], Doors], meter: Meter,
-                 budgets: Budgets | None = None, rng: random.Random | None = None) -> None:
-        """``doors``: the doors of the configuration in force (a reload may replace them)."""
-        self._rate = settings.shadow_rate
-        self._slots = settings.max_concurrent
-        self._grace_s = settings.shutdown_grace_s
+    def __init__(self, settings: Callable[[], LearningSettings], *, doors: Callable[[], Doors], meter: Meter,
+                 budgets: Callable[[], Budgets], lease: Callable[[], Lease],
+                 rng: random.Random | None = None) -> None:
+        """``settings``, ``doors``, ``budgets``: the ``learning`` knobs, the doors and the budgets of the
+        configuration in force (a reload may replace them: the rate and the slots apply from the next step);
+        ``lease``: a hold on the snapshot in force (the request's), which a shadow call runs on until it ends."""
+        self._settings = settings
         self._doors = doors
+        self._lease = lease
         self._meter = meter
         self._budgets = budgets
-        self._rng = rng or random.Random(settings.seed)
+        self._seed = settings().seed
+        self._rng = rng or random.Random(self._seed)
         self._tasks: set[asyncio.Task[None]] = set()
         self.started = 0
         self.skipped_busy = 0
@@ -94,9 +101,12 @@ class Shadows:
     def draw(self, step: Step, *, allowed: bool, target: str | None) -> Ticket | None:
         """A ticket when this step is drawn (the coin against ``shadow_rate``) and may be shadowed at all; whether
         the edge alone answered it is known only at its end (``offer``)."""
-        if self._rate <= 0 or not allowed or step.context.policy == EdgeOnly.name:
+        learning = self._settings()
+        if learning.shadow_rate <= 0 or not allowed or step.context.policy == EdgeOnly.name:
             return None
-        if self._rng.random() >= self._rate:
+        if learning.seed != self._seed:  # a reload set another seed: the coin starts again from it
+            self._seed, self._rng = learning.seed, random.Random(learning.seed)
+        if self._rng.random() >= learning.shadow_rate:
             return None
         return Ticket(step, target)
 
@@ -105,21 +115,22 @@ class Shadows:
         free: the record is then written once the shadow call has labelled it (or failed). False: write it now."""
         if record.route != "edge" or record.status != 200 or record.fallback is not None:
             return False
-        if len(self._tasks) >= self._slots:
+        slots = self._settings().max_concurrent
+        if len(self._tasks) >= slots:
             self.skipped_busy += 1
             log.info("request %s: every shadow slot is busy (learning.max_concurrent=%d); not shadowed",
-                     record.request_id, self._slots)
+                     record.request_id, slots)
             return False
-        task = asyncio.get_running_loop().create_task(self._run(ticket, record))
+        lease = self._lease()  # now, while the request still holds its snapshot: the task may outlive it
+        task = asyncio.get_running_loop().create_task(self._run(ticket, record), context=lease.context())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: lease.release())  # also for a task cancelled before it ran
         self.started += 1
         return True
 
     def _spend(self) -> Spend:
-        if self._budgets is None:
-            return NO_SPEND
-        return self._budgets.for_shadow() or NO_SPEND
+        return self._budgets().for_shadow() or NO_SPEND
 
     async def _run(self, ticket: Ticket, record: StepRecord) -> None:
         step = ticket.step
@@ -150,7 +161,7 @@ class Shadows:
         """Let what is in flight finish for up to ``learning.shutdown_grace_s``, then cancel the rest; a cancelled
         call still writes its step's record (without a label)."""
         if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=self._grace_s)
+            await asyncio.wait(list(self._tasks), timeout=self._settings().shutdown_grace_s)
         for task in list(self._tasks):
             task.cancel()
         await self.wait()

@@ -3,12 +3,14 @@ and swapped whole by a reload (``gateway.reload``).
 
 A request holds the snapshot it started with: the gatekeeper pins the current one for the request's whole ASGI
 call (its stream included, ``pinned``), so a reload in the middle of a stream changes nothing for it, and
-``Configuration.current()`` answers the pinned snapshot inside a request and the newest outside one.
+``Configuration.current()`` answers the pinned snapshot inside a request and the newest outside one. Work a request
+starts that outlives it (a shadow call, ``gateway.shadow``) takes a ``lease`` on the request's snapshot: it runs on
+that snapshot as the request did, and holds it as a request does, until it ends.
 
 What reloads is the settings under ``RELOADABLE`` and under every ``SnapshotPart``'s ``paths`` — the hook by which
-other parts (the doors: edge pool, cloud targets, privacy rules, prices) make their section reloadable: a part
-builds its object from the new settings and the running snapshot's object (to keep what did not change: a pool
-member's connections and health), raising ``ConfigError`` on a bad value, which keeps the running snapshot; readers
+other parts (the doors: edge pool, cloud targets, privacy rules, prices; the budgets and rate limits) make their
+section reloadable: a part builds its object from the new settings and the running snapshot's object (to keep what
+did not change: a pool member's connections and health), raising ``ConfigError`` on a bad value, which keeps the running snapshot; readers
 ask ``snapshot.part(name)``. A part's object may hold connections and tasks: ``start`` runs before the snapshot
 serves (a pool probes the members a reload added), and ``retire`` once the last request holding the old snapshot
 has finished (a pool closes the members no live snapshot still has). A changed setting under no reloadable path is
@@ -36,8 +38,10 @@ from router.policy import PolicyRegistry
 
 log = logging.getLogger("ecgw")
 
-# Sections a snapshot rebuilds (the policies with their knobs, the experiments, the keys and their tenants).
-RELOADABLE: tuple[str, ...] = ("policy", "experiments", "server.api_keys", "server.admin_keys", "server.session_keys")
+# Sections a snapshot rebuilds (the policies with their knobs, the experiments, the keys and their tenants) or that
+# are read from its settings at each step (the learning knobs: ``gateway.shadow``).
+RELOADABLE: tuple[str, ...] = ("policy", "experiments", "server.api_keys", "server.admin_keys", "server.session_keys",
+                               "learning")
 
 
 class SnapshotPart(Protocol):
@@ -117,6 +121,27 @@ def applied(old: Settings, new: Settings, reloadable: Sequence[str]) -> Settings
         raise ConfigError(f"configuration is invalid: {exc}") from None
 
 
+class Lease:
+    """A snapshot held for work that outlives the request that started it: the work runs in ``context()`` (where
+    ``Configuration.current()`` is this snapshot), and the snapshot is not retired before ``release``."""
+
+    def __init__(self, snapshot: Snapshot, release: Callable[[Snapshot], None]) -> None:
+        self.snapshot = snapshot
+        self._release: Callable[[Snapshot], None] | None = release
+
+    def context(self) -> contextvars.Context:
+        """A copy of the running context with this snapshot pinned (for ``create_task(..., context=)``)."""
+        context = contextvars.copy_context()
+        context.run(_PINNED.set, self.snapshot)
+        return context
+
+    def release(self) -> None:
+        """The work has ended; a second call does nothing."""
+        release, self._release = self._release, None
+        if release is not None:
+            release(self.snapshot)
+
+
 class Configuration:
     """The current snapshot of one worker, swapped whole; each older one retired once no request holds it."""
 
@@ -189,24 +214,40 @@ class Configuration:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _hold(self, snapshot: Snapshot) -> None:
+        key = id(snapshot)
+        self._held[key] = (snapshot, self._held.get(key, (snapshot, 0))[1] + 1)
+
+    def _let_go(self, snapshot: Snapshot) -> None:
+        key = id(snapshot)
+        if key not in self._held:  # closed meanwhile (``aclose``): nothing is held any more
+            return
+        count = self._held[key][1] - 1
+        if count:
+            self._held[key] = (snapshot, count)
+        else:
+            del self._held[key]
+            if key in self._retiring:
+                self._retire_later(snapshot)
+
     @contextmanager
     def pinned(self) -> Iterator[Snapshot]:
         """The current snapshot, held for everything that runs inside (one request)."""
         snapshot = self._current
-        key = id(snapshot)
-        self._held[key] = (snapshot, self._held.get(key, (snapshot, 0))[1] + 1)
+        self._hold(snapshot)
         token = _PINNED.set(snapshot)
         try:
             yield snapshot
         finally:
             _PINNED.reset(token)
-            count = self._held[key][1] - 1
-            if count:
-                self._held[key] = (snapshot, count)
-            else:
-                del self._held[key]
-                if key in self._retiring:
-                    self._retire_later(snapshot)
+            self._let_go(snapshot)
+
+    def lease(self) -> Lease:
+        """The snapshot in force here (inside a request: the request's own), held until the lease is released:
+        taken while the request still holds it, for a task that outlives the request."""
+        snapshot = self.current()
+        self._hold(snapshot)
+        return Lease(snapshot, self._let_go)
 
     async def aclose(self) -> None:
         """Retire every snapshot: the replaced ones first (what the current one shares stays), then the current."""

@@ -29,7 +29,7 @@ from privacy.errors import PrivacyBlocked, PrivacyFailedToEdge, PrivacyUnavailab
 from privacy.guard import AnswerGuard, Found
 from privacy.hook import Protection, ReceiptSource, StreamRestorer
 from privacy.inbound import Carried, InboundScanner
-from privacy.lastcheck import LastCheck
+from privacy.lastcheck import LastCheck, Settled
 from privacy.metrics import PrivacyMetrics
 from privacy.registry import UnitRegistry
 from privacy.restore import Restorer, ToolSecrets, given_placeholders
@@ -42,6 +42,9 @@ from privacy.vault import VAULT_KEY, Vault, allocate
 from privacy.walk import collect
 
 T = TypeVar("T")
+# One slot's findings: its location, the findings (locations relative to it) and, for a cached slot result, where
+# their audit rows are kept (``ScrubResult.audit_rows``; None: built for this call only).
+SlotFindings = tuple[str, Sequence[Applied], dict[str, list[dict[str, Any]]] | None]
 log = logging.getLogger("ecgw.privacy")
 
 _INLINE_CHARS = 256  # detect inline below this many new characters; above it, off the event loop (NER on a
@@ -52,7 +55,7 @@ class ScrubbedRequest:
     """The outcome of a scrub: the body that may leave, what was found where, the placeholders live now, and the
     last check's verdict on it (``privacy.audit.receipts.verdict``) with the listed units it let leave raw."""
 
-    def __init__(self, body: dict[str, Any], by_slot: list[tuple[str, Sequence[Applied]]],
+    def __init__(self, body: dict[str, Any], by_slot: list[SlotFindings],
                  values: dict[str, str], *, verdict: str = "unchecked",
                  raw_units: frozenset[str] = frozenset()) -> None:
         self.body = body
@@ -68,8 +71,21 @@ class ScrubbedRequest:
         request path: a long history carries hundreds of findings that each step would otherwise relocate."""
         if self._applied is None:
             self._applied = [Applied(a.finding.at(location + a.finding.location), a.action)
-                             for location, results in self._by_slot for a in results]
+                             for location, results, _ in self._by_slot for a in results]
         return self._applied
+
+    def finding_rows(self, row: Callable[[Applied, str], dict[str, Any]]) -> list[dict[str, Any]]:
+        """The audit's rows of every finding, in ``applied``'s order: ``row(applied, full location)`` per finding,
+        except where a cached slot result already holds them (the repeated prefix of a session: built once)."""
+        rows: list[dict[str, Any]] = []
+        for location, results, memo in self._by_slot:
+            known = memo.get(location) if memo is not None else None
+            if known is None:
+                known = [row(a, location + a.finding.location) for a in results]
+                if memo is not None:
+                    memo[location] = known
+            rows += known
+        return rows
 
 
 class PrivacyProtection:
@@ -187,7 +203,7 @@ class PrivacyProtector:
         vault, allocated = await allocate(self._sessions, session_id, apply)
         for i, done in zip(misses, allocated, strict=True):
             results[i] = done
-        by_slot: list[tuple[str, Sequence[Applied]]] = []
+        by_slot: list[SlotFindings] = []
         given: set[str] = set()
         checked = replaced = let_through = False
         raw_units: frozenset[str] = frozenset()
@@ -202,20 +218,29 @@ class PrivacyProtector:
                 given |= result.given
                 slot.set(result.text)
             if result.applied:
-                by_slot.append((slot.location, result.applied))
+                by_slot.append((slot.location, result.applied, result.audit_rows))
         if self._last_check is not None:  # the last check on the exact body that would leave (privacy.lastcheck)
             last_check, scanned = self._last_check, copy_
-            audited = {a.finding.value for _, done in by_slot for a in done if a.action == "audit"}
-            # What it replaces takes placeholders from the freshest vault, in one atomic update like the above.
-            vault, settled = await allocate(self._sessions, session_id, lambda fresh: last_check.settle(
-                scanned, matcher, fresh, units_version=version, session_id=session_id, owner=scope,
-                audited=audited))
+            audited = {a.finding.value for _, done, _ in by_slot for a in done if a.action == "audit"}
+
+            def settle(fresh: Vault) -> Settled:
+                return last_check.settle(scanned, matcher, fresh, units_version=version, session_id=session_id,
+                                         owner=scope, audited=audited)
+
+            # First against the vault just written: a settlement that hands out no new placeholder is the one the
+            # store's update would give (a placeholder, once written, never changes or goes to another value), so
+            # it needs no second read, decryption and parse of the session's vault. One that does takes its
+            # placeholders from the freshest vault, in one atomic update like the above.
+            trial = Vault(vault.to_json())
+            settled = settle(trial)
+            if trial.changed:
+                vault, settled = await allocate(self._sessions, session_id, settle)
             last_check.count(settled)
             checked, replaced, let_through = True, bool(settled.done), settled.let_through
             raw_units = frozenset(settled.raw_units)
             copy_ = settled.body
             given |= settled.given
-            by_slot.extend((path, [applied]) for path, applied in settled.done)
+            by_slot.extend((path, [applied], None) for path, applied in settled.done)
         # Cached only now, after the vault holding its placeholders was written, and not for a blocked step.
         for i in misses:
             fresh = results[i]
@@ -284,13 +309,13 @@ class PrivacyProtector:
         call_id = uuid.uuid4().hex
         hasher, sealer, created = self._hasher, self._sealer, time.time()
 
+        def row(a: Applied, location: str) -> dict[str, Any]:  # without the call's id: reused across calls
+            return finding_row(session_id=session_id, type=a.finding.type, layer=a.finding.layer, action=a.action,
+                               location=safe_location(location, hasher), value_hash=hasher(a.finding.value),
+                               unit_id=a.finding.unit_id, field=a.finding.field, dimension=a.finding.dimension)
+
         def build() -> Record:
-            applied = scrubbed.applied
-            findings = [finding_row(call_id=call_id, session_id=session_id, type=a.finding.type,
-                                    layer=a.finding.layer, action=a.action,
-                                    location=safe_location(a.finding.location, hasher),
-                                    value_hash=hasher(a.finding.value), unit_id=a.finding.unit_id,
-                                    field=a.finding.field, dimension=a.finding.dimension) for a in applied]
+            findings = [{**r, "call_id": call_id} for r in scrubbed.finding_rows(row)]
             call = call_row(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
                             created_at=created, body=seal_body(sealer, call_id, data), findings=len(findings))
             return {"kind": "call", "call": call, "findings": findings}

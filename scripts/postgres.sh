@@ -3,6 +3,8 @@
 #   scripts/postgres.sh install          install Debian's postgresql if its server binaries are missing (root)
 #   scripts/postgres.sh start PORT DIR   initdb DIR, start on 127.0.0.1:PORT, wait until ready, print its URL
 #   scripts/postgres.sh stop DIR         stop the server started on DIR and delete DIR
+#   scripts/postgres.sh down DIR         stop the server started on DIR, keeping its data (an outage)
+#   scripts/postgres.sh up PORT DIR      start DIR's server again on PORT (after down), wait until ready
 # PostgreSQL refuses to run as root; as root the server runs as the "postgres" user (created by the package).
 set -euo pipefail
 
@@ -43,10 +45,22 @@ start() {
   fi
   chmod 700 "$dir"
   as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --no-sync >/dev/null
+  up "$port" "$dir"
+}
+
+up() {
+  local port=$1 dir=$2 bin
+  bin=$(bindir)
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
     -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200" \
     start >/dev/null
   echo "postgresql://postgres@127.0.0.1:$port/postgres"
+}
+
+down() {
+  local dir=$1 bin
+  bin=$(bindir)
+  as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
 }
 
 stop() {
@@ -62,5 +76,7 @@ case "${1:-}" in
   install) install ;;
   start) start "${2:?port}" "${3:?data directory}" ;;
   stop) stop "${2:?data directory}" ;;
-  *) echo "usage: $0 install | start PORT DIR | stop DIR" >&2; exit 2 ;;
+  down) down "${2:?data directory}" ;;
+  up) up "${2:?port}" "${3:?data directory}" ;;
+  *) echo "usage: $0 install | start PORT DIR | stop DIR | down DIR | up PORT DIR" >&2; exit 2 ;;
 esac

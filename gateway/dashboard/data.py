@@ -149,8 +149,7 @@ class Dashboard:
     async def budgets(self) -> dict[str, Any]:
         """Spend against every key's and arm's budgets (the live counters) and every target's achieved figures."""
         services = self._services
-        limits = ([] if services.budgets is None else
-                  await budget_overview(services.budgets, services.tenancy.configured()))
+        limits = await budget_overview(services.budgets, services.tenancy.configured())
         return {"limits": limits, "targets": await targets_report(services.settings, services.sessions)}
 
     async def grade(self, session_id: str, score: float, source: str | None) -> None:

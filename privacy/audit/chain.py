@@ -74,8 +74,9 @@ def usage_digest(prompt: int | None, completion: int | None, cached: int | None)
 
 
 def rows_digest(rows: list[dict[str, Any]]) -> str:
-    """Egress rows of a call (in order) or a session's units (sorted by unit id by the caller), ids aside."""
-    return sha256(canonical([{k: v for k, v in r.items() if k != "id"} for r in rows]))
+    """Egress rows of a call (in order) or a session's units (sorted by unit id by the caller), ids aside (a row
+    without one — a call's hundreds of findings as written — is not copied)."""
+    return sha256(canonical([{k: v for k, v in r.items() if k != "id"} if "id" in r else r for r in rows]))
 
 
 def entry_hash(seq: int, kind: str, ref: str, digest: str, created_at: float, prev: str) -> str:
@@ -94,11 +95,36 @@ def lock(conn: Connection) -> None:
 
 def append(conn: Connection, kind: str, ref: str, digest: str, created_at: float) -> None:
     """Add an entry after the head, inside the caller's locked transaction."""
-    chain = PrivacyChain.__table__  # type: ignore[attr-defined]
-    head = conn.execute(select(chain.c.seq, chain.c.hash).order_by(chain.c.seq.desc()).limit(1)).first()
-    seq, prev = (int(head[0]) + 1, str(head[1])) if head else (1, GENESIS)
-    conn.execute(chain.insert(), [{"seq": seq, "kind": kind, "ref": ref, "digest": digest, "created_at": created_at,
-                                   "prev": prev, "hash": entry_hash(seq, kind, ref, digest, created_at, prev)}])
+    links = Links(conn)
+    links.append(kind, ref, digest, created_at)
+    links.flush()
+
+
+class Links:
+    """Entries appended inside one locked transaction: the head read once, the entries inserted in one statement
+    (``flush``, before anything reads the chain and before the commit) — a batch of records costs the writer thread
+    two statements for the chain, not two a record."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._head: tuple[int, str] | None = None
+        self._entries: list[dict[str, Any]] = []
+
+    def append(self, kind: str, ref: str, digest: str, created_at: float) -> None:
+        if self._head is None:
+            table = PrivacyChain.__table__  # type: ignore[attr-defined]
+            head = self._conn.execute(select(table.c.seq, table.c.hash).order_by(table.c.seq.desc()).limit(1)).first()
+            self._head = (int(head[0]), str(head[1])) if head else (0, GENESIS)
+        seq, prev = self._head[0] + 1, self._head[1]
+        entry = entry_hash(seq, kind, ref, digest, created_at, prev)
+        self._entries.append({"seq": seq, "kind": kind, "ref": ref, "digest": digest, "created_at": created_at,
+                              "prev": prev, "hash": entry})
+        self._head = (seq, entry)
+
+    def flush(self) -> None:
+        if self._entries:
+            self._conn.execute(PrivacyChain.__table__.insert(), self._entries)  # type: ignore[attr-defined]
+            self._entries = []
 
 
 class ChainSigner:

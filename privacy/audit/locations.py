@@ -9,6 +9,7 @@ reads the same across rows without being readable.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -23,6 +24,13 @@ _WORD = re.compile(r"[^.\[]+")
 
 
 def safe_location(location: str, hasher: Callable[[str], str]) -> str:
+    """``location`` with every segment that is not an index or a structural field name hashed. Remembered per
+    hasher: an agent's every call repeats its history's locations (hundreds a call, on the writer thread)."""
+    return _safe_location(location, hasher)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _safe_location(location: str, hasher: Callable[[str], str]) -> str:
     out: list[str] = []
     pos = 0
     while pos < len(location):

@@ -29,6 +29,7 @@ import functools
 import json
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -60,12 +61,16 @@ def body_bytes(body: Mapping[str, Any]) -> bytes:
 
 
 def placeholder_counts(placeholders: Iterable[str]) -> dict[str, int]:
-    """``{"EMAIL_ADDRESS": 2, …}`` from placeholders such as ``[EMAIL_ADDRESS_003]``."""
-    counts: dict[str, int] = {}
-    for placeholder in placeholders:
-        kind = placeholder[1:-1].rsplit("_", 1)[0] if placeholder.startswith("[") else placeholder
-        counts[kind] = counts.get(kind, 0) + 1
-    return dict(sorted(counts.items()))
+    """``{"EMAIL_ADDRESS": 2, …}`` from placeholders such as ``[EMAIL_ADDRESS_003]``. On the request path of every
+    protected call, over every placeholder the body holds (an agent step's history: hundreds, the same ones each
+    step): each placeholder's type is read once (``_kind``), the counting is ``Counter``'s."""
+    return dict(sorted(Counter(map(_kind, placeholders)).items()))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _kind(placeholder: str) -> str:
+    """``EMAIL_ADDRESS`` of ``[EMAIL_ADDRESS_003]`` (``rfind`` finding no ``_`` leaves the name within brackets)."""
+    return placeholder[1:placeholder.rfind("_")] if placeholder.startswith("[") else placeholder
 
 
 def _b64(data: bytes) -> str:

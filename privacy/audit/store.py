@@ -41,6 +41,8 @@ log = logging.getLogger("ecgw.privacy")
 
 _CALL_COLUMNS = tuple(PrivacyCall.model_fields)
 _FINDING_COLUMNS = tuple(name for name in PrivacyFinding.model_fields if name != "id")  # the database numbers them
+_FINDING_KEYS = frozenset(_FINDING_COLUMNS)
+_FINDING_INSERT = f"INSERT INTO privacy_finding ({', '.join(_FINDING_COLUMNS)}) VALUES ({{}})"
 _EGRESS_COLUMNS = tuple(name for name in PrivacyEgress.model_fields if name != "id")
 _RECEIPT_COLUMNS = tuple(PrivacyReceipt.model_fields)
 _INBOUND_COLUMNS = tuple(name for name in PrivacyInbound.model_fields if name != "id")
@@ -71,8 +73,32 @@ class Hasher:
 
 def finding_row(**fields: Any) -> dict[str, Any]:
     """One ``privacy_finding`` row as a plain dict: a call carries hundreds (its system prompt's findings among
-    them), and building an ORM object for each cost ~80 µs on the writer thread, twice."""
+    them), and building an ORM object for each cost ~80 µs on the writer thread, twice. Given every column (as the
+    protector gives them), the keywords' own fresh dict is the row."""
+    if fields.keys() == _FINDING_KEYS:
+        return fields
     return {name: fields.get(name) for name in _FINDING_COLUMNS}
+
+
+def _finding(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` when it is a ``finding_row`` already (as the protector builds them: a call's hundreds are not copied
+    again on the writer thread), else the columns of one."""
+    return row if row.keys() == _FINDING_KEYS else finding_row(**row)
+
+
+_MARKERS = {"qmark": "?", "format": "%s", "pyformat": "%s"}  # a positional parameter, by the driver's paramstyle
+
+
+def _insert_findings(conn: Connection, findings: list[dict[str, Any]]) -> None:
+    """``finding_row`` rows in one executemany of the driver: a call carries hundreds, and SQLAlchemy's insert built
+    each row's parameters in Python again (~2 µs a row, on the writer thread that shares the GIL with the request
+    path). Another paramstyle than a positional one takes SQLAlchemy's insert."""
+    marker = _MARKERS.get(conn.dialect.paramstyle)
+    if marker is None:
+        conn.execute(PrivacyFinding.__table__.insert(), findings)  # type: ignore[attr-defined]
+        return
+    conn.exec_driver_sql(_FINDING_INSERT.format(", ".join([marker] * len(_FINDING_COLUMNS))),
+                         [tuple(map(row.get, _FINDING_COLUMNS)) for row in findings])
 
 
 def call_row(**fields: Any) -> dict[str, Any]:
@@ -138,51 +164,66 @@ class AuditStore:
 
     def apply(self, record: dict[str, Any]) -> None:
         """Write one audit record (as built by the protector, or read back from a spill file)."""
+        self.apply_many([record])
+
+    def apply_many(self, records: list[dict[str, Any]]) -> None:
+        """Write audit records in order, in one transaction holding the chain's lock: all of them or none (the
+        writer thread hands over what queued up meanwhile; a retried batch skips what the database took before)."""
+        with self._chained() as conn:
+            batch = _Batch(conn, _taken(conn, records))
+            for record in records:
+                self._apply(batch, record)
+            batch.flush()
+        if batch.checkpointed and self.anchor is not None and self.signer is not None:  # committed:
+            self.anchor.signer = self.signer  # what the next receipts are signed with
+            if batch.checkpoint is not None:
+                self.anchor.checkpoint = batch.checkpoint  # and the checkpoint they name
+
+    def _apply(self, batch: _Batch, record: dict[str, Any]) -> None:
         kind = record["kind"]
         if kind == "call":
-            self.write_call(call_row(**record["call"]), [finding_row(**f) for f in record["findings"]])
+            self._write_call(batch, call_row(**record["call"]), [_finding(f) for f in record["findings"]])
         elif kind == "usage":
-            self.write_usage(record["call_id"], record["usage"])
+            self._write_usage(batch, record["call_id"], record["usage"])
         elif kind == "units":
-            self.write_units(record["session_id"], [PrivacyUnit(**u) for u in record["units"]])
+            self._write_units(batch, record["session_id"], [PrivacyUnit(**u) for u in record["units"]])
         elif kind == "tool_restore":  # a credential restored into (or withheld from) a tool call's arguments
-            self.write_findings([finding_row(**f) for f in record["findings"]])
+            self._write_findings(batch, [_finding(f) for f in record["findings"]])
         elif kind == "egress":
-            self.write_egress(record["rows"])
+            self._write_rows(batch, "egress", record["rows"])
         elif kind == "receipt":
-            self.write_receipt(record["row"])
+            self._write_receipt(batch, record["row"])
         elif kind == "inbound":  # what a cloud answer carried that its request did not (privacy.response_guard)
-            self.write_inbound(record["rows"])
+            self._write_rows(batch, "inbound", record["rows"])
         elif kind == "checkpoint":
-            self.write_checkpoint()
+            self._write_checkpoint(batch)
         elif kind == "retention":
-            self.erase(reason="retention", before=float(record["before"]))
+            self._erase(batch, reason="retention", before=float(record["before"]))
         else:
             raise ValueError(f"unknown audit record kind {kind!r}")
 
-    def write_call(self, call: dict[str, Any], findings: list[dict[str, Any]]) -> None:
-        """One transaction, the findings in one multi-row insert (rows as ``call_row``/``finding_row`` make them)."""
-        calls, rows = PrivacyCall.__table__, PrivacyFinding.__table__  # type: ignore[attr-defined]
-        with self._chained() as conn:
-            if conn.execute(select(calls.c.id).where(calls.c.id == call["id"])).first() is not None:
-                return  # a retried record the database took before
-            call = {**call, "body_digest": chain.content_digest(call["body"]),
-                    "findings_digest": chain.rows_digest(findings), "erased_by": None}
-            conn.execute(calls.insert(), [call])
-            if findings:
-                conn.execute(rows.insert(), findings)
-            chain.append(conn, "call", call["id"], chain.erasable_call_digest(call), call["created_at"])
+    def _write_call(self, batch: _Batch, call: dict[str, Any], findings: list[dict[str, Any]]) -> None:
+        """The call's row, its findings in one multi-row insert (rows as ``call_row``/``finding_row`` make them)."""
+        if not batch.take(("call", str(call["id"]))):
+            return  # a retried record the database took before
+        calls = PrivacyCall.__table__  # type: ignore[attr-defined]
+        call = {**call, "body_digest": chain.content_digest(call["body"]),
+                "findings_digest": chain.rows_digest(findings), "erased_by": None}
+        batch.conn.execute(calls.insert(), [call])
+        if findings:
+            _insert_findings(batch.conn, findings)
+        batch.links.append("call", call["id"], chain.erasable_call_digest(call), call["created_at"])
 
-    def write_findings(self, findings: list[dict[str, Any]]) -> None:
+    def _write_findings(self, batch: _Batch, findings: list[dict[str, Any]]) -> None:
         """Findings of a call written before them (what restore did with its answer): the call is chained again
         with them (its latest entry is what it is checked against)."""
-        with self._chained() as conn:
-            conn.execute(PrivacyFinding.__table__.insert(), findings)  # type: ignore[attr-defined]
-            for call_id in dict.fromkeys(str(f["call_id"]) for f in findings):
-                self._rechain_call(conn, call_id)
+        _insert_findings(batch.conn, findings)
+        for call_id in dict.fromkeys(str(f["call_id"]) for f in findings):
+            self._rechain_call(batch, call_id)
 
-    def _rechain_call(self, conn: Connection, call_id: str) -> None:
+    def _rechain_call(self, batch: _Batch, call_id: str) -> None:
         """Chain a call's row as it is now (its findings' digest brought up to date)."""
+        conn = batch.conn
         calls, rows = PrivacyCall.__table__, PrivacyFinding.__table__  # type: ignore[attr-defined]
         found = conn.execute(select(calls).where(calls.c.id == call_id)).first()
         if found is None:
@@ -198,13 +239,22 @@ class AuditStore:
                 conn.execute(calls.update().where(calls.c.id == call_id).values(
                     findings_digest=call["findings_digest"]))
             digest = chain.erasable_call_digest(call)
-        chain.append(conn, "call", call_id, digest, self._clock())
+        batch.links.append("call", call_id, digest, self._clock())
 
     def erase(self, *, reason: str, session_id: str | None = None, before: float | None = None) -> int:
         """Tombstone the content of a session's calls (``reason`` "session") or of every call made before
         ``before`` (``reason`` "retention"): the sealed body becomes ``ERASED_BODY``, the findings go, the digests
         the chain covers stay, and the erasure is chained as a record naming the calls it erased. A session's units
         go too (chained as an empty set). How many calls it erased."""
+        with self._chained() as conn:
+            batch = _Batch(conn, set())
+            erased = self._erase(batch, reason=reason, session_id=session_id, before=before)
+            batch.flush()
+        return erased
+
+    def _erase(self, batch: _Batch, *, reason: str, session_id: str | None = None,
+               before: float | None = None) -> int:
+        conn, links = batch.conn, batch.links
         calls, rows = PrivacyCall.__table__, PrivacyFinding.__table__  # type: ignore[attr-defined]
         erasures, units = PrivacyErasure.__table__, PrivacyUnit.__table__  # type: ignore[attr-defined]
         query = select(calls).where(calls.c.erased_by.is_(None))
@@ -212,89 +262,69 @@ class AuditStore:
             query = query.where(calls.c.session_id == session_id)
         if before is not None:
             query = query.where(calls.c.created_at < before)
-        with self._chained() as conn:
-            found = [dict(r._mapping) for r in conn.execute(query)]
-            if not found and session_id is None:
-                return 0  # a retention sweep with nothing old enough: no record
-            for call in found:
-                if call["body_digest"] is None:  # from before step 6: chained now by its digests, then erased
-                    stored = [dict(r._mapping) for r in conn.execute(
-                        select(rows).where(rows.c.call_id == call["id"]).order_by(rows.c.id))]
-                    call.update(body_digest=chain.content_digest(call["body"]),
-                                findings_digest=chain.rows_digest(stored))
-                    conn.execute(calls.update().where(calls.c.id == call["id"]).values(
-                        body_digest=call["body_digest"], findings_digest=call["findings_digest"]))
-                    chain.append(conn, "call", call["id"], chain.erasable_call_digest(call), self._clock())
-            ids = sorted(str(c["id"]) for c in found)
-            erasure: dict[str, Any] = {"id": uuid.uuid4().hex, "reason": reason, "session_id": session_id,
-                       "created_at": self._clock(), "calls": len(ids), "calls_digest": chain.ids_digest(ids)}
-            for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
-                conn.execute(calls.update().where(calls.c.id.in_(chunk)).values(body=chain.ERASED_BODY,
-                                                                               erased_by=erasure["id"]))
-                conn.execute(rows.delete().where(rows.c.call_id.in_(chunk)))
-            conn.execute(erasures.insert(), [erasure])
-            chain.append(conn, "erasure", erasure["id"], chain.rows_digest([erasure]), erasure["created_at"])
-            if session_id is not None:
-                conn.execute(units.delete().where(units.c.session_id == session_id))
-                chain.append(conn, "units", session_id, chain.rows_digest([]), self._clock())
+        found = [dict(r._mapping) for r in conn.execute(query)]
+        if not found and session_id is None:
+            return 0  # a retention sweep with nothing old enough: no record
+        for call in found:
+            if call["body_digest"] is None:  # from before step 6: chained now by its digests, then erased
+                stored = [dict(r._mapping) for r in conn.execute(
+                    select(rows).where(rows.c.call_id == call["id"]).order_by(rows.c.id))]
+                call.update(body_digest=chain.content_digest(call["body"]),
+                            findings_digest=chain.rows_digest(stored))
+                conn.execute(calls.update().where(calls.c.id == call["id"]).values(
+                    body_digest=call["body_digest"], findings_digest=call["findings_digest"]))
+                links.append("call", call["id"], chain.erasable_call_digest(call), self._clock())
+        ids = sorted(str(c["id"]) for c in found)
+        erasure: dict[str, Any] = {"id": uuid.uuid4().hex, "reason": reason, "session_id": session_id,
+                                   "created_at": self._clock(), "calls": len(ids), "calls_digest": chain.ids_digest(ids)}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            conn.execute(calls.update().where(calls.c.id.in_(chunk)).values(body=chain.ERASED_BODY,
+                                                                           erased_by=erasure["id"]))
+            conn.execute(rows.delete().where(rows.c.call_id.in_(chunk)))
+        conn.execute(erasures.insert(), [erasure])
+        links.append("erasure", erasure["id"], chain.rows_digest([erasure]), erasure["created_at"])
+        if session_id is not None:
+            conn.execute(units.delete().where(units.c.session_id == session_id))
+            links.append("units", session_id, chain.rows_digest([]), self._clock())
         return len(ids)
 
-    def write_usage(self, call_id: str, usage: dict[str, Any]) -> None:
+    def _write_usage(self, batch: _Batch, call_id: str, usage: dict[str, Any]) -> None:
+        if ("call", call_id) not in batch.taken:
+            return  # no such call
         calls = PrivacyCall.__table__  # type: ignore[attr-defined]
         details = usage.get("prompt_tokens_details") or {}
         values = {"prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
                   "cached_tokens": details.get("cached_tokens") if isinstance(details, dict) else None}
-        with self._chained() as conn:
-            if conn.execute(select(calls.c.id).where(calls.c.id == call_id)).first() is None:
-                return
-            conn.execute(calls.update().where(calls.c.id == call_id).values(**values))
-            chain.append(conn, "usage", call_id, chain.usage_digest(*values.values()), self._clock())
+        batch.conn.execute(calls.update().where(calls.c.id == call_id).values(**values))
+        batch.links.append("usage", call_id, chain.usage_digest(*values.values()), self._clock())
 
-    def write_egress(self, rows: list[dict[str, Any]]) -> None:
-        """Egress verdicts (``privacy.audit.exposure``), written through the same durable path as every record."""
-        if not rows:
-            return
-        table = PrivacyEgress.__table__  # type: ignore[attr-defined]
-        call_id = rows[0]["call_id"]
-        with self._chained() as conn:
-            if conn.execute(select(table.c.id).where(table.c.call_id == call_id)).first() is not None:
-                return  # a retried record the database took before
-            stored = [{name: row.get(name) for name in _EGRESS_COLUMNS} for row in rows]
-            conn.execute(table.insert(), stored)
-            chain.append(conn, "egress", call_id, chain.rows_digest(stored), float(rows[0]["created_at"]))
+    def _write_rows(self, batch: _Batch, kind: str, rows: list[dict[str, Any]]) -> None:
+        """A call's egress verdicts (``privacy.audit.exposure``) or a cloud answer's inbound findings (one record
+        per call, ``privacy.inbound``), chained as one entry."""
+        if not rows or not batch.take((kind, str(rows[0]["call_id"]))):
+            return  # nothing, or a retried record the database took before
+        table, columns = _ROWS[kind]
+        stored = [{name: row.get(name) for name in columns} for row in rows]
+        batch.conn.execute(table.__table__.insert(), stored)  # type: ignore[attr-defined]
+        batch.links.append(kind, rows[0]["call_id"], chain.rows_digest(stored), float(rows[0]["created_at"]))
 
-    def write_receipt(self, row: dict[str, Any]) -> None:
-        """A signed egress receipt (``privacy.audit.receipts``), chained like every record."""
-        table = PrivacyReceipt.__table__  # type: ignore[attr-defined]
+    def _write_receipt(self, batch: _Batch, row: dict[str, Any]) -> None:
+        """A signed egress receipt (``privacy.audit.receipts``), chained like every record; its row goes in with the
+        batch's other receipts."""
+        if not batch.take(("receipt", str(row["id"]))):
+            return  # a retried record the database took before
         stored = {name: row.get(name) for name in _RECEIPT_COLUMNS}
-        with self._chained() as conn:
-            if conn.execute(select(table.c.id).where(table.c.id == row["id"])).first() is not None:
-                return  # a retried record the database took before
-            conn.execute(table.insert(), [stored])
-            chain.append(conn, "receipt", str(row["id"]), chain.rows_digest([stored]), float(row["created_at"]))
+        batch.receipts.append(stored)
+        batch.links.append("receipt", str(row["id"]), chain.rows_digest([stored]), float(row["created_at"]))
 
-    def write_inbound(self, rows: list[dict[str, Any]]) -> None:
-        """A cloud answer's inbound findings (one record per call, ``privacy.inbound``), chained like egress rows."""
-        if not rows:
-            return
-        table = PrivacyInbound.__table__  # type: ignore[attr-defined]
-        call_id = rows[0]["call_id"]
-        with self._chained() as conn:
-            if conn.execute(select(table.c.id).where(table.c.call_id == call_id)).first() is not None:
-                return  # a retried record the database took before
-            stored = [{name: row.get(name) for name in _INBOUND_COLUMNS} for row in rows]
-            conn.execute(table.insert(), stored)
-            chain.append(conn, "inbound", call_id, chain.rows_digest(stored), float(rows[0]["created_at"]))
-
-    def write_units(self, session_id: str, units: list[PrivacyUnit]) -> None:
+    def _write_units(self, batch: _Batch, session_id: str, units: list[PrivacyUnit]) -> None:
         table = PrivacyUnit.__table__  # type: ignore[attr-defined]
         rows = sorted((u.model_dump() for u in units), key=lambda r: str(r["unit_id"]))
-        with self._chained() as conn:
-            conn.execute(table.delete().where(table.c.session_id == session_id))
-            if rows:
-                conn.execute(table.insert(), rows)
-            chain.append(conn, "units", session_id, chain.rows_digest(rows), self._clock())
+        batch.conn.execute(table.delete().where(table.c.session_id == session_id))
+        if rows:
+            batch.conn.execute(table.insert(), rows)
+        batch.links.append("units", session_id, chain.rows_digest(rows), self._clock())
 
     def rotate_key(self) -> ChainSigner:
         """Record the next generation of the signing key and sign the head with it (``ecgw audit rotate-key``)."""
@@ -307,16 +337,82 @@ class AuditStore:
 
     def write_checkpoint(self) -> None:
         """Sign the chain's head (nothing when it is signed already, or without a signer)."""
+        self.apply({"kind": "checkpoint"})
+
+    def _write_checkpoint(self, batch: _Batch) -> None:
         if self.signer is None:
             return
-        with self._chained() as conn:
-            if self.keys is not None:  # a rotation recorded since: sign with the new generation from now on
-                self.signer = self.keys.signer(chain.current_generation(conn))
-            latest = chain.write_checkpoint(conn, self.signer, self._clock())
-        if self.anchor is not None:
-            self.anchor.signer = self.signer  # what the next receipts are signed with
-            if latest is not None:
-                self.anchor.checkpoint = latest  # and the checkpoint they name
+        if self.keys is not None:  # a rotation recorded since: sign with the new generation from now on
+            self.signer = self.keys.signer(chain.current_generation(batch.conn))
+        batch.flush()  # the head it signs includes this batch's records before it
+        batch.checkpointed = True
+        latest = chain.write_checkpoint(batch.conn, self.signer, self._clock())
+        if latest is not None:
+            batch.checkpoint = latest
+
+
+_ROWS = {"egress": (PrivacyEgress, _EGRESS_COLUMNS), "inbound": (PrivacyInbound, _INBOUND_COLUMNS)}
+_TAKEN = {"call": (PrivacyCall, "id"), "egress": (PrivacyEgress, "call_id"), "inbound": (PrivacyInbound, "call_id"),
+          "receipt": (PrivacyReceipt, "id")}  # what says a record is written: its key in its table
+
+
+class _Batch:
+    """Records written in one locked transaction. The chain's entries go in together (``chain.Links``), so do the
+    receipts' rows (``flush``); ``taken`` holds the keys of the records the database has (a retry) or this batch
+    wrote, looked up once for the batch; ``checkpoint``: the latest checkpoint's hash once one was signed in it."""
+
+    def __init__(self, conn: Connection, taken: set[tuple[str, str]]) -> None:
+        self.conn = conn
+        self.links = chain.Links(conn)
+        self.taken = taken
+        self.receipts: list[dict[str, Any]] = []
+        self.checkpointed = False
+        self.checkpoint: str | None = None
+
+    def take(self, key: tuple[str, str]) -> bool:
+        """False when the record of ``key`` is written already."""
+        if key in self.taken:
+            return False
+        self.taken.add(key)
+        return True
+
+    def flush(self) -> None:
+        if self.receipts:
+            self.conn.execute(PrivacyReceipt.__table__.insert(), self.receipts)  # type: ignore[attr-defined]
+            self.receipts = []
+        self.links.flush()
+
+
+def _key(record: dict[str, Any]) -> tuple[str, str] | None:
+    """What says ``record`` is written already (a usage record: that its call is), if anything."""
+    kind = record["kind"]
+    if kind == "call":
+        return "call", str(record["call"]["id"])
+    if kind == "usage":
+        return "call", str(record["call_id"])
+    if kind in ("egress", "inbound"):
+        return (kind, str(record["rows"][0]["call_id"])) if record["rows"] else None
+    if kind == "receipt":
+        return "receipt", str(record["row"]["id"])
+    return None
+
+
+def _taken(conn: Connection, records: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """The keys (``_key``) of ``records`` the database has, one query a table."""
+    wanted: dict[str, set[str]] = {}
+    for record in records:
+        key = _key(record)
+        if key is not None:
+            wanted.setdefault(key[0], set()).add(key[1])
+    taken: set[tuple[str, str]] = set()
+    for kind, keys in wanted.items():
+        table, name = _TAKEN[kind]
+        column = table.__table__.c[name]  # type: ignore[attr-defined]
+        ordered = sorted(keys)
+        for start in range(0, len(ordered), 500):
+            found = conn.execute(select(column).where(column.in_(ordered[start:start + 500])).distinct())
+            taken.update((kind, str(value)) for (value,) in found)
+    return taken
 
 
 def units_record(session_id: str, units: list[Unit], hasher: Hasher) -> dict[str, Any]:

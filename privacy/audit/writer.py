@@ -1,7 +1,9 @@
 """``AuditWriter``: audit rows off the request path, on the metering writer's durable core (``accounting.durable``).
 
-One background thread builds records (hashes, JSON) and writes them in order, one at a time (each extends the
-chain). A write the database refuses is kept and retried with doubling delays (up to ``retry_max_s``) for as long
+One background thread builds records (hashes, JSON) and writes them in order: what queued up while it wrote the
+last ones goes in one transaction (up to ``_BATCH`` records, one lock of the chain, its entries in one insert), so a
+busy gateway's records cost the thread — and the GIL the request path shares with it — a fraction of a transaction
+each. A write the database refuses is kept and retried with doubling delays (up to ``retry_max_s``) for as long
 as the outage lasts — nothing is dropped; those rows are the evidence behind every exposure report. Past
 ``max_pending`` records wait in the spill file, not in memory, and come back first once the database answers.
 ``close()`` keeps retrying for ``shutdown_timeout_s``, then spills what is left (mode 0600); ``start()`` claims a
@@ -28,6 +30,7 @@ log = logging.getLogger("ecgw.privacy")
 __all__ = ["AuditWriter", "Record"]
 
 _STOP = object()
+_BATCH = 32  # records a transaction at most: what queued up while the last one was written goes in together
 
 
 class _Read:
@@ -110,53 +113,88 @@ class AuditWriter:
     def _run(self) -> None:
         backoff = Backoff(self._initial, self._max, clock=self._clock)
         wait = self._initial
+        held: object = None  # a read or the stop, taken from the queue while gathering a batch: handled next
         while True:
-            try:
-                job = self._queue.get(timeout=wait if self._buffer.pending else None)
-            except queue.Empty:  # time to retry the pending records
-                wait = self._write_pending(backoff)
-                continue
-            try:
-                if job is _STOP:
-                    self._drain_at_shutdown()
-                    return
-                if isinstance(job, _Read):
-                    self._write_pending(backoff)
-                    try:
-                        job.future.set_result(job.fn())
-                    except Exception as exc:  # handed to the caller; a read is never retried
-                        job.future.set_exception(exc)
-                    continue
+            if held is not None:
+                job, held = held, None
+            else:
                 try:
-                    record = job()
-                except Exception:  # a bug in building must not stop the writer
-                    log.exception("could not build an audit record")
-                    record = None
-                if record is not None:
-                    self._buffer.add([record])
-                wait = self._write_pending(backoff)
-                if len(self._buffer) > self._max_pending and self._buffer.spill_file is not None:
-                    self._buffer.spill("privacy.audit_spill_path")
+                    job = self._queue.get(timeout=wait if self._buffer.pending else None)
+                except queue.Empty:  # time to retry the pending records
+                    wait = self._write_pending(backoff)
+                    continue
+            if job is _STOP:
+                try:
+                    self._drain_at_shutdown()
+                finally:
+                    self._queue.task_done()
+                return
+            if isinstance(job, _Read):
+                try:
+                    self._read(job, backoff)
+                finally:
+                    self._queue.task_done()
+                continue
+            builds, held = self._gather(job)
+            try:
+                wait = self._write_built(builds, backoff)
             finally:
-                self._queue.task_done()
+                for _ in builds:
+                    self._queue.task_done()
+
+    def _read(self, job: _Read, backoff: Backoff) -> None:
+        self._write_pending(backoff)
+        try:
+            job.future.set_result(job.fn())
+        except Exception as exc:  # handed to the caller; a read is never retried
+            job.future.set_exception(exc)
+
+    def _gather(self, first: Any) -> tuple[list[Callable[[], Record | None]], object]:
+        """``first`` and the records queued up behind it, up to ``_BATCH`` and to the next read or the stop (returned
+        second, to be handled next; None when there is none)."""
+        builds = [first]
+        while len(builds) < _BATCH:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is _STOP or isinstance(job, _Read):
+                return builds, job
+            builds.append(job)
+        return builds, None
+
+    def _write_built(self, builds: list[Callable[[], Record | None]], backoff: Backoff) -> float:
+        """Build the records and write them after what is pending (``_BATCH`` a transaction); the wait before the
+        next try."""
+        for build in builds:
+            try:
+                record = build()
+            except Exception:  # a bug in building must not stop the writer
+                log.exception("could not build an audit record")
+                record = None
+            if record is not None:
+                self._buffer.add([record])
+        wait = self._write_pending(backoff)
+        if len(self._buffer) > self._max_pending and self._buffer.spill_file is not None:
+            self._buffer.spill("privacy.audit_spill_path")
+        return wait
 
     def _write_pending(self, backoff: Backoff) -> float:
-        """Write what is pending, in order, one record a transaction; the wait before the next try (reset after
-        success, doubled after failure)."""
-        if self._buffer.write(self._apply, batch=1, reachable=self.store.reachable):
+        """Write what is pending, in order, up to ``_BATCH`` records a transaction; the wait before the next try
+        (reset after success, doubled after failure)."""
+        if self._buffer.write(self._apply, batch=_BATCH, reachable=self.store.reachable):
             backoff.reset()
             return backoff.delay
         return backoff.failed() or backoff.maximum
 
     def _apply(self, records: list[Record]) -> None:
-        for record in records:
-            self.store.apply(record)
-            self.written += 1
+        self.store.apply_many(records)
+        self.written += len(records)
 
     def _drain_at_shutdown(self) -> None:
         backoff = Backoff(self._initial, self._max, deadline_s=self._shutdown_timeout, clock=self._clock)
         while self._buffer.pending:
-            if self._buffer.write(self._apply, batch=1, reachable=self.store.reachable):
+            if self._buffer.write(self._apply, batch=_BATCH, reachable=self.store.reachable):
                 break
             delay = backoff.failed()
             if delay is None:

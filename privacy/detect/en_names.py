@@ -22,7 +22,9 @@ _ROLE_WORDS = ("assignee assigned to reassigned to reviewer reviewed by claimant
 # Header words that name a person only with a colon after them (``From: Hannah Fischer``).
 _HEADERS = r"(?:from|to|cc|bcc|contact|customer|client|manager|lead|user|member)(?=[ \t]*[:=])"
 _WORDS = sorted({w for w in " ".join(_ROLE_WORDS).split() if len(w) > 1} - {"to", "by", "of", "on", "you"})
-ROLE = re.compile(r"(?i)\b(?:" + trie_pattern(_WORDS) + r"(?:[ \t]+(?:to|by|of|you))?|" + _HEADERS + r")(?![A-Za-z])")
+# ``handled by``, and as logfmt and code write it: ``handled_by=``, ``submitted-by:``
+ROLE = re.compile(r"(?i)\b(?:" + trie_pattern(_WORDS) + r"(?:[ \t_\-]+(?:to|by|of|you))?|" + _HEADERS
+                  + r")(?![A-Za-z])")
 STRONG_ROLES = frozenset("assignee reviewer claimant approver requester requestor submitter tenant landlord "
                           "policyholder applicant payee beneficiary handler cardholder".split())
 _CONNECT = re.compile(r"""[ \t]*(?:[:=]|\bis\b|\bwas\b|->|=>)?[ \t]*["']?""")

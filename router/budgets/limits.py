@@ -99,16 +99,19 @@ class StepBudget:
 
 
 class Budgets:
-    """Built once from ``limits:``; hands each request its ``StepBudget`` (None when no limit applies)."""
+    """Built from ``limits:`` (again by each reload: the counters are the store's, so nothing is lost); hands each
+    request its ``StepBudget`` (None when no limit applies). ``pending``: the settlements in flight, kept by the
+    worker across reloads (the ``Budgets`` a reload replaces may be gone before they end)."""
 
     def __init__(self, settings: LimitsSettings, *, store: SessionStore, seeder: Seeder, estimator: Estimator,
-                 hash_key: bytes, clock: Callable[[], float] = time.time) -> None:
+                 hash_key: bytes, clock: Callable[[], float] = time.time,
+                 pending: set[asyncio.Task[None]] | None = None) -> None:
         self.settings = settings
         self.ledger = Ledger(store, seeder, clock=clock)
         self.rates = RateLimits(store, clock=clock)
         self.estimator = estimator
         self.hasher = keyed(hash_key)
-        self.pending: set[asyncio.Task[None]] = set()
+        self.pending: set[asyncio.Task[None]] = pending if pending is not None else set()
 
     def key_limits(self, key_name: str | None, own: Limits | None = None) -> Limits | None:
         """A virtual key's own limits (``own``, set at its creation), else ``limits.keys.<name>``, else

@@ -196,3 +196,51 @@ def test_a_request_holds_its_snapshot_while_a_reload_swaps_in_another(tmp_path, 
         await services.aclose()
 
     asyncio.run(swap_inside_a_request())
+
+
+def test_a_lease_holds_its_requests_snapshot_after_the_request_until_it_is_released(tmp_path, edge, cloud):
+    import dataclasses
+
+    from gateway.snapshot import Configuration, Snapshot
+
+    class Recording:  # a snapshot part that records what is retired
+        name = "recording"
+        paths: tuple[str, ...] = ()
+
+        def __init__(self) -> None:
+            self.retired: list[object] = []
+
+        def build(self, settings: object, running: object | None) -> object:
+            return object()
+
+        async def start(self, built: object, running: object | None) -> None:
+            return None
+
+        async def retire(self, old: object, alive: object) -> None:
+            self.retired.append(old)
+
+    services = guarded_services(load_settings(_write(tmp_path / "c.yaml", _config(tmp_path, edge, cloud))))
+    part = Recording()
+    first = dataclasses.replace(services.config.current(), parts={part.name: object()})
+
+    def build(settings: Any, version: int, running: Snapshot | None) -> Snapshot:
+        return dataclasses.replace(first, version=version, settings=settings, parts={part.name: object()})
+
+    config = Configuration(first, build, parts=[part])
+
+    async def lease_past_the_request() -> None:
+        with config.pinned():
+            lease = config.lease()  # taken inside the request: its snapshot
+        newer, _ = config.prepare(load_settings(None, policy={"default": "cloud-only"}), 1)
+        await config.swap(newer)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert part.retired == []  # the request has ended, the lease still holds its snapshot
+        assert config.current() is newer and lease.context().run(config.current) is first
+        lease.release()
+        lease.release()  # once only
+        await config.aclose()
+        assert part.retired == [first.parts[part.name], newer.parts[part.name]]
+        await services.aclose()
+
+    asyncio.run(lease_past_the_request())

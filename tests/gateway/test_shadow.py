@@ -1,20 +1,31 @@
 """Shadow calls (gateway/shadow.py) through a real gateway on loopback, the cloud a double speaking its wire format:
 the share drawn, the purpose and the meter, the label beside the step's features, never returned to the client, and
-no shadow where the cloud may not go (edge-only, a key that opts out, a step privacy keeps on the edge)."""
+no shadow where the cloud may not go (edge-only, a key that opts out, a step privacy keeps on the edge); a shadow
+call keeps its request's configuration, its cloud target included, through a reload that removes that target."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from accounting.calls import StepRecord
+from accounting.calls import MemoryMeter, StepRecord
+from gateway.app import create_app
+from gateway.settings import CloudSettings, load_settings
+from gateway.upstreams.cloud import LiteLLMUpstream
+from gateway.upstreams.provider_request import ProviderRequest
 from tests.conftest import RunningGateway
+from tests.door import GuardedCloud, guarded_services
 from tests.fakes.model_server import ModelServer, Reply, ToolCall
+from tests.fakes.threaded import ThreadedServer
+from tests.gateway.test_reload import _chat, _config, _reload, _write
 
 TOOLS = [{"type": "function", "function": {"name": "read", "parameters": {"type": "object", "properties": {
     "path": {"type": "string"}}}}}]
@@ -143,3 +154,78 @@ def test_a_failing_cloud_leaves_the_step_unlabelled(start_gateway: Callable[...,
     assert step.label is None and step.features["step_index"] == 1
     assert [c.status for c in gw.meter.calls if c.purpose == "shadow"] == [502]  # the provider's 500, as the door maps it
     assert json.loads(response.text)["choices"][0]["message"]["content"]
+
+
+class HeldTarget:
+    """A cloud target's transport (the wire to the cloud double) that holds each call until ``release`` is set;
+    once closed, a call still in flight fails, as one on a closed HTTP client does."""
+
+    side = "cloud"
+
+    def __init__(self, settings: CloudSettings, release: threading.Event) -> None:
+        self._inner = LiteLLMUpstream(settings)
+        self.provider, self.model = self._inner.provider, self._inner.model
+        self.release, self.entered, self.closed = release, threading.Event(), False
+
+    async def ready(self) -> tuple[bool, str]:
+        return await self._inner.ready()
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    async def complete(self, request: ProviderRequest) -> dict[str, Any]:
+        self.entered.set()
+        await asyncio.to_thread(self.release.wait, 30)
+        if self.closed:
+            raise RuntimeError(f"{self.model}: cannot send a request, as the client has been closed")
+        return await self._inner.complete(request)
+
+    async def stream(self, request: ProviderRequest) -> AsyncIterator[dict[str, Any]]:
+        raise AssertionError("a shadow call is one non-streamed answer")
+        yield {}
+
+
+def test_a_reload_removing_the_cloud_target_waits_for_the_shadow_call_using_it(tmp_path: Path, edge: ModelServer,
+                                                                               cloud: ModelServer) -> None:
+    targets = {name: {"model": f"openai/gpt-{name}", "api_base": cloud.url + "/v1",  # type: ignore[attr-defined]
+                      "api_key_env": None, "timeout_s": 10} for name in ("first", "second")}
+    config = _config(tmp_path, edge, cloud, policy=EDGE_ONLY_ANSWERS["policy"],
+                     learning={"shadow_rate": 1.0, "seed": 11})
+    config["cloud"]["targets"] = targets
+    path = _write(tmp_path / "config.yaml", config)
+    release, held = threading.Event(), {}
+
+    def transport(settings: CloudSettings) -> GuardedCloud:  # every target wears the door's guard
+        held[settings.model] = HeldTarget(settings, release)
+        return GuardedCloud(held[settings.model])
+
+    settings, meter = load_settings(path), MemoryMeter()
+    services = guarded_services(settings, config_path=str(path), meter=meter, cloud_transport=transport)
+    server = ThreadedServer(create_app(settings, services=services)).start()
+    try:
+        answer = _chat(server.url, session="held")
+        assert answer.status_code == 200 and answer.headers["x-ecgw-route"] == "edge", answer.text
+        first = held["openai/gpt-first"]
+        assert first.entered.wait(30), "the shadow call never reached the default target"
+        # the request has ended; its shadow call is in flight on "first" when a reload removes that target
+        config["cloud"] = {**config["cloud"], "targets": {"second": targets["second"]}}
+        _write(path, config)
+        reloaded = _reload(server.url)
+        assert reloaded.status_code == 200 and reloaded.json()["not_reloadable"] == [], reloaded.text
+        for _ in range(50):  # the replaced snapshot retires in a task: a bound, not a measurement
+            httpx.get(server.url + "/healthz", timeout=10)
+        assert not first.closed  # the shadow call still holds its request's snapshot, and so the target
+        release.set()
+        deadline = time.monotonic() + 20
+        while not meter.steps or not first.closed:
+            assert time.monotonic() < deadline, "the shadow call never ended, or its target was never closed"
+            time.sleep(0.02)
+        step = meter.steps[0]
+        assert step.request_id == answer.headers["x-ecgw-request-id"]
+        assert step.label is not None and step.label["agree"] is True  # the double answers as the edge did
+        shadow = [c for c in meter.calls if c.purpose == "shadow"]
+        assert [(c.status, c.model) for c in shadow] == [(200, "openai/gpt-first")]
+        assert [r["model"] for r in cloud.requests] == ["gpt-first"]
+    finally:
+        release.set()
+        server.stop()

@@ -253,3 +253,26 @@ async def test_an_audited_phone_in_parentheses_leaves_as_it_is():
     await p.register_units("s", UnitsDocument.model_validate(units))
     sent = (await p.scrub(_user("Call Dana (phone +1 415-555-0137) today."), session_id="s")).body
     assert sent["messages"][0]["content"] == "Call Dana (phone +1 415-555-0137) today."
+
+
+async def test_the_vault_is_read_again_only_when_the_last_check_needs_a_new_placeholder():
+    """A step whose last check replaces nothing new (the common case: a value it keeps replacing with the same
+    placeholder) reads and writes the session's vault once; one that needs a new placeholder still takes it in
+    the store's atomic update, against the freshest vault."""
+    p = protector(**ALL_LAYERS_OFF)
+    await p.register_units("s", UnitsDocument.model_validate(UNITS))
+    updates: list[str] = []
+    update = p._sessions.update
+
+    async def counting(session_id: str, key: str, fn: Any) -> Any:
+        updates.append(key)
+        return await update(session_id, key, fn)
+
+    p._sessions.update = counting  # type: ignore[method-assign]
+    body = _user(f"write to {EMAIL}")  # the earlier layers are off: only the last check finds the e-mail
+    first = await p.scrub(body, session_id="s")
+    assert EMAIL not in json.dumps(first.body) and len(updates) == 2  # a new placeholder: the atomic update
+    updates.clear()
+    again = await p.scrub(body, session_id="s")
+    assert again.body == first.body and updates == ["privacy.vault"]  # the same placeholder, no second read
+    assert again.values == first.values

@@ -15,7 +15,7 @@ from privacy.detect.zh_names import ChineseNames
 
 @pytest.fixture(scope="module")
 def people() -> PeopleDetector:
-    return PeopleDetector(ChineseNames(JiebaSegmenter()), EnglishNames(GivenNames()))
+    return PeopleDetector(ChineseNames(JiebaSegmenter()), EnglishNames(GivenNames()), this_year=2026)
 
 
 def _found(people: PeopleDetector, text: str, label: str | None = None) -> set[tuple[str, str]]:
@@ -63,6 +63,10 @@ def test_chinese_organisations_places_and_products_are_no_names(people: PeopleDe
     ("2026-03-13 INFO claim CLM-2024-00412 assigned to Priya Patel (insurer: Allianz Partners)", "Priya Patel"),
     ("SOFIA BRANDT asked about Autopilot Lite", "SOFIA BRANDT"),  # capitals read by NER as an organisation
     ("Thanks,\n\nKenji Nakamura\nFlat 3", "Kenji Nakamura"),  # a signature line
+    ('ts=2026-12-14T05:14:07Z level=info ref=CLAIM-7161992 handled_by="Felix Abernathy" vendor="Aviva Health"',
+     "Felix Abernathy"),  # logfmt writes the role word with an underscore
+    ('level=info ref=EXR_2023_812849 submitted_by="amara mbeki"', "amara mbeki"),
+    ("reviewed-by: Hugo Ivanova", "Hugo Ivanova"),
 ])
 def test_english_names_in_context(people: PeopleDetector, text: str, name: str) -> None:
     assert ("PERSON", name) in _found(people, text)
@@ -110,6 +114,26 @@ def test_dates_under_a_birth_label_and_in_a_birth_column(people: PeopleDetector)
     assert ("DATE_OF_BIRTH", "03/14/1987") in _found(people, "03/14/1987", "date_of_birth")
     table = "| Name | dob |\n|---|---|\n| Ann Lee | 17/12/1994 |\n| Bo Chen | 15 February 1973 |"
     assert {"17/12/1994", "15 February 1973"} <= _values(people, table)
+
+
+def test_dates_long_past_in_a_headerless_export_of_people(people: PeopleDetector) -> None:
+    """A CSV of people without its header row: a column whose every cell is a date 14 years back or more, in rows
+    that each name a person, holds dates of birth (in any form, quoted or not)."""
+    text = ('Zainab Yilmaz,RB-2022-10936,Sterling & Pike LLP,"November 10, 1955",Salesforce Einstein\n'
+            "Clara Castillo,EXR_2024_994851,Lighthouse Analytics,17.05.2000,Dark Mode\n"
+            "宋梦瑶,CLAIM-1687521,腾讯科技,1995年4月15日,飞书妙记")
+    dates = {v for t, v in _found(people, text) if t == "DATE_OF_BIRTH"}
+    assert dates == {"November 10, 1955", "17.05.2000", "1995年4月15日"}
+
+
+@pytest.mark.parametrize("text", [
+    "Zainab Yilmaz,RB-2022-10936,2026-03-01\nClara Castillo,EXR_2024_994851,2025-11-07",  # recent: due, seen
+    "name,ref,joined\nZainab Yilmaz,RB-2022-10936,1999-03-01\nClara Castillo,EXR_2024_994851,1995-11-07",  # a header
+    "Northwind Traders,PO/2025/1633,1998-03-01\nContoso Ltd,EXP-2024-0695,1987-11-07",  # no person in the rows
+])
+def test_a_column_of_dates_is_no_birth_date_unless_old_unheaded_and_beside_people(people: PeopleDetector,
+                                                                                 text: str) -> None:
+    assert not any(t == "DATE_OF_BIRTH" for t, _ in _found(people, text))
 
 
 def test_a_date_is_not_sensitive_by_itself(people: PeopleDetector) -> None:

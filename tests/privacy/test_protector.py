@@ -148,3 +148,37 @@ async def test_audit_rows_hold_hashes_never_values():
     dump = " ".join(str(f.model_dump()) for f in findings) + call.body
     for raw in RAW:
         assert raw not in dump
+
+
+async def test_a_repeated_prefix_keeps_its_audit_rows_and_hashes_its_values_once():
+    """Each call still records every finding of its body, the repeated prefix's as well, with the same rows a fresh
+    build gives; but the prefix's values are hashed (and its locations made safe) once per session, not per call."""
+    p = protector()
+    hashed: list[str] = []
+    hasher = p._hasher
+
+    def counting(value: str) -> str:
+        hashed.append(value)
+        return hasher(value)
+
+    p._hasher = counting
+    first = {"messages": [{"role": "system", "content": "You assist Maria Gonzalez (maria.gonzalez@acme-mail.com)."},
+                          {"role": "user", "content": "Mail bob@y.org"}]}
+    second = {"messages": [*first["messages"], {"role": "user", "content": "and ann@x.org"}]}
+    await p.protect(first, session_id="s", request_id="r1")
+    p.flush()
+    before = len(hashed)
+    await p.protect(second, session_id="s", request_id="r2")
+    p.flush()
+    assert sorted(hashed[before:]) == ["ann@x.org"]  # only the new message's finding
+    with Session(p._audit.store.engine) as db:
+        calls = {c.request_id: c for c in db.exec(select(PrivacyCall))}
+        rows = db.exec(select(PrivacyFinding)).all()
+
+    def of(request_id: str) -> list[tuple[object, ...]]:
+        return sorted((f.location, f.type, f.layer, f.action, f.value_hash, f.session_id)
+                      for f in rows if f.call_id == calls[request_id].id)
+
+    assert len(of("r2")) == len(of("r1")) + 1 == calls["r2"].findings
+    assert set(of("r1")) < set(of("r2"))  # the prefix's rows, equal to the first call's
+    assert ("messages[2].content", "EMAIL_ADDRESS", "patterns", "pseudonymise", hasher("ann@x.org"), "s") in of("r2")
