@@ -6,6 +6,7 @@ compare two commits on a shared machine, which wall-clock figures are not.
     python -m benchmarks.cpu                      # µs of CPU per request (all threads, and the event loop's
                                                   # alone), JSON and streamed, concurrency 64
     python -m benchmarks.cpu --profile 25         # and the 25 costliest functions (cProfile, event-loop thread)
+    python -m benchmarks.cpu --loop uvloop        # on uvloop, as `ecgw serve` runs
 """
 
 from __future__ import annotations
@@ -110,9 +111,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-metering", action="store_true", help="accounting.enabled: false (what it costs)")
     parser.add_argument("--no-access-log", action="store_true", help="the access line off (what it costs)")
     parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions (cProfile)")
+    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio",
+                        help="the event loop: asyncio's own (the figures before 2026-12-02), or uvloop, which "
+                             "`ecgw serve` runs on (uvicorn's loop=auto picks it when installed)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ecgw-cpu-") as tmp:
-        result = asyncio.run(_serve(args, Path(tmp)))
+        if args.loop == "uvloop":
+            import uvloop
+
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                result = runner.run(_serve(args, Path(tmp)))
+        else:
+            result = asyncio.run(_serve(args, Path(tmp)))
     profile = result.pop("profile", None)
     print(json.dumps(result))
     if profile:
