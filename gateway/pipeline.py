@@ -21,6 +21,7 @@ from gateway.policy_choice import PolicyDecision
 from gateway.service import Services
 from gateway.shadow import Ticket
 from gateway.tenancy import Identity
+from gateway.wire import client_wants_usage
 from privacy.audit import RECEIPT_HEADER
 from privacy.errors import PrivacyBlocked
 from router.budgets.errors import KEPT_ON_EDGE, OverBudget, fallback_of
@@ -81,6 +82,10 @@ class Started:
     session_id: str = ""  # the session as the client names it (x-ecgw-session)
     first: dict[str, Any] | None = None
     rest: AsyncIterator[dict[str, Any]] | None = None
+    # Or, relayed (``relay`` asked, an edge-only stream every edge member relays): the client's SSE bytes, the
+    # first piece already pulled, ``[DONE]`` included (``EdgeChannel.relay``).
+    relayed_first: bytes = b""
+    relayed: AsyncIterator[bytes] | None = None
 
     async def chunks(self) -> AsyncIterator[dict[str, Any]]:
         """Every chunk, the first included, all with one ``id`` (the first chunk's, or one minted here: an
@@ -113,9 +118,11 @@ class StepPipeline:
         return arm if isinstance(arm, str) else self.services.policies.target(decision.policy)
 
     async def start(self, headers: Mapping[str, str], body: dict[str, Any], *, identity: Identity,
-                    request_id: str, outcome: Outcome, session_hint: str | None = None) -> Started:
+                    request_id: str, outcome: Outcome, session_hint: str | None = None,
+                    relay: bool = False) -> Started:
         """Run the step in ``body`` (chat-completions shape) for the authenticated caller. ``session_hint`` is a
-        surface's own session header (Claude Code's, Codex's), taken after ``X-Session-Id``."""
+        surface's own session header (Claude Code's, Codex's), taken after ``X-Session-Id``. ``relay``: the
+        surface sends OpenAI's chat stream as it is, so an edge-only stream may come relayed (``Started.relayed``)."""
         s = self.services
         # owner-namespaced internally; the client's own id (or its keyed hash) is what is echoed
         session_id, shown = s.tenancy.session(identity, headers, body, hint=session_hint)
@@ -147,12 +154,14 @@ class StepPipeline:
         note = DecisionNote()
         arm = f"{decision.experiment}:{decision.arm}" if decision.arm is not None else None
         spend = TargetCosts(spend, note, TargetTracker(s.sessions), s.call_cost, policy=policy_name, arm=arm)
+        doors, target = s.doors, self._target(body, decision)
+        edge = doors.edge(context, route, spend)
         step = Step(
             request=body,
             context=context,
             session=session,
-            edge=s.doors.edge(context, route, spend),
-            cloud=s.doors.cloud(context, route, spend, target=self._target(body, decision)),
+            edge=edge,
+            cloud=doors.cloud(context, route, spend, target=target),
             route=route,
             knobs=without_target(decision.knobs),
             note=note,
@@ -165,10 +174,18 @@ class StepPipeline:
             out_headers[s.settings.observability.trace_header] = outcome.span.trace_id
         policy_span = outcome.span.child("ecgw.policy", **{"ecgw.policy": policy_name})
         make_current(policy_span)  # the policy's channel calls, streamed ones included, are its children
-        ticket = s.shadows.draw(step, allowed=identity.shadow, target=self._target(body, decision))
+        ticket = s.shadows.draw(step, allowed=identity.shadow, target=target)
         outcome.finish.append(_StepEnd(self.services, step, policy_span, out_headers, outcome, time.time(), ticket))
+        policy = s.policies.get(policy_name)
+        # An edge-only stream nobody else reads (no shadow call): the upstream's bytes, not its chunks round-tripped.
+        relayed = (edge.relay(body, usage=client_wants_usage(body))
+                   if relay and ticket is None and step.stream and isinstance(policy, EdgeOnly) else None)
         try:
-            started = await _run(s.policies.get(policy_name), step, out_headers)
+            if relayed is not None:
+                step.decided("edge", "fixed")  # what EdgeOnly decides
+                started = await _relay_first(relayed, out_headers)
+            else:
+                started = await _run(policy, step, out_headers)
         except (PrivacyBlocked, *KEPT_ON_EDGE) as exc:
             # A finding whose action is `block` (or images: block, or on_privacy_error: edge), a spent cloud budget,
             # or one that cannot be read: whatever the policy wanted, this step stays on the edge.
@@ -251,6 +268,15 @@ async def _run(policy: Policy, step: Step, headers: dict[str, str]) -> Started:
     except StopAsyncIteration:
         return Started(headers, rest=rest)
     except BaseException:
+        await aclose(rest)
+        raise
+
+
+async def _relay_first(relayed: AsyncIterator[bytes], headers: dict[str, str]) -> Started:
+    rest = relayed.__aiter__()
+    try:
+        return Started(headers, relayed_first=await rest.__anext__(), relayed=rest)
+    except BaseException:  # a relayed stream always ends with its [DONE] piece, so it never ends here
         await aclose(rest)
         raise
 

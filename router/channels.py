@@ -19,7 +19,7 @@ from router.budgets.ledger import Hold
 from router.budgets.limits import NO_SPEND, Spend
 from router.context import CallContext, RouteTracker
 from router.errors import UpstreamError
-from router.fleet import Call, Member, Pool, cache_salt, first_token_within, retryable
+from router.fleet import Call, Member, Pool, cache_salt, first_token_within, relayed_token, retryable
 from router.provider_state import foreign_state
 from router.spans import Span, current, ending
 from router.stops import stop_reason
@@ -182,9 +182,12 @@ class _MeteredChannel:
         raise AssertionError("a pool planned no member")  # every pool plans at least one
 
     async def _stream(self, body: dict[str, Any], purpose: str, span: Span, hold: Hold | None,
-                      sending: Sending | None = None) -> AsyncGenerator[dict[str, Any], None]:
+                      sending: Sending | None = None, *, plan: Sequence[Member] | None = None,
+                      relay_usage: bool | None = None) -> AsyncGenerator[Any, None]:
+        """The chat chunks of the call; with ``relay_usage`` set (every member of ``plan`` relays), the bytes of
+        each relayed piece instead (``Relayed.data``), metered from the chunks it carries."""
         self._route.used(self.side)
-        plan = self._pool.plan(self._call)
+        plan = plan if plan is not None else self._pool.plan(self._call)
         for index, member in enumerate(plan):
             sent = self._prepare(member, body, plan)
             if sending is not None:
@@ -200,21 +203,29 @@ class _MeteredChannel:
             retry = False
             delivered = False
             self._pool.begin(member)
-            upstream = first_token_within(member.upstream.stream(sent), member.first_token_timeout_s,
-                                          side=self.side, name=member.name)
+            upstream: AsyncGenerator[Any, None]
+            if relay_usage is not None:
+                assert member.relay is not None  # ``relay`` planned only members that relay
+                upstream = first_token_within(member.relay.relay(sent, usage=relay_usage),
+                                              member.first_token_timeout_s, side=self.side, name=member.name,
+                                              token=relayed_token)
+            else:
+                upstream = first_token_within(member.upstream.stream(sent), member.first_token_timeout_s,
+                                              side=self.side, name=member.name)
             try:
-                async for chunk in upstream:
+                async for item in upstream:
                     if ttft is None:
                         ttft = time.perf_counter() - t0
-                    if chunk.get("usage"):
-                        usage = chunk["usage"]
-                    answered_model = answered_model or chunk.get("model")
-                    reasons += genai.finish_reasons(chunk.get("choices") or ())
-                    _chunk_text(chunk, parts)
+                    for chunk in item.chunks if relay_usage is not None else (item,):
+                        if chunk.get("usage"):
+                            usage = chunk["usage"]
+                        answered_model = answered_model or chunk.get("model")
+                        reasons += genai.finish_reasons(chunk.get("choices") or ())
+                        _chunk_text(chunk, parts)
                     if not delivered:  # this member answers: named before the client's headers leave
                         delivered = True
                         self._route.answered_by(self.side, member.name)
-                    yield chunk
+                    yield item.data if relay_usage is not None else item
                 status = 200
             except UpstreamError as exc:
                 status, failure = exc.status, exc
@@ -261,6 +272,26 @@ class EdgeChannel(_MeteredChannel):
                 async for chunk in upstream:
                     yield chunk
             finally:  # a consumer that stops early meters the call now, not when the generator is collected
+                await upstream.aclose()
+
+    def relay(self, body: dict[str, Any], *, usage: bool, purpose: str = "step") -> AsyncIterator[bytes] | None:
+        """The stream of ``body`` as the client's SSE bytes, relayed from the upstream (``router.fleet.Relay``),
+        when every member the call may go to can relay it; else None (``stream`` it). Reserved, metered, settled
+        and failed over as ``stream`` is; ``usage``: the client asked for the usage chunk."""
+        plan = self._pool.plan(self._call)
+        if not all(member.relay is not None and member.relay.relays(body) for member in plan):
+            return None
+        return self._relayed(body, usage, purpose, plan)
+
+    async def _relayed(self, body: dict[str, Any], usage: bool, purpose: str,
+                       plan: Sequence[Member]) -> AsyncIterator[bytes]:
+        hold = await self._spend.reserve("edge", body, self.model)
+        with ending(self._open(purpose)) as span:
+            upstream = self._stream(body, purpose, span, hold, plan=plan, relay_usage=usage)
+            try:
+                async for data in upstream:
+                    yield data
+            finally:
                 await upstream.aclose()
 
 

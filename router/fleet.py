@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from router.chat_shapes import aclose
 from router.errors import UpstreamError
@@ -34,6 +34,34 @@ class Upstream(Protocol):
 
 
 @dataclass(frozen=True)
+class Relayed:
+    """A piece of an upstream's stream relayed as it came: ``data``, the SSE bytes the client gets (the upstream's
+    own events wherever they already meet the stream guarantees — one id, a finish_reason, ``[DONE]`` — and those
+    repaired where they do not), and ``chunks``, the chat chunks they carry as the upstream sent them (metering)."""
+
+    data: bytes
+    chunks: list[dict[str, Any]]
+
+    def then(self, more: Relayed) -> Relayed:
+        """This piece and ``more`` as one."""
+        return Relayed(self.data + more.data, self.chunks + more.chunks)
+
+
+class Relay(Protocol):
+    """An upstream that can relay its chat stream's bytes instead of chunks (``EdgeChannel.relay``): no chunk is
+    parsed into the pipeline and serialised again, for a step whose chunks nothing between needs to change."""
+
+    def relays(self, body: dict[str, Any]) -> bool:
+        """Whether a stream of ``body`` can be relayed (no switch of this server rewrites its chunks)."""
+        ...
+
+    def relay(self, body: dict[str, Any], *, usage: bool) -> AsyncIterator[Relayed]:
+        """The stream of ``body`` in pieces, ending with ``data: [DONE]``; ``usage``: the client asked for the
+        usage chunk (``stream_options.include_usage``), else it is read for metering and left out."""
+        ...
+
+
+@dataclass(frozen=True)
 class Call:
     """What a pool may know about one call: whose session it is (affinity), and the configured target a policy
     or an experiment arm named (``cloud_target``; never a request's own words)."""
@@ -52,6 +80,7 @@ class Member:
     upstream: Upstream
     salted: bool = False
     first_token_timeout_s: float | None = None  # a stream that sends no token by then fails (and falls back)
+    relay: Relay | None = None  # its transport, where it can relay a stream's bytes (``Relay``)
 
 
 class Pool(Protocol):
@@ -115,18 +144,27 @@ def _has_token(chunk: dict[str, Any]) -> bool:
     return False
 
 
-async def first_token_within(stream: AsyncIterator[dict[str, Any]], seconds: float | None, *, side: str,
-                             name: str) -> AsyncGenerator[dict[str, Any], None]:
+def relayed_token(piece: Relayed) -> bool:
+    return any(_has_token(chunk) for chunk in piece.chunks)
+
+
+Item = TypeVar("Item")
+
+
+async def first_token_within(stream: AsyncIterator[Item], seconds: float | None, *, side: str, name: str,
+                             token: Callable[[Item], bool] = _has_token,  # type: ignore[assignment]
+                             ) -> AsyncGenerator[Item, None]:
     """``stream``, failing with a 504 when no chunk carries a token within ``seconds`` (None: no deadline). The
     chunks before the first token (a role-only opening) are held back, so nothing has reached the consumer when
-    the deadline passes and the call can still go elsewhere."""
+    the deadline passes and the call can still go elsewhere. ``token``: whether an item carries one (a relayed
+    stream's pieces: ``relayed_token``)."""
     iterator = stream.__aiter__()
     try:
         if seconds is not None:
-            held: list[dict[str, Any]] = []
+            held: list[Item] = []
             try:
                 async with asyncio.timeout(seconds):
-                    while not held or not _has_token(held[-1]):
+                    while not held or not token(held[-1]):
                         held.append(await iterator.__anext__())
             except StopAsyncIteration:
                 pass

@@ -57,7 +57,8 @@ class EdgePool:
             raise ValueError("an edge pool needs at least one deployment")
         self._configs = [config for config, _ in deployments]
         self._upstreams = [upstream for _, upstream in deployments]
-        self.members = [Member(config.name, upstream, salted=config.compat.cache_salt)
+        self.members = [Member(config.name, upstream, salted=config.compat.cache_salt,
+                               relay=upstream if isinstance(upstream, OpenAIHTTPUpstream) else None)
                         for config, upstream in deployments]
         self._weights = [(config.name, config.weight) for config in self._configs]
         kept = kept or {}

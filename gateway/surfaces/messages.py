@@ -47,6 +47,8 @@ def native_anthropic(services: Services) -> bool:
 
 
 class MessagesSurface:
+    relays = False  # its own event stream, rendered from the chat chunks
+
     def __init__(self, reader: BodyReader, *, native: bool) -> None:
         self._reader = reader
         self._native = native

@@ -68,6 +68,8 @@ def _check(body: dict[str, Any]) -> dict[str, Any]:
 
 
 class ResponsesSurface:
+    relays = False  # its own event stream, rendered from the chat chunks
+
     def __init__(self, store: ResponseStore, reader: BodyReader) -> None:
         self._store = store
         self._reader = reader

@@ -17,9 +17,11 @@ from gateway import sse
 from gateway.jsonio import JSONDecodeError, dumps, loads
 from gateway.settings import EdgeDeployment, EdgeSettings
 from gateway.upstreams.compat import ToolNameDeduper, normalise_request
+from gateway.upstreams.relay import SSERelay
 from gateway.upstreams.stream_end import StreamEnd
 from router.chat_shapes import completion_to_chunks
 from router.errors import UpstreamError
+from router.fleet import Relayed
 
 # The edge is tolerant: a request's fields reach it as JSON body fields (vLLM's sampling extras, chat template
 # switches), never as the URL, headers or credentials (fixed here at construction, from edge.*). These few vLLM
@@ -180,3 +182,46 @@ class OpenAIHTTPUpstream:
                                 upstream="edge") from None
         for chunk in end.close():
             yield chunk
+
+    def relays(self, body: dict[str, Any]) -> bool:
+        """A stream this server's switches do not rewrite chunk by chunk (``router.fleet.Relay``)."""
+        return not self._compat.dedupe_tool_call_names and (self._compat.stream_tools or not body.get("tools"))
+
+    async def relay(self, body: dict[str, Any], *, usage: bool) -> AsyncIterator[Relayed]:
+        """The stream of ``body`` relayed (``gateway.upstreams.relay``), failing as ``stream`` fails."""
+        payload = dumps(self._prepare(body, stream=True))
+        events = SSERelay(usage=usage)
+        try:
+            async with self._client().post(self._url, data=payload) as response:
+                if response.status != 200:
+                    raise self._status_error(response.status, await response.read())
+                try:
+                    async for piece in response.content.iter_any():
+                        relayed = events.feed(piece)
+                        if events.failure is None and events.done:
+                            # the last events and [DONE] in one piece; the body's end has come in by the time the
+                            # consumer asks for more, so the connection goes back to the pool (not closed below)
+                            yield relayed.then(events.close())
+                            return
+                        if relayed.data or relayed.chunks:
+                            yield relayed
+                        if events.failure is not None:
+                            raise events.failure
+                    relayed = events.rest()  # the body ended before [DONE]: whole if every choice finished
+                    if relayed.data or relayed.chunks:
+                        yield relayed
+                    if events.failure is not None:
+                        raise events.failure
+                    if not events.finished:
+                        raise UpstreamError(502, f"The edge upstream at {self._url} ended its stream before "
+                                                 "finishing the answer (no finish_reason, no [DONE]).",
+                                            upstream="edge", type_="upstream_unreachable")
+                    yield events.close()
+                finally:
+                    if not response.content.at_eof():
+                        response.close()
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise self._fault(exc) from None
+        except JSONDecodeError:
+            raise UpstreamError(502, f"The edge upstream at {self._url} sent a stream event that is not JSON.",
+                                upstream="edge") from None
