@@ -1,6 +1,8 @@
 """Throughput of protected cloud steps through one replica and through two replicas sharing one Redis.
 
     python -m benchmarks.replicas [--smoke]     # this part of `make bench` alone (prints its table)
+    python -m benchmarks.replicas --agent       # each step the agent request instead (~20 KB system prompt,
+                                                # 40-step history: benchmarks.workload), fewer steps
 
 Each replica is ``ecgw serve`` with one worker (so one replica ≈ one core of gateway work), ``cloud-only`` with
 privacy on, session state in one Redis. Load: a session per client connection, the same session ids on every
@@ -79,11 +81,19 @@ def _redis_commands(port: int) -> int:
     return sum(int(line.split("calls=")[1].split(",")[0]) for line in out.splitlines() if "calls=" in line)
 
 
-async def _spread(servers: list[Server], *, concurrency: int, requests: int) -> LoadResult:
+def agent_body() -> dict[str, Any]:
+    """The last step of the 40-step trajectory (``benchmarks.workload``) as a protected cloud step."""
+    from benchmarks.workload import trajectory
+
+    return dict(trajectory(40)[-1], model="ecgw/cloud-only", max_tokens=16)
+
+
+async def _spread(servers: list[Server], *, concurrency: int, requests: int, agent: bool = False) -> LoadResult:
     """``concurrency`` clients split over ``servers``; each client's session id is shared by every replica."""
     share = max(1, concurrency // len(servers))
-    loads = [run_load(s.url + "/chat/completions", step_body(i), concurrency=share, requests=requests // len(servers))
-             for i, s in enumerate(servers)]
+    body = agent_body() if agent else None
+    loads = [run_load(s.url + "/chat/completions", body or step_body(i), concurrency=share,
+                      requests=requests // len(servers)) for i, s in enumerate(servers)]
     results = await asyncio.gather(*loads)
     merged = LoadResult()
     for r in results:
@@ -93,23 +103,25 @@ async def _spread(servers: list[Server], *, concurrency: int, requests: int) -> 
     return merged
 
 
-def load_shape(smoke: bool) -> tuple[int, int]:
+def load_shape(smoke: bool, agent: bool = False) -> tuple[int, int]:
     """(requests, concurrency) of each measurement."""
-    return (20, 4) if smoke else (1200, 32)
+    return (20, 4) if smoke else (300, 8) if agent else (1200, 32)
 
 
-def replica_throughput(workdir: Path, upstream: Server, *, smoke: bool) -> dict[str, Any]:
-    requests, concurrency = load_shape(smoke)
+def replica_throughput(workdir: Path, upstream: Server, *, smoke: bool, agent: bool = False) -> dict[str, Any]:
+    """``agent``: every step the 20 KB agent request (``agent_body``) instead of the small one."""
+    requests, concurrency = load_shape(smoke, agent)
     redis_url, port, redis_pid = start_redis(workdir)
     replicas: list[Server] = []
     try:
         replicas = [start_replica(f"replica-{i}", workdir, upstream, redis_url) for i in range(2)]
         out: dict[str, Any] = {}
         for label, group in (("one replica", replicas[:1]), ("two replicas", replicas)):
-            asyncio.run(_spread(group, concurrency=concurrency, requests=max(8, requests // 10)))  # warm-up
+            asyncio.run(_spread(group, concurrency=concurrency, requests=max(8, requests // 10),
+                                agent=agent))  # warm-up
             pids = [s.process.pid for s in group if s.process is not None]
             before, gateway_cpu, redis_cpu = _redis_commands(port), cpu_seconds(pids), cpu_seconds([redis_pid])
-            result = asyncio.run(_spread(group, concurrency=concurrency, requests=requests))
+            result = asyncio.run(_spread(group, concurrency=concurrency, requests=requests, agent=agent))
             steps = max(len(result.latencies_s) + result.errors, 1)
             commands = _redis_commands(port) - before
             gateway_ms = (cpu_seconds(pids) - gateway_cpu) * 1000 / steps
@@ -127,9 +139,10 @@ def replica_throughput(workdir: Path, upstream: Server, *, smoke: bool) -> dict[
         stop_redis(workdir)
 
 
-def render(rows: dict[str, Any], concurrency: int) -> list[str]:
+def render(rows: dict[str, Any], concurrency: int, agent: bool = False) -> list[str]:
+    what = "the agent request (~20 KB system prompt, 40-step history)" if agent else "a small step"
     lines = [f"### Replicas sharing one Redis (cloud-only with privacy, one worker per replica, {concurrency} "
-             "clients)", "", "| gateways | req/s | p50 ms | p99 ms | gateway CPU ms/step | req/s per core | "
+             f"clients, {what})", "", "| gateways | req/s | p50 ms | p99 ms | gateway CPU ms/step | req/s per core | "
              "Redis commands/step | Redis CPU ms/step | errors |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, r in rows.items():
         lines.append(f"| {name} | {r['rps']} | {r['p50_ms']} | {r['p99_ms']} | {r['gateway_cpu_ms_per_step']} | "
@@ -148,15 +161,16 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="a few requests each")
+    parser.add_argument("--agent", action="store_true", help="every step the 20 KB agent request")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ecgw-bench-") as tmp:
         upstream = start_upstream(Path(tmp))
         try:
-            rows = replica_throughput(Path(tmp), upstream, smoke=args.smoke)
+            rows = replica_throughput(Path(tmp), upstream, smoke=args.smoke, agent=args.agent)
         finally:
             upstream.stop()
     print(json.dumps(rows, indent=2))
-    print("\n".join(render(rows, load_shape(args.smoke)[1])))
+    print("\n".join(render(rows, load_shape(args.smoke, args.agent)[1], args.agent)))
     return 0
 
 

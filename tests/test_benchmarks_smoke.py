@@ -20,3 +20,11 @@ def test_harness_runs_every_contender_and_renders(monkeypatch):
     text = run.render(report)
     assert "### Non-streaming, concurrency 4" in text and "ecgw-cloud-private" in text
     assert "Replicas sharing one Redis" in text
+
+
+def test_the_replicas_agent_step_is_the_20_kb_request_through_the_protected_door():
+    from benchmarks.replicas import agent_body
+
+    body = agent_body()
+    assert body["model"] == "ecgw/cloud-only" and len(body["messages"]) == 2 + 2 * 39
+    assert len(body["messages"][0]["content"]) >= 20_000

@@ -1,10 +1,11 @@
 """``AuditWriter``: audit rows off the request path, on the metering writer's durable core (``accounting.durable``).
 
 One background thread builds records (hashes, JSON) and writes them in order: what queued up while it wrote the
-last ones goes in one transaction (up to ``_BATCH`` records, one lock of the chain, its entries in one insert), so a
-busy gateway's records cost the thread — and the GIL the request path shares with it — a fraction of a transaction
-each. A write the database refuses is kept and retried with doubling delays (up to ``retry_max_s``) for as long
-as the outage lasts — nothing is dropped; those rows are the evidence behind every exposure report. Past
+last ones, or within ``_LINGER_S`` of the first, goes in one transaction (up to ``_BATCH`` records, one lock of the
+chain, its entries in one insert), so a busy gateway's records cost the thread — and the GIL the request path
+shares with it — a fraction of a transaction each. A write the database refuses is kept and retried with doubling
+delays (up to ``retry_max_s``) for as long as the outage lasts — nothing is dropped; those rows are the evidence
+behind every exposure report. Past
 ``max_pending`` records wait in the spill file, not in memory, and come back first once the database answers.
 ``close()`` keeps retrying for ``shutdown_timeout_s``, then spills what is left (mode 0600); ``start()`` claims a
 spill an earlier run left and writes it first. Reads (reports) run on the same thread after the writes queued
@@ -31,6 +32,7 @@ __all__ = ["AuditWriter", "Record"]
 
 _STOP = object()
 _BATCH = 32  # records a transaction at most: what queued up while the last one was written goes in together
+_LINGER_S = 0.002  # how long the first record of a batch waits for more: a busy gateway's come in batches, not alone
 
 
 class _Read:
@@ -150,12 +152,14 @@ class AuditWriter:
             job.future.set_exception(exc)
 
     def _gather(self, first: Any) -> tuple[list[Callable[[], Record | None]], object]:
-        """``first`` and the records queued up behind it, up to ``_BATCH`` and to the next read or the stop (returned
-        second, to be handled next; None when there is none)."""
+        """``first`` and the records queued behind it or within ``_LINGER_S``, up to ``_BATCH`` and to the next read
+        or the stop (returned second, to be handled next; None when there is none). The writer waits without the
+        GIL; a record lands in the database that much later, never later than a read queued after it."""
         builds = [first]
+        until = time.monotonic() + _LINGER_S
         while len(builds) < _BATCH:
             try:
-                job = self._queue.get_nowait()
+                job = self._queue.get(timeout=max(until - time.monotonic(), 0.0))
             except queue.Empty:
                 break
             if job is _STOP or isinstance(job, _Read):
