@@ -7,7 +7,7 @@ import copy
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from privacy.audit import (
@@ -280,7 +280,7 @@ class PrivacyProtector:
             on_usage = _UsageRecorder(self._audited.audit, call_id)
             assert self._hasher is not None
             record = _ToolRestoreRecorder(self._audited.audit, self._hasher, call_id, session_id)
-        secrets = frozenset(p for p in scrubbed.values if is_credential_type(p[1:].rsplit("_", 1)[0]))
+        secrets = _credentials(scrubbed.values)
         tool_secrets = ToolSecrets(secrets, self._settings.restore_secrets_in_tools, record)
         guard = await self._guard(body, scrubbed, call_id, session_id, request_id)
         return PrivacyProtection(scrubbed, on_usage=on_usage, tool_secrets=tool_secrets, receipts=receipts,
@@ -358,6 +358,21 @@ class PrivacyProtector:
 
     def exposition(self) -> bytes:
         return self.metrics.exposition() if self.metrics is not None else b""
+
+
+def _credentials(placeholders: Iterable[str]) -> frozenset[str]:
+    """The placeholders that stand for a credential or key: decided once per type, not per placeholder (a long
+    session's call carries hundreds of placeholders of a few types)."""
+    by_type: dict[str, bool] = {}
+    found = []
+    for placeholder in placeholders:
+        type_ = placeholder[1:].rsplit("_", 1)[0]
+        credential = by_type.get(type_)
+        if credential is None:
+            credential = by_type[type_] = is_credential_type(type_)
+        if credential:
+            found.append(placeholder)
+    return frozenset(found)
 
 
 class _UsageRecorder:

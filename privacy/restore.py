@@ -13,6 +13,7 @@ which tool and which type (``audit``), or leave the placeholder and tell the aud
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections import Counter
@@ -21,6 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 _SHAPE = re.compile(r"^\[([A-Z][A-Z0-9_]*)_(\d+)\]$")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _shape(placeholder: str) -> tuple[str, int] | None:
+    """``("EMAIL_ADDRESS", 3)`` for ``[EMAIL_ADDRESS_003]``; None for what is not a placeholder. Remembered: every
+    call of a session hands a restorer all its placeholders again (hundreds, on the request path)."""
+    m = _SHAPE.match(placeholder)
+    return (m.group(1), int(m.group(2))) if m else None
 _PLACEHOLDER = re.compile(r"\[[A-Z][A-Z0-9_]*_\d+\]")
 _SLACK = 6
 
@@ -53,9 +62,9 @@ class ToolSecrets:
 
     def __post_init__(self) -> None:
         for placeholder in self.placeholders:
-            m = _SHAPE.match(placeholder)
-            if m:
-                self._ids.add((m.group(1), int(m.group(2))))
+            shape = _shape(placeholder)
+            if shape is not None:
+                self._ids.add(shape)
 
     def restores(self, tool: str, key: tuple[str, int], value: str) -> bool:
         """Whether a placeholder restores into ``tool``'s arguments (and the audit told, where it asks to be)."""
@@ -71,9 +80,9 @@ class Restorer:
         self._tool_secrets = tool_secrets or ToolSecrets()
         self._by_id: dict[tuple[str, int], str] = {}
         for placeholder, value in values.items():
-            m = _SHAPE.match(placeholder)
-            if m:
-                self._by_id[(m.group(1), int(m.group(2)))] = value
+            shape = _shape(placeholder)
+            if shape is not None:
+                self._by_id[shape] = value
         types = sorted({t for t, _ in self._by_id}, key=len, reverse=True)
         self.max_len = max((len(p) for p in values), default=0) + _SLACK
         self._prefixes: set[str] = set()
