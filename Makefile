@@ -40,8 +40,11 @@ lint: $(STAMP) ## ruff and the import contracts (import-linter)
 	$(VENV)/bin/ruff check gateway router privacy accounting eval tests benchmarks
 	$(VENV)/bin/lint-imports
 
+# mypy's incremental cache lives beside the other installs in ~/.cache/ecgw (not in the clone), so a fresh clone on
+# a machine that has checked the project before takes ~1 s instead of ~45 s; a module whose source changed is
+# checked again whatever the cache holds (mypy compares hashes).
 typecheck: $(STAMP) ## mypy --strict
-	$(VENV)/bin/mypy
+	MYPY_CACHE_DIR=$${MYPY_CACHE_DIR:-$${ECGW_CACHE:-$$HOME/.cache/ecgw}/mypy} $(VENV)/bin/mypy
 
 clean: ## remove .venv and the tool caches (not ~/.cache/ecgw)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
