@@ -237,7 +237,8 @@ def test_a_name_litellm_reads_itself_cannot_be_an_extra_body_field(start_gateway
 # --- the direct check: every keyword that reaches litellm is within the allowlist -------------------------------
 
 ALLOWED_KWARGS = CHAT_PARAMETERS | {"model", "messages", "stream", "stream_options", "drop_params", "timeout",
-                                    "num_retries", "api_base", "api_key", "extra_body"}
+                                    "num_retries", "api_base", "api_key", "extra_body", "input_cost_per_token",
+                                    "output_cost_per_token"}
 
 
 @pytest.fixture()
@@ -285,6 +286,8 @@ def test_every_keyword_that_reaches_litellm_is_within_the_allowlist(
         assert kwargs["model"] == "openai/gpt-test"
         assert kwargs["api_base"] == gw.settings.cloud.api_base and kwargs["api_key"] == "none"
         assert kwargs["num_retries"] == 0 and kwargs["timeout"] == gw.settings.cloud.timeout_s
+        # litellm's own pricing is off (the gateway meters from accounting.prices), whatever the request says
+        assert kwargs["input_cost_per_token"] == kwargs["output_cost_per_token"] == 0.0
         assert set(kwargs.get("extra_body") or {}) <= {"vendor_options"}
         assert all(tool.get("type") == "function" for tool in kwargs.get("tools") or ())
     assert litellm_calls[0]["extra_body"] == {"vendor_options": {"x": 1}}
