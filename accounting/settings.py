@@ -54,7 +54,7 @@ class WriterSettings(_Section):
     max_buffered: int = Field(default=200_000, gt=0)
     max_open_requests: int = Field(default=100_000, gt=0)
     retry_initial_s: float = Field(default=0.5, gt=0)
-    retry_max_s: float = Field(default=30.0, gt=0)
+    retry_max_s: float = Field(default=5.0, gt=0)
     shutdown_timeout_s: float = Field(default=30.0, ge=0)
 
 

@@ -81,7 +81,7 @@ class PrivacySettings(_Section):
     hash_key: str | None = None  # HMAC key for audit hashes; null = derived from the gateway's secrets key
     audit: bool = True  # record findings per cloud call in the database
     audit_spill_path: str | None = "ecgw-audit-spill.jsonl"  # audit rows unwritten at shutdown; written next start
-    audit_retry_max_s: float = Field(30.0, gt=0)  # longest delay between retries while the database is down
+    audit_retry_max_s: float = Field(5.0, gt=0)  # longest delay between retries while the database is down
     audit_shutdown_timeout_s: float = Field(30.0, ge=0)  # shutdown keeps retrying this long, then spills
     audit_checkpoint_interval_s: float = Field(60.0, gt=0)  # how often the audit chain's head is signed (and at stop)
     retention_days: float | None = Field(None, gt=0)  # sealed bodies and findings older than this are tombstoned

@@ -43,7 +43,7 @@ class _Read:
 
 class AuditWriter:
     def __init__(self, store: AuditStore, *, spill_path: Path | None = None, retry_initial_s: float = 0.25,
-                 retry_max_s: float = 30.0, shutdown_timeout_s: float = 30.0, max_pending: int = 100_000,
+                 retry_max_s: float = 5.0, shutdown_timeout_s: float = 30.0, max_pending: int = 100_000,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.store = store
         self._initial = retry_initial_s

@@ -32,9 +32,10 @@ class TextDetector(Protocol):
 
 
 class LabelledTextDetector(Protocol):
-    """A detector that also reads the key the text sits under (``privacy.detect.people``)."""
+    """A detector that also reads the key the text sits under (``privacy.detect.people``); ``scope``: whose text it
+    is (a result it caches is reused only within one scope, as the NER cache's)."""
 
-    def find(self, text: str, label: str | None) -> list[Finding]: ...
+    def find(self, text: str, label: str | None, scope: str = "") -> list[Finding]: ...
 
     def warm(self) -> None:
         """Load its dictionaries now (the gateway's start), not on the first text that needs them."""
@@ -173,7 +174,7 @@ class LayeredDetector:
         if self._edge is not None:
             self._edge.warm()
         for text in _WARM_TEXTS:
-            self._shaped(Target(text, label="note"))
+            self._shaped(Target(text, label="note"), _WARM_SCOPE)
         if self._ner is not None:
             self._ner.entities(list(_WARM_TEXTS), scope=_WARM_SCOPE)
 
@@ -204,14 +205,14 @@ class LayeredDetector:
             raise DetectionError(f"{type(exc).__name__}: {exc}") from exc
 
     def _detect(self, targets: list[Target], scope: str) -> list[list[Finding]]:
-        found: list[list[Finding]] = [self._shaped(target) for target in targets]
+        found: list[list[Finding]] = [self._shaped(target, scope) for target in targets]
         if self._ner is not None:
             self._add_entities(targets, found, scope)
         if self._edge is not None:
             self._add_edge_spans(targets, found, scope)
         return [resolve_overlaps(_everywhere(target.text, f)) for target, f in zip(targets, found, strict=True)]
 
-    def _shaped(self, target: Target) -> list[Finding]:
+    def _shaped(self, target: Target, scope: str) -> list[Finding]:
         """What every layer before NER finds in one text."""
         text = fold(target.text)  # full-width digits and letters read as ASCII, offsets kept
         shaped: list[Finding] = []
@@ -225,7 +226,7 @@ class LayeredDetector:
             shaped.extend(self._labels.find(text, target.label))
             shaped.extend(self._manifests.find(text))
         if self._people is not None:
-            shaped.extend(self._people.find(text, target.label))
+            shaped.extend(self._people.find(text, target.label, scope))
         if text != target.text:
             shaped = [replace(f, value=target.text[f.start:f.end]) for f in shaped]
         return shaped

@@ -67,26 +67,27 @@ class PeopleDetector:
         self._zh.warm()
         self._en.warm()
 
-    def find(self, text: str, label: str | None = None) -> list[Finding]:
+    def find(self, text: str, label: str | None = None, scope: str = "") -> list[Finding]:
+        """People, their birth dates, pay and homes in ``text``; ``scope``: whose text (the segmenter's cache)."""
         tables = list(self._tables(text)) if "\n" in text else []
-        people = self._en.find(text) + self._zh.find(text) + list(self._table_names(text, tables))
+        people = self._en.find(text) + self._zh.find(text, scope) + list(self._table_names(text, tables, scope))
         found = [_finding("PERSON", text, s, e) for s, e in people]
         if label is not None and text.strip():
-            found += self._under_label(text, label)
+            found += self._under_label(text, label, scope)
         found += [_finding("DATE_OF_BIRTH", text, s, e) for s, e in birth_dates(text)]
         found += [_finding("DATE_OF_BIRTH", text, s, e) for s, e in self._table_dates(text, tables, people)]
         found += [_finding("AMOUNT", text, s, e) for s, e in self._pay(text, people)]
         found += [_finding("LOCATION", text, s, e) for s, e in self._addresses(text)]
         return found
 
-    def _under_label(self, text: str, label: str) -> list[Finding]:
+    def _under_label(self, text: str, label: str, scope: str) -> list[Finding]:
         value = text.strip()
         start = text.index(value)
         span = (start, start + len(value))
         if birth_label(label) and DATE.fullmatch(value):
             return [_finding("DATE_OF_BIRTH", text, *span)]
         role = _role_label(label)
-        if role and (self._en.loose_cell(value) or self._zh.whole(value)):
+        if role and (self._en.loose_cell(value) or self._zh.whole(value, scope)):
             return [_finding("PERSON", text, *span)]
         if _PAY_WORD.search(label) and _MONEY.fullmatch(value):
             return [_finding("AMOUNT", text, *span)]
@@ -155,25 +156,26 @@ class PeopleDetector:
                 if cells is not None and len(cells) >= 2:
                     block.append(cells)
 
-    def _table_names(self, text: str, tables: list[list[list[tuple[int, int]]]]) -> Iterator[tuple[int, int]]:
+    def _table_names(self, text: str, tables: list[list[list[tuple[int, int]]]],
+                     scope: str) -> Iterator[tuple[int, int]]:
         for rows in tables:
             header = [text[s:e] for s, e in rows[0]]
             for col in range(len(rows[0])):
                 cells = [row[col] for row in rows[1:]] if rows[1:] else []
                 values = [text[s:e].strip().strip('"') for s, e in cells]
-                named = sum(1 for v in values if self._en.cell(v) or self._zh.whole(v))
+                named = sum(1 for v in values if self._en.cell(v) or self._zh.whole(v, scope))
                 role = _role_label(header[col])
                 if role or (named and named * 2 >= len(values)):
-                    cells_all = cells if role or not self._is_name(header[col]) else [rows[0][col]] + cells
+                    cells_all = cells if role or not self._is_name(header[col], scope) else [rows[0][col]] + cells
                     for s, e in cells_all:
                         v = text[s:e].strip().strip('"')
-                        if self._en.loose_cell(v) or self._zh.whole(v) or (named and _zh_like(v)):
+                        if self._en.loose_cell(v) or self._zh.whole(v, scope) or (named and _zh_like(v)):
                             i = text.index(v, s)
                             yield i, i + len(v)
 
-    def _is_name(self, cell: str) -> bool:
+    def _is_name(self, cell: str, scope: str) -> bool:
         v = cell.strip().strip('"')
-        return self._en.cell(v) or self._zh.whole(v)
+        return self._en.cell(v) or self._zh.whole(v, scope)
 
     def _table_dates(self, text: str, tables: list[list[list[tuple[int, int]]]],
                      people: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:

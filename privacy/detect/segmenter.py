@@ -25,7 +25,9 @@ class Token:
 
 
 class Segmenter(Protocol):
-    def tag(self, text: str) -> list[Token]: ...
+    def tag(self, text: str, scope: str = "") -> list[Token]:
+        """jieba's tokens of ``text``; ``scope``: whose text it is (a cached result is reused only within it)."""
+        ...
 
     def load(self) -> object:
         """Build the tokenizer now (the gateway's start) rather than on the first Chinese text."""
@@ -33,12 +35,13 @@ class Segmenter(Protocol):
 
 
 class JiebaSegmenter:
-    """``tag(text)``: jieba's tokens with offsets; results cached per text (equal lines recur in every step)."""
+    """``tag(text, scope)``: jieba's tokens with offsets; results cached per scope and text (equal lines recur in
+    every step), so no tenant learns from a fast answer that another sent a text."""
 
     def __init__(self, cache_entries: int = 20_000) -> None:
         self._tokenizer: Any = None
         self._lock = threading.Lock()
-        self._cache: OrderedDict[str, list[Token]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], list[Token]] = OrderedDict()
         self._cache_entries = cache_entries
 
     def load(self) -> Any:
@@ -57,8 +60,8 @@ class JiebaSegmenter:
         tokenizer.initialize()
         return jieba.posseg.POSTokenizer(tokenizer)
 
-    def tag(self, text: str) -> list[Token]:
-        cached = self._cache.get(text)
+    def tag(self, text: str, scope: str = "") -> list[Token]:
+        cached = self._cache.get((scope, text))
         if cached is not None:
             return cached
         tokenizer = self.load()
@@ -69,7 +72,7 @@ class JiebaSegmenter:
         for word, flag in pairs:
             tokens.append(Token(word, flag, pos))
             pos += len(word)
-        self._cache[text] = tokens
+        self._cache[(scope, text)] = tokens
         if len(self._cache) > self._cache_entries:
             self._cache.popitem(last=False)
         return tokens

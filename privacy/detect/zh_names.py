@@ -63,28 +63,28 @@ class ChineseNames:
     def warm(self) -> None:
         self._segmenter.load()
 
-    def find(self, text: str) -> list[tuple[int, int]]:
-        """Spans of Chinese names in ``text``."""
+    def find(self, text: str, scope: str = "") -> list[tuple[int, int]]:
+        """Spans of Chinese names in ``text`` (``scope``: whose text, for the segmenter's cache)."""
         if not _CJK.search(text):
             return []
         spans: list[tuple[int, int]] = []
         for run in _CJK.finditer(text):
-            spans.extend(self._in_run(text, run.start(), run.end()))
+            spans.extend(self._in_run(text, run.start(), run.end(), scope))
         return spans
 
-    def whole(self, value: str) -> bool:
+    def whole(self, value: str, scope: str = "") -> bool:
         """Whether a whole value (a table cell, a JSON string) reads as one Chinese name."""
         value = value.strip()
         if not (2 <= len(value) <= 4) or not plausible(value):
             return False
-        tokens = self._segmenter.tag(value)
+        tokens = self._segmenter.tag(value, scope)
         return any(t.flag.startswith("nr") for t in tokens) and not any(len(t.word) > len(value) - 1 and
                                                                           not t.flag.startswith("nr") for t in tokens)
 
-    def _in_run(self, text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    def _in_run(self, text: str, start: int, end: int, scope: str) -> Iterator[tuple[int, int]]:
         run = text[start:end]
         tokens: list[Token] | None = None
-        if self.whole(run):  # a run that is one name (``assigned to 黄强``, a cell)
+        if self.whole(run, scope):  # a run that is one name (``assigned to 黄强``, a cell)
             yield start, end
             return
         found_end = 0
@@ -115,7 +115,7 @@ class ChineseNames:
                     yield start + i, start + name_end
                     break
                 if context_before:
-                    tokens = tokens if tokens is not None else self._segmenter.tag(run)
+                    tokens = tokens if tokens is not None else self._segmenter.tag(run, scope)
                     if _segmented_as(tokens, i, name_end):
                         found_end = name_end
                         yield start + i, start + name_end

@@ -9,6 +9,12 @@ from typing import Any
 from gateway.sessions import MemorySessionStore
 from gateway.tenancy import owner_of
 from privacy.detect import LayeredDetector, PatternDetector, SpacyRecognizer
+from privacy.detect.detector import Target
+from privacy.detect.en_names import EnglishNames
+from privacy.detect.given_names import GivenNames
+from privacy.detect.people import PeopleDetector
+from privacy.detect.segmenter import JiebaSegmenter
+from privacy.detect.zh_names import ChineseNames
 from privacy.factory import build_privacy_protector
 from privacy.settings import LayerSettings, NerSettings, PrivacySettings
 from tests.privacy.test_shared_detections import SYSTEM, CountingPatterns, _body
@@ -58,3 +64,33 @@ def test_the_ner_cache_is_keyed_by_owner():
     first = recognizer.entities([text], scope="t.tenant-a")
     assert recognizer.entities([text], scope="t.tenant-a") == first and counting.texts == [text]
     assert recognizer.entities([text], scope="t.tenant-b") == first and counting.texts == [text, text]
+
+
+class CountingSegmenter(JiebaSegmenter):
+    """jieba's real tokenizer, counting the texts it is asked to cut."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def _build(self) -> Any:
+        inner, texts = super()._build(), self.texts
+
+        class Counting:
+            def cut(self, text: str) -> Any:
+                texts.append(text)
+                return inner.cut(text)
+
+        return Counting()
+
+
+def test_the_chinese_segmenters_cache_is_keyed_by_owner_through_the_people_layer():
+    segmenter = CountingSegmenter()
+    layers = LayerSettings(ner=False)
+    detector = LayeredDetector(layers, secrets=PatternDetector(), patterns=PatternDetector(), ner=None,
+                               people=PeopleDetector(ChineseNames(segmenter), EnglishNames(GivenNames())))
+    target = [Target("联系人 李娜负责这个项目", label="note")]
+    first = detector.detect_shared(target, scope="t.tenant-a")
+    cut = len(segmenter.texts)
+    assert cut and detector.detect_shared(target, scope="t.tenant-a") == first and len(segmenter.texts) == cut
+    assert detector.detect_shared(target, scope="t.tenant-b") == first and len(segmenter.texts) == 2 * cut
