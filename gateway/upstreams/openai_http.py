@@ -168,9 +168,7 @@ class OpenAIHTTPUpstream:
                             yield seen
                 except sse.Unfinished:
                     if not end.finished:
-                        raise UpstreamError(502, f"The edge upstream at {self._url} ended its stream before "
-                                                 "finishing the answer (no finish_reason, no [DONE]).",
-                                            upstream="edge", type_="upstream_unreachable") from None
+                        raise self._unfinished() from None
                 finally:
                     # Stopped early (client gone, policy cancelled): drop the connection so the server stops.
                     if not response.content.at_eof():
@@ -178,10 +176,17 @@ class OpenAIHTTPUpstream:
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise self._fault(exc) from None
         except JSONDecodeError:
-            raise UpstreamError(502, f"The edge upstream at {self._url} sent a stream event that is not JSON.",
-                                upstream="edge") from None
+            raise self._not_json() from None
         for chunk in end.close():
             yield chunk
+
+    def _unfinished(self) -> UpstreamError:
+        return UpstreamError(502, f"The edge upstream at {self._url} ended its stream before finishing the answer "
+                                  "(no finish_reason, no [DONE]).", upstream="edge", type_="upstream_unreachable")
+
+    def _not_json(self) -> UpstreamError:
+        return UpstreamError(502, f"The edge upstream at {self._url} sent a stream event that is not JSON.",
+                             upstream="edge")
 
     def relays(self, body: dict[str, Any]) -> bool:
         """A stream this server's switches do not rewrite chunk by chunk (``router.fleet.Relay``)."""
@@ -213,9 +218,7 @@ class OpenAIHTTPUpstream:
                     if events.failure is not None:
                         raise events.failure
                     if not events.finished:
-                        raise UpstreamError(502, f"The edge upstream at {self._url} ended its stream before "
-                                                 "finishing the answer (no finish_reason, no [DONE]).",
-                                            upstream="edge", type_="upstream_unreachable")
+                        raise self._unfinished()
                     yield events.close()
                 finally:
                     if not response.content.at_eof():
@@ -223,5 +226,4 @@ class OpenAIHTTPUpstream:
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise self._fault(exc) from None
         except JSONDecodeError:
-            raise UpstreamError(502, f"The edge upstream at {self._url} sent a stream event that is not JSON.",
-                                upstream="edge") from None
+            raise self._not_json() from None
