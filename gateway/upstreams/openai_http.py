@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any, Final
 
 import aiohttp
@@ -149,44 +150,48 @@ class OpenAIHTTPUpstream:
             for chunk in completion_to_chunks(await self.complete(body)):
                 yield chunk
             return
-        payload = dumps(self._prepare(body, stream=True))
         dedupe = ToolNameDeduper() if self._compat.dedupe_tool_call_names else None
         end = StreamEnd()
+        async with self._streaming(body) as response:
+            try:
+                async for chunk in sse.parse(sse.lines(response.content.iter_any())):
+                    if "error" in chunk and "choices" not in chunk:
+                        err = chunk["error"]
+                        message = err.get("message") if isinstance(err, dict) else str(err)
+                        raise UpstreamError(502, f"The edge upstream failed mid-stream: {message}",
+                                            upstream="edge")
+                    seen = end.see(dedupe(chunk) if dedupe else chunk)
+                    if seen is not None:
+                        yield seen
+            except sse.Unfinished:
+                if not end.finished:
+                    raise self._unfinished() from None
+        for chunk in end.close():
+            yield chunk
+
+    @asynccontextmanager
+    async def _streaming(self, body: dict[str, Any]) -> AsyncIterator[aiohttp.ClientResponse]:
+        """``body`` posted as a stream, for either reader (chunks or relay): the response once it is a 200; a
+        connection fault or an event that is not JSON raised as the edge's ``UpstreamError``; the connection
+        dropped when the reader stops before the body's end (client gone, policy cancelled), so the server stops."""
         try:
-            async with self._client().post(self._url, data=payload) as response:
+            async with self._client().post(self._url, data=dumps(self._prepare(body, stream=True))) as response:
                 if response.status != 200:
                     raise self._status_error(response.status, await response.read())
                 try:
-                    async for chunk in sse.parse(sse.lines(response.content.iter_any())):
-                        if "error" in chunk and "choices" not in chunk:
-                            err = chunk["error"]
-                            message = err.get("message") if isinstance(err, dict) else str(err)
-                            raise UpstreamError(502, f"The edge upstream failed mid-stream: {message}",
-                                                upstream="edge")
-                        seen = end.see(dedupe(chunk) if dedupe else chunk)
-                        if seen is not None:
-                            yield seen
-                except sse.Unfinished:
-                    if not end.finished:
-                        raise self._unfinished() from None
+                    yield response
                 finally:
-                    # Stopped early (client gone, policy cancelled): drop the connection so the server stops.
                     if not response.content.at_eof():
                         response.close()
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise self._fault(exc) from None
         except JSONDecodeError:
-            raise self._not_json() from None
-        for chunk in end.close():
-            yield chunk
+            raise UpstreamError(502, f"The edge upstream at {self._url} sent a stream event that is not JSON.",
+                                upstream="edge") from None
 
     def _unfinished(self) -> UpstreamError:
         return UpstreamError(502, f"The edge upstream at {self._url} ended its stream before finishing the answer "
                                   "(no finish_reason, no [DONE]).", upstream="edge", type_="upstream_unreachable")
-
-    def _not_json(self) -> UpstreamError:
-        return UpstreamError(502, f"The edge upstream at {self._url} sent a stream event that is not JSON.",
-                             upstream="edge")
 
     def relays(self, body: dict[str, Any]) -> bool:
         """A stream this server's switches do not rewrite chunk by chunk (``router.fleet.Relay``)."""
@@ -194,36 +199,24 @@ class OpenAIHTTPUpstream:
 
     async def relay(self, body: dict[str, Any], *, usage: bool) -> AsyncIterator[Relayed]:
         """The stream of ``body`` relayed (``gateway.upstreams.relay``), failing as ``stream`` fails."""
-        payload = dumps(self._prepare(body, stream=True))
         events = SSERelay(usage=usage)
-        try:
-            async with self._client().post(self._url, data=payload) as response:
-                if response.status != 200:
-                    raise self._status_error(response.status, await response.read())
-                try:
-                    async for piece in response.content.iter_any():
-                        relayed = events.feed(piece)
-                        if events.failure is None and events.done:
-                            # the last events and [DONE] in one piece; the body's end has come in by the time the
-                            # consumer asks for more, so the connection goes back to the pool (not closed below)
-                            yield relayed.then(events.close())
-                            return
-                        if relayed.data or relayed.chunks:
-                            yield relayed
-                        if events.failure is not None:
-                            raise events.failure
-                    relayed = events.rest()  # the body ended before [DONE]: whole if every choice finished
-                    if relayed.data or relayed.chunks:
-                        yield relayed
-                    if events.failure is not None:
-                        raise events.failure
-                    if not events.finished:
-                        raise self._unfinished()
-                    yield events.close()
-                finally:
-                    if not response.content.at_eof():
-                        response.close()
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise self._fault(exc) from None
-        except JSONDecodeError:
-            raise self._not_json() from None
+        async with self._streaming(body) as response:
+            async for piece in response.content.iter_any():
+                relayed = events.feed(piece)
+                if events.failure is None and events.done:
+                    # the last events and [DONE] in one piece; the body's end has come in by the time the
+                    # consumer asks for more, so the connection goes back to the pool (not closed on the way out)
+                    yield relayed.then(events.close())
+                    return
+                if relayed.data or relayed.chunks:
+                    yield relayed
+                if events.failure is not None:
+                    raise events.failure
+            relayed = events.rest()  # the body ended before [DONE]: whole if every choice finished
+            if relayed.data or relayed.chunks:
+                yield relayed
+            if events.failure is not None:
+                raise events.failure
+            if not events.finished:
+                raise self._unfinished()
+            yield events.close()
