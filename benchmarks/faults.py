@@ -46,6 +46,7 @@ from accounting.store import UsageStore
 from benchmarks.contenders import ROOT, Server, _spawn, free_port
 from benchmarks.fleet import SYSTEM, _task, _tool_result, wait_healthy
 from benchmarks.replicas import start_redis, stop_redis
+from benchmarks.results import append
 
 SESSIONS = 32
 PACE_S = 1.0  # a session's mean pause between steps (the agent running its tools): ~25 requests/s in all
@@ -488,8 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({**report, "rows": [vars(r) for r in report["rows"]]}, indent=2, default=str))
     print(text)
     if not args.no_write:
-        with (Path(__file__).parent / "RESULTS.md").open("a", encoding="utf-8") as results:
-            results.write(text)
+        append(text)
     return 0
 
 

@@ -29,6 +29,7 @@ import httpx
 import yaml
 
 from benchmarks.contenders import ROOT, Server, _spawn, free_port
+from benchmarks.results import append
 
 SESSIONS, STEPS, CONCURRENCY = 30, 10, 10
 SYSTEM = " ".join(f"Rule {i}: keep the repository tidy, run the tests, and report what changed." for i in range(30))
@@ -259,8 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(report, indent=2))
     print(text)
     if not args.no_write:
-        with (Path(__file__).parent / "RESULTS.md").open("a", encoding="utf-8") as results:
-            results.write(text)
+        append(text)
     return 0
 
 

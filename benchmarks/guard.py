@@ -20,18 +20,17 @@ import statistics
 import threading
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
 import uvicorn
 
 from benchmarks.contenders import free_port
+from benchmarks.results import append
 from gateway.app import create_app
 from gateway.offline import prepare_offline_environment
 from gateway.settings import load_settings
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
 WORDS = [f"word{i} " for i in range(55)] + ["call ", "me ", "at ", "415-555-0199 ", "today."]
 
 
@@ -156,5 +155,4 @@ if __name__ == "__main__":
     text = main(args.requests, args.pace_ms)
     print(text)
     if not args.no_write:
-        with RESULTS.open("a", encoding="utf-8") as out:
-            out.write(text)
+        append(text)

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from accounting.database import make_engine
+from benchmarks.results import append
 from benchmarks.workload import FIRST, LAST, small_request, trajectory
 from privacy.audit import AuditStore, AuditWriter, ChainSigner, ReceiptIssuer, body_bytes, placeholder_counts
 from privacy.audit.receipts import CallReceipts
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
 TARGET_MS = 0.3
 
 
@@ -137,5 +137,4 @@ def render(r: dict[str, Any]) -> str:
 if __name__ == "__main__":
     text = render(measure())
     print(text)
-    with RESULTS.open("a", encoding="utf-8") as out:
-        out.write(text)
+    append(text)

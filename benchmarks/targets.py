@@ -27,6 +27,7 @@ from accounting.calls import UpstreamCall
 from accounting.factory import build_record_builder
 from accounting.pricing import Pricer
 from accounting.settings import AccountingSettings, ModelPrice
+from benchmarks.results import append
 from gateway.sealing import SealedStore
 from gateway.sessions import MemorySessionStore, SQLiteSessionStore
 from privacy.session_store import SessionStore
@@ -37,7 +38,6 @@ from router.budgets.settings import LimitsSettings
 from router.entropy import decision_entropy
 from router.targets import TargetTracker, quantile
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
 STEPS, SHIFT, WARMUP, WINDOW, TARGET = 2000, 1000, 200, 200, 0.25
 
 
@@ -189,5 +189,4 @@ async def main() -> str:
 if __name__ == "__main__":
     text = asyncio.run(main())
     print(text)
-    with RESULTS.open("a", encoding="utf-8") as out:
-        out.write(text)
+    append(text)
