@@ -27,6 +27,7 @@ from privacy.vault import Vault
 
 _MIN_VAULT_VALUE = 4
 _HELD_MAX = 4096  # values remembered per part
+_REMEMBER_FROM = 2048  # characters of a part from which its searches for vault values are remembered
 
 
 @dataclass(frozen=True)
@@ -46,17 +47,26 @@ class _Part:
     joined: str = ""  # every leaf's text and canonical text: one search per vault value, then the leaves
     held: dict[str, bool] = field(default_factory=dict)  # value → whether it is in ``joined``
 
-    def holds(self, value: str) -> bool:
-        """Whether ``value`` is somewhere in the part. Remembered (a property of the content alone): the next
-        session whose vault holds the same values — the same system prompt — looks each up instead of searching."""
-        known = self.held.get(value)
-        if known is None:
-            if not self.joined:
-                self.joined = "\0".join(f"{text}\0{normal}" for _, text, normal in self.leaves)
-            known = value in self.joined
-            if len(self.held) < _HELD_MAX:
-                self.held[value] = known
-        return known
+    def holding(self, values: Sequence[str]) -> list[str]:
+        """Those of ``values`` somewhere in the part, in order. A long part (a system prompt) remembers each answer (a
+        property of the content alone): the next session whose vault holds the same values looks each up instead
+        of searching 20 KB again. A short one (a step's new tool result, met by the whole vault) is searched: cheaper
+        than remembering."""
+        if not self.joined:
+            self.joined = "\0".join(f"{text}\0{normal}" for _, text, normal in self.leaves)
+        joined = self.joined
+        if len(joined) < _REMEMBER_FROM:
+            return [value for value in values if value in joined]
+        found = []
+        for value in values:
+            known = self.held.get(value)
+            if known is None:
+                known = value in joined
+                if len(self.held) < _HELD_MAX:
+                    self.held[value] = known
+            if known:
+                found.append(value)
+        return found
 
 
 class EgressCheck:
@@ -179,7 +189,7 @@ class EgressCheck:
         key = (session_id, digest) if digest is not None else None
         checked, found = self._vault_seen.get(key, (0, ())) if key is not None else (0, ())
         if checked < len(ordered):
-            fresh = [v for v in ordered[checked:] if part.holds(v)]
+            fresh = part.holding(ordered[checked:])
             found = (*found, *((suffix, v, v in text) for v in fresh for suffix, text, normal in part.leaves
                                if v in text or v in normal))
             if key is not None:
