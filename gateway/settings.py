@@ -289,8 +289,7 @@ class CloudSettings(_Section):
     # Which code makes the call: "litellm" (any provider litellm speaks; the default) or "openai", the gateway's own
     # OpenAI-compatible transport (gateway.upstreams.cloud_http) for a target that speaks OpenAI's chat-completions
     # wire: ~0.1 ms of CPU a call against litellm's ~4 ms (JSON) and ~10 ms (stream), measured by
-    # benchmarks.transport. It sends OpenAI's chat parameters only: litellm's per-provider mappings (top_k,
-    # thinking) are litellm's.
+    # benchmarks.transport. It sends the allowlisted body as it is, with none of litellm's per-provider mappings.
     transport: CloudTransport = "litellm"
     # Several named models (gateway.fleet.cloud_targets); empty: the fields above are the one target, "default".
     targets: dict[str, CloudTarget] = Field(default_factory=dict)

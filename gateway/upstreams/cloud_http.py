@@ -5,8 +5,9 @@ Like litellm's door (``gateway.upstreams.cloud``) it takes a ``ProviderRequest``
 retries come from ``cloud.*`` settings at construction, the body is the request's allowlisted fields plus the model
 and the stream switch. It costs ~0.1 ms of CPU a call where litellm costs ~4 ms (JSON) and ~10 ms (streamed) on the
 same stub (``python -m benchmarks.transport``), because it does nothing but the call: no provider mapping, no cost
-map, no callbacks. Which is also its limit: parameters litellm translates per provider (``top_k``, ``thinking``) are
-not OpenAI's and are left out, and a provider that does not speak OpenAI's wire needs litellm.
+map, no callbacks. Which is also its limit: a provider that does not speak OpenAI's wire needs litellm, and the two
+parameters litellm translates per provider (``top_k``, ``thinking``) go as they are (vLLM takes ``top_k``,
+DeepSeek ``thinking``), except to OpenAI's own API, which refuses parameters it does not know.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final
+from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
 
@@ -27,9 +30,10 @@ from gateway.upstreams.provider_request import ProviderRequest
 from gateway.upstreams.stream_end import StreamEnd
 from router.errors import UpstreamError
 
-# Generation parameters a request may set that are not OpenAI's: litellm maps them to the providers that have
-# them; an OpenAI-compatible server may refuse them (OpenAI answers 400), so this transport leaves them out.
+# Generation parameters a request may set that are not OpenAI's (litellm maps them to the providers that have them):
+# OpenAI's API answers 400 to them, so they are left out of calls to it.
 NOT_OPENAI: Final = frozenset({"top_k", "thinking"})
+OPENAI_HOST: Final = "api.openai.com"
 # Answers worth another try before giving up (``cloud.max_retries``): rate limited, overloaded, a gateway between.
 _RETRIED_STATUS: Final = frozenset({408, 409, 429, 500, 502, 503, 504})
 _BACKOFF_S: Final = (0.5, 1.0, 2.0, 4.0)
@@ -53,13 +57,15 @@ class OpenAIWireCloud:
         # As litellm's httpx client: a limit on connecting and on each read, none on a whole (long) stream.
         self._timeout = aiohttp.ClientTimeout(total=None, connect=settings.timeout_s, sock_read=settings.timeout_s)
         self._backoff_s = backoff_s
+        self._proxy = environment_proxy(self._url)
+        self._left_out = NOT_OPENAI if urlsplit(self._url).hostname == OPENAI_HOST else frozenset()
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
         # Created on first use (a session belongs to the running event loop); no cookie jar: one client serves
-        # every tenant. trust_env: the operator's HTTPS_PROXY / NO_PROXY apply, as they do to litellm's calls.
+        # every tenant.
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout, trust_env=True,
+            self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout,
                                                   cookie_jar=aiohttp.DummyCookieJar())
         return self._session
 
@@ -73,7 +79,7 @@ class OpenAIWireCloud:
         return True, f"{self.model}: configured"
 
     def _payload(self, request: ProviderRequest, *, stream: bool) -> bytes:
-        body = {name: value for name, value in request.body().items() if name not in NOT_OPENAI}
+        body = {name: value for name, value in request.body().items() if name not in self._left_out}
         body.update(model=self._name, stream=stream)
         if stream:
             body["stream_options"] = {"include_usage": True}
@@ -104,7 +110,7 @@ class OpenAIWireCloud:
         while True:
             retry = attempt < self._settings.max_retries
             try:
-                response = await self._client().post(self._url, data=payload)
+                response = await self._client().post(self._url, data=payload, proxy=self._proxy)
             except (TimeoutError, aiohttp.ClientError) as exc:
                 if not retry:
                     raise self._fault(exc) from None
@@ -175,6 +181,15 @@ class OpenAIWireCloud:
                                          "that is not JSON.", upstream="cloud") from None
         for chunk in end.close():
             yield chunk
+
+
+def environment_proxy(url: str) -> str | None:
+    """The proxy the operator's environment names for ``url`` (``HTTPS_PROXY``, ``NO_PROXY`` …), as litellm's
+    httpx client would use it: read once, at construction (aiohttp's ``trust_env`` reads it on every call, ~0.2 ms
+    of CPU each)."""
+    parts = urlsplit(url)
+    proxy = getproxies().get(parts.scheme)
+    return proxy if proxy and not proxy_bypass(parts.hostname or "") else None
 
 
 def _openai_shape(answer: dict[str, Any]) -> dict[str, Any]:
