@@ -48,7 +48,7 @@ async def _serve(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     import uvicorn
 
     from gateway.app import create_app
-    from gateway.logs import ThreadedHandler, configure_logging
+    from gateway.logs import ThreadedHandler, configure_logging, uvicorn_options
     from gateway.offline import prepare_offline_environment
     from gateway.settings import load_settings
 
@@ -69,8 +69,10 @@ async def _serve(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         handler.target.setStream((workdir / "ecgw.log").open("w"))  # as the bench: stderr to a file
         if args.no_access_log:
             logging.getLogger("ecgw.access").setLevel(logging.WARNING)
+        # As ``ecgw serve``: no dictConfig of uvicorn's, which closed the threaded handler above, so the access
+        # line was formatted and written on the event loop (the figures before 2026-12-02 06:30 UTC did that).
         server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
-                                               log_level="warning"))
+                                               **uvicorn_options()))
         serving = asyncio.create_task(server.serve())
         while not server.started:
             await asyncio.sleep(0.05)
@@ -98,6 +100,8 @@ async def _serve(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             stats.sort_stats("tottime").print_stats(args.profile)
             stats.sort_stats("cumulative").print_stats(r"/(gateway|router|accounting|privacy)/", args.profile)
             out["profile"] = text.getvalue()
+            if args.profile_out:
+                stats.dump_stats(args.profile_out)
         return out
     finally:
         upstream.stop()
@@ -111,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-metering", action="store_true", help="accounting.enabled: false (what it costs)")
     parser.add_argument("--no-access-log", action="store_true", help="the access line off (what it costs)")
     parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions (cProfile)")
+    parser.add_argument("--profile-out", help="with --profile: also write the profile here (pstats), to browse")
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio",
                         help="the event loop: asyncio's own (the figures before 2026-12-02), or uvloop, which "
                              "`ecgw serve` runs on (uvicorn's loop=auto picks it when installed)")

@@ -19,7 +19,7 @@ from privacy.detect.ner import EntityRecognizer
 from privacy.detect.normalise import fold
 from privacy.detect.phones import PhoneDetector
 from privacy.detect.prose import prose_segments, without_spans
-from privacy.detect.units import UnitMatcher, _escaped_forms, _literal_pattern
+from privacy.detect.units import UnitMatcher, _escaped_forms, _literal_pattern, literal_spans
 from privacy.settings import LayerSettings
 
 
@@ -51,9 +51,6 @@ class Target:
     label: str | None = None  # the JSON key the value sits under, if any
 
 
-_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-
-
 @functools.lru_cache(maxsize=4096)
 def _entity_pattern(value: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
     """The pattern of a value's forms, and the first word of each: every match begins with one of them."""
@@ -68,7 +65,7 @@ def _occurrences(value: str, text: str) -> Iterator[tuple[int, int]]:
     pattern at all (a first step meets a hundred new names; a compile costs ~0.1 ms, a scan of a long text with
     a lookbehind-led pattern ~1 ms)."""
     if json.dumps(value)[1:-1] == value and value.strip():
-        yield from _plain_occurrences(value, text)
+        yield from literal_spans(value, text)
         return
     pattern, anchors = _entity_pattern(value)
     starts: set[int] = set()
@@ -85,31 +82,6 @@ def _occurrences(value: str, text: str) -> Iterator[tuple[int, int]]:
         if m is not None:
             end = m.end()
             yield m.start(), m.end()
-
-
-def _plain_occurrences(value: str, text: str) -> Iterator[tuple[int, int]]:
-    """``_literal_pattern(value)``'s matches by hand: its words in order, any whitespace between them, and no word
-    character glued to either end when that end is an ASCII letter or digit."""
-    words = value.split()
-    guard_head = value[:1].isascii() and value[:1].isalnum()
-    guard_tail = value[-1:].isascii() and value[-1:].isalnum()
-    end = 0
-    pos = text.find(words[0])
-    while pos >= 0:
-        if pos >= end and not (guard_head and pos > 0 and text[pos - 1] in _WORD_CHARS):
-            i = pos + len(words[0])
-            for word in words[1:]:
-                j = i
-                while j < len(text) and text[j].isspace():
-                    j += 1
-                if j == i or not text.startswith(word, j):
-                    break
-                i = j + len(word)
-            else:
-                if not (guard_tail and i < len(text) and text[i] in _WORD_CHARS):
-                    yield pos, i
-                    end = i
-        pos = text.find(words[0], pos + 1)
 
 
 # Read once at warm-up (English, Chinese with a full-width digit, a CSV of people): public sample texts, kept in a

@@ -29,7 +29,7 @@ from privacy.detect.manifests import named_value_pairs
 from privacy.detect.normalise import canonical
 from privacy.detect.references import business_reference
 from privacy.detect.secrets import _PLACEHOLDER_VALUES, CODE_VALUE
-from privacy.detect.units import _escaped_forms, _literal_pattern
+from privacy.detect.units import _escaped_forms, _literal_pattern, literal_spans
 
 _CURRENCY = r"(?:[¥$€£₹]|(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD)[\s.]?)"
 _CURRENCY_AFTER = r"(?:\s?(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD|元|万元|万|k|K))"
@@ -369,6 +369,9 @@ def _occurrences(text: str, lowered: str | None, value: str) -> Iterator[tuple[i
     where it has some; not inside a longer word or number."""
     for form in _escaped_forms(value):
         if any(ch.isspace() for ch in form):
+            if lowered is not None and form.isascii() and form.strip():  # no pattern to compile for a new value
+                yield from literal_spans(form, text, lowered)
+                continue
             for m in re.finditer(_literal_pattern(form), text, re.IGNORECASE):
                 yield m.start(), m.end()
             continue

@@ -115,3 +115,26 @@ def test_an_international_phone_keeps_only_its_own_parentheses(text: str, phone:
                                   "fd12:3456:789a:0001:0000:0000:0000:0001 is the pod"])
 def test_a_private_address_is_not_sensitive(text: str) -> None:
     assert [f for f in PatternDetector().find(text) if f.type == "IP_ADDRESS"] == []
+
+
+def test_literal_spans_are_the_literal_patterns_matches() -> None:
+    """The detectors find a value's occurrences by hand (``literal_spans``) where they compiled
+    ``_literal_pattern``: the same spans, case-sensitive and under IGNORECASE on ASCII, on texts built to meet every
+    edge (words glued to letters, digits and ``_``, runs of mixed whitespace, overlapping repeats, case)."""
+    import random
+    import re
+
+    from privacy.detect.units import _literal_pattern, literal_spans
+
+    rng = random.Random(5)
+    alphabet = ["a", "A", "b", "B", "1", "_", "-", ".", " ", "\t", "\n", "\u2003", "é", "ab", "Ab"]
+    for _ in range(4000):
+        form = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6)))
+        if not form.strip():
+            continue
+        text = "".join(rng.choice(alphabet + [form, form.upper()]) for _ in range(rng.randint(0, 14)))
+        expected = [m.span() for m in re.finditer(_literal_pattern(form), text)]
+        assert list(literal_spans(form, text)) == expected, (form, text)
+        if form.isascii() and text.isascii():
+            folded = [m.span() for m in re.finditer(_literal_pattern(form), text, re.IGNORECASE)]
+            assert list(literal_spans(form, text, text.lower())) == folded, (form, text)
