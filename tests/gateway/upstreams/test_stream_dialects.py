@@ -1,7 +1,8 @@
 """Upstreams that stream OpenAI's shape sloppily (no ``id``, no ``finish_reason``, then ``[DONE]``) give complete
 answers on every surface, every chunk of one response carries one ``id``, and a stream that really breaks still
-ends with an error event. The cloud path (litellm) and the edge path (aiohttp) both, against a double on loopback
-that speaks the sloppy dialect (``ModelServer(dialect="sloppy")``)."""
+ends with an error event. The cloud path (through litellm and through the own OpenAI-compatible transport) and the
+edge path (aiohttp), all against a double on loopback that speaks the sloppy dialect
+(``ModelServer(dialect="sloppy")``)."""
 
 from __future__ import annotations
 
@@ -35,13 +36,14 @@ def sloppy(_sloppy: tuple[ModelServer, str]) -> ModelServer:
     return fake
 
 
-SIDES = ["cloud", "edge"]
+SIDES = ["cloud", "cloud-openai", "edge"]  # the cloud through litellm and through the own transport
 
 
 def _gateway(start_gateway: Any, sloppy: ModelServer, side: str) -> Any:
     url = sloppy.url + "/v1"  # type: ignore[attr-defined]
-    if side == "cloud":
-        return start_gateway(cloud={"api_base": url}, policy={"default": "cloud-only"})
+    if side.startswith("cloud"):
+        transport = "openai" if side == "cloud-openai" else "litellm"
+        return start_gateway(cloud={"api_base": url, "transport": transport}, policy={"default": "cloud-only"})
     return start_gateway(edge={"base_url": url}, policy={"default": "edge-only"})
 
 
@@ -127,15 +129,16 @@ def test_messages_stream_from_a_sloppy_upstream_ends_its_turn(start_gateway, slo
     assert text == "alpha beta"
 
 
-BREAKS = [("cloud", "reset"), ("cloud", "error"), ("edge", "reset"), ("edge", "error"), ("edge", "eof")]
+BREAKS = [("cloud", "reset"), ("cloud", "error"), ("cloud-openai", "reset"), ("cloud-openai", "error"),
+          ("cloud-openai", "eof"), ("edge", "reset"), ("edge", "error"), ("edge", "eof")]
 
 
 @pytest.mark.parametrize(("side", "how"), BREAKS)
 def test_a_stream_that_really_breaks_still_ends_in_an_error_event_on_every_surface(start_gateway, sloppy, side,
                                                                                      how):
     """Through litellm a body that ends cleanly cannot be told from ``[DONE]`` (the OpenAI SDK under it stops at
-    either), so there a break is a dropped connection or an error event; the edge path also sees a missing
-    ``[DONE]``."""
+    either), so there a break is a dropped connection or an error event; the edge path and the own cloud transport
+    also see a missing ``[DONE]``."""
     gw = _gateway(start_gateway, sloppy, side)
     if side == "cloud":
         gw.settings.cloud.max_retries = 0
