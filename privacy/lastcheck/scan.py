@@ -47,14 +47,19 @@ class _Part:
     joined: str = ""  # every leaf's text and canonical text: one search per vault value, then the leaves
     held: dict[str, bool] = field(default_factory=dict)  # value → whether it is in ``joined``
 
+    def text(self) -> str:
+        """Every leaf's text and canonical text (keys, strings, numbers as text), joined: a value in none of them
+        stands nowhere in the part."""
+        if not self.joined:
+            self.joined = "\0".join(f"{text}\0{normal}" for _, text, normal in self.leaves)
+        return self.joined
+
     def holding(self, values: Sequence[str]) -> list[str]:
         """Those of ``values`` somewhere in the part, in order. A long part (a system prompt) remembers each answer (a
         property of the content alone): the next session whose vault holds the same values looks each up instead
         of searching 20 KB again. A short one (a step's new tool result, met by the whole vault) is searched: cheaper
         than remembering."""
-        if not self.joined:
-            self.joined = "\0".join(f"{text}\0{normal}" for _, text, normal in self.leaves)
-        joined = self.joined
+        joined = self.text()
         if len(joined) < _REMEMBER_FROM:
             return [value for value in values if value in joined]
         found = []
@@ -67,6 +72,19 @@ class _Part:
             if known:
                 found.append(value)
         return found
+
+
+@dataclass
+class EgressScan:
+    """What the last check found in a body, and the text of each top-level part it read (by ``body_parts``' prefix:
+    ``messages[3]``, ``tools``): where a value may stand (``place`` leaves the others as they are)."""
+
+    hits: list[EgressHit]
+    parts: dict[str, _Part] = field(default_factory=dict)
+
+    def text(self, prefix: str) -> str | None:
+        part = self.parts.get(prefix)
+        return None if part is None else part.text()
 
 
 class EgressCheck:
@@ -105,8 +123,15 @@ class EgressCheck:
 
     def scan(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
              session_id: str = "", owner: str = "") -> list[EgressHit]:
-        """``owner``: whose session this is (the gateway's tenant): cached results are shared within one owner."""
+        """What is left in ``body``. ``owner``: whose session this is (the gateway's tenant): cached results are
+        shared within one owner."""
+        return self.read(body, units, vault, units_version=units_version, session_id=session_id, owner=owner).hits
+
+    def read(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
+             session_id: str = "", owner: str = "") -> EgressScan:
+        """``scan``'s hits, with the text of each part it read."""
         hits: list[EgressHit] = []
+        parts: dict[str, _Part] = {}
         raw_to_key = self._searchable(session_id, vault)
         ordered = list(raw_to_key)
         # Results that depend on the session's own units are the session's: never shared with another session.
@@ -122,7 +147,7 @@ class EgressCheck:
         state, spread_hits = START, frozenset[int]()
         for prefix, hashed, leaves in body_parts(body):
             digest = content_hash(hashed)
-            part = self._part(digest, leaves, prefix, units, scope)
+            part = parts[prefix] = self._part(digest, leaves, prefix, units, scope)
             if spread is not None:
                 chain, state, spread_hits = self._spread_part(spread, scope, chain, digest, part, state,
                                                               spread_hits)
@@ -141,7 +166,7 @@ class EgressCheck:
         if spread is not None:
             hits += [EgressHit("(strings in order)", f, False, "split")
                      for f in spread_findings(spread, set(spread_hits))]
-        return hits
+        return EgressScan(hits, parts)
 
     def _spread_of(self, units: UnitMatcher | None) -> Spread | None:
         if units is None:
