@@ -15,6 +15,7 @@ import pytest
 
 from tests.fakes.model_server import ModelServer, Reply, ToolCall
 from tests.fakes.threaded import ThreadedServer
+from tests.streams import sse_events
 
 READ_TOOL = {"type": "function", "function": {"name": "read_file", "description": "Read a file",
                                               "parameters": {"type": "object",
@@ -47,24 +48,11 @@ def _gateway(start_gateway: Any, sloppy: ModelServer, side: str) -> Any:
     return start_gateway(edge={"base_url": url}, policy={"default": "edge-only"})
 
 
-def _events(response: httpx.Response) -> list[tuple[str | None, Any]]:
-    out: list[tuple[str | None, Any]] = []
-    name: str | None = None
-    for line in response.iter_lines():
-        if line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("data:"):
-            data = line[5:].strip()
-            out.append((name, data if data == "[DONE]" else json.loads(data)))
-            name = None
-    return out
-
-
 def _chat(gw: Any, **extra: Any) -> list[tuple[str | None, Any]]:
     body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}], **extra}
     with httpx.stream("POST", gw.base_url + "/chat/completions", json=body, timeout=30) as response:
         assert response.status_code == 200, response.read()
-        return _events(response)
+        return sse_events(response)
 
 
 @pytest.mark.parametrize("side", SIDES)
@@ -106,7 +94,7 @@ def test_responses_stream_from_a_sloppy_upstream_completes(start_gateway, sloppy
     sloppy.script(Reply(content="alpha beta"))
     body = {"model": "m", "stream": True, "input": "hi"}
     with httpx.stream("POST", gw.base_url + "/responses", json=body, timeout=30) as response:
-        events = _events(response)
+        events = sse_events(response)
     names = [name for name, _ in events]
     assert names[-1] == "response.completed" and "error" not in names and "response.failed" not in names, names
     final = events[-1][1]["response"]
@@ -120,7 +108,7 @@ def test_messages_stream_from_a_sloppy_upstream_ends_its_turn(start_gateway, slo
     sloppy.script(Reply(content="alpha beta"))
     body = {"model": "m", "stream": True, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
     with httpx.stream("POST", gw.base_url + "/messages", json=body, timeout=30) as response:
-        events = _events(response)
+        events = sse_events(response)
     names = [name for name, _ in events]
     assert names[-1] == "message_stop" and "error" not in names, names
     delta = next(data for name, data in events if name == "message_delta")
@@ -151,7 +139,7 @@ def test_a_stream_that_really_breaks_still_ends_in_an_error_event_on_every_surfa
         with httpx.stream("POST", gw.base_url + "/" + surface, json={"model": "m", "stream": True, **body},
                           timeout=30) as response:
             assert response.status_code == 200
-            events = _events(response)
+            events = sse_events(response)
         names = [name for name, _ in events]
         last = events[-1][1]
         if surface == "chat/completions":
