@@ -8,7 +8,6 @@ modes; in mode ``hang`` accepted and never answered (held until the client gives
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import MutableMapping
 from typing import Any
@@ -80,12 +79,7 @@ async def app(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
 
 
 def main() -> None:
-    import uvicorn
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, required=True)
-    args = parser.parse_args()
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    upstream.serve(app)
 
 
 if __name__ == "__main__":

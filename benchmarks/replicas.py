@@ -3,6 +3,7 @@
     python -m benchmarks.replicas [--smoke]     # this part of `make bench` alone (prints its table)
     python -m benchmarks.replicas --agent       # each step the agent request instead (~20 KB system prompt,
                                                 # 40-step history: benchmarks.workload), fewer steps
+    python -m benchmarks.replicas --transport openai   # the cloud through the own transport, not litellm
 
 Each replica is ``ecgw serve`` with one worker (so one replica ≈ one core of gateway work), ``cloud-only`` with
 privacy on, session state in one Redis. Load: a session per client connection, the same session ids on every
@@ -37,11 +38,11 @@ def stop_redis(workdir: Path) -> None:
     subprocess.run([str(ROOT / "scripts" / "redis.sh"), "stop", str(workdir / "redis")], check=False)
 
 
-def start_replica(name: str, workdir: Path, upstream: Server, redis_url: str) -> Server:
+def start_replica(name: str, workdir: Path, upstream: Server, redis_url: str, transport: str = "litellm") -> Server:
     port = free_port()
     config = {"server": {"port": port, "workers": 1},
               "edge": {"base_url": upstream.url, "model": "bench"},
-              "cloud": {"model": "openai/bench", "api_base": upstream.url, "api_key_env": None},
+              "cloud": {"model": "openai/bench", "api_base": upstream.url, "api_key_env": None, "transport": transport},
               "policy": {"default": "cloud-only"},
               "sessions": {"store": "redis", "redis_url": redis_url},
               "database_url": f"sqlite:///{workdir / (name + '.sqlite3')}",
@@ -108,13 +109,15 @@ def load_shape(smoke: bool, agent: bool = False) -> tuple[int, int]:
     return (20, 4) if smoke else (300, 8) if agent else (1200, 32)
 
 
-def replica_throughput(workdir: Path, upstream: Server, *, smoke: bool, agent: bool = False) -> dict[str, Any]:
-    """``agent``: every step the 20 KB agent request (``agent_body``) instead of the small one."""
+def replica_throughput(workdir: Path, upstream: Server, *, smoke: bool, agent: bool = False,
+                       transport: str = "litellm") -> dict[str, Any]:
+    """``agent``: every step the 20 KB agent request (``agent_body``) instead of the small one; ``transport``: the
+    cloud door's (``cloud.transport``)."""
     requests, concurrency = load_shape(smoke, agent)
     redis_url, port, redis_pid = start_redis(workdir)
     replicas: list[Server] = []
     try:
-        replicas = [start_replica(f"replica-{i}", workdir, upstream, redis_url) for i in range(2)]
+        replicas = [start_replica(f"replica-{i}", workdir, upstream, redis_url, transport) for i in range(2)]
         out: dict[str, Any] = {}
         for label, group in (("one replica", replicas[:1]), ("two replicas", replicas)):
             asyncio.run(_spread(group, concurrency=concurrency, requests=max(8, requests // 10),
@@ -139,10 +142,11 @@ def replica_throughput(workdir: Path, upstream: Server, *, smoke: bool, agent: b
         stop_redis(workdir)
 
 
-def render(rows: dict[str, Any], concurrency: int, agent: bool = False) -> list[str]:
+def render(rows: dict[str, Any], concurrency: int, agent: bool = False, transport: str = "litellm") -> list[str]:
     what = "the agent request (~20 KB system prompt, 40-step history)" if agent else "a small step"
+    door = "" if transport == "litellm" else f", cloud.transport {transport}"
     lines = [f"### Replicas sharing one Redis (cloud-only with privacy, one worker per replica, {concurrency} "
-             f"clients, {what})", "", "| gateways | req/s | p50 ms | p99 ms | gateway CPU ms/step | req/s per core | "
+             f"clients, {what}{door})", "", "| gateways | req/s | p50 ms | p99 ms | gateway CPU ms/step | req/s per core | "
              "Redis commands/step | Redis CPU ms/step | errors |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, r in rows.items():
         lines.append(f"| {name} | {r['rps']} | {r['p50_ms']} | {r['p99_ms']} | {r['gateway_cpu_ms_per_step']} | "
@@ -162,15 +166,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="a few requests each")
     parser.add_argument("--agent", action="store_true", help="every step the 20 KB agent request")
+    parser.add_argument("--transport", choices=("litellm", "openai"), default="litellm",
+                        help="the cloud door's transport (cloud.transport)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ecgw-bench-") as tmp:
         upstream = start_upstream(Path(tmp))
         try:
-            rows = replica_throughput(Path(tmp), upstream, smoke=args.smoke, agent=args.agent)
+            rows = replica_throughput(Path(tmp), upstream, smoke=args.smoke, agent=args.agent,
+                                      transport=args.transport)
         finally:
             upstream.stop()
     print(json.dumps(rows, indent=2))
-    print("\n".join(render(rows, load_shape(args.smoke, args.agent)[1], args.agent)))
+    print("\n".join(render(rows, load_shape(args.smoke, args.agent)[1], args.agent, args.transport)))
     return 0
 
 

@@ -182,6 +182,7 @@ def run(smoke: bool, include_litellm: bool, include_portkey: bool = True) -> dic
             for server in servers[1:]:  # the replicas below get the cores to themselves
                 server.stop()
             report["replicas"] = replica_throughput(workdir, upstream, smoke=smoke)
+            report["replicas_cloud_openai"] = replica_throughput(workdir, upstream, smoke=smoke, transport="openai")
         finally:
             for server in servers:
                 server.stop()
@@ -246,6 +247,8 @@ def render(report: dict[str, Any]) -> str:
               "### Peak RSS (MB)", "", " · ".join(f"{k} {v}" for k, v in report["rss_mb"].items()), ""]
     if "replicas" in report:
         lines += render_replicas(report["replicas"], load_shape(report["smoke"])[1])
+    if "replicas_cloud_openai" in report:
+        lines += render_replicas(report["replicas_cloud_openai"], load_shape(report["smoke"])[1], transport="openai")
     return "\n".join(lines)
 
 

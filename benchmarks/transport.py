@@ -1,9 +1,9 @@
 """What one upstream call costs the gateway's process in CPU, by transport, on the same benchmark upstream
-(``benchmarks/upstream.py``, in a process of its own): litellm (the cloud door's transport, behind the provider
-boundary) against the project's own OpenAI-compatible transport (the edge's, aiohttp). Calls run ``concurrency``
+(``benchmarks/upstream.py``, in a process of its own): the cloud door's two transports behind the provider boundary
+(litellm, and the own OpenAI-compatible one of ``cloud.transport: openai``) and the edge's transport (aiohttp). Calls run ``concurrency``
 at a time in this process's event loop; CPU time covers every thread of the process (litellm's own included).
 
-    python -m benchmarks.transport                # µs of CPU per call, JSON and streamed, both transports
+    python -m benchmarks.transport                # µs of CPU per call, JSON and streamed, every transport
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ async def _measure(args: argparse.Namespace, workdir: Path) -> dict[str, dict[st
     from gateway.settings import CloudSettings, EdgeSettings
     from gateway.upstreams.boundary import ProviderBoundary
     from gateway.upstreams.cloud import LiteLLMUpstream
+    from gateway.upstreams.cloud_http import OpenAIWireCloud
     from gateway.upstreams.openai_http import OpenAIHTTPUpstream
     from gateway.upstreams.provider_request import RequestShape
 
@@ -67,6 +68,8 @@ async def _measure(args: argparse.Namespace, workdir: Path) -> dict[str, dict[st
             "ecgw-openai-http": OpenAIHTTPUpstream(EdgeSettings(base_url=upstream.url, model="bench")),
             "litellm": ProviderBoundary(LiteLLMUpstream(CloudSettings(model="openai/bench", api_base=upstream.url,
                                                                       api_key_env=None)), RequestShape(())),
+            "ecgw-cloud-openai": ProviderBoundary(OpenAIWireCloud(CloudSettings(
+                model="openai/bench", api_base=upstream.url, api_key_env=None, transport="openai")), RequestShape(())),
         }
         body = dict(small_request(), model="bench")
         out: dict[str, dict[str, float]] = {}

@@ -66,13 +66,18 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
 
 
-def main() -> None:
+def serve(asgi: Any) -> None:
+    """``asgi`` on 127.0.0.1 at the ``--port`` of the command line, quietly (this stub's main, and the cloud stub's)."""
     import uvicorn
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    uvicorn.run(asgi, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+
+
+def main() -> None:
+    serve(app)
 
 
 if __name__ == "__main__":

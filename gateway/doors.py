@@ -2,7 +2,7 @@
 hands out channels over them, so the cloud is never reachable except through a ``CloudChannel`` (protect →
 upstream → restore → meter), and every cloud transport only behind the provider boundary (``ProviderBoundary``: it
 gets ``ProviderRequest`` objects built by the one allowlist, never a client's body). This is the only module that
-imports the cloud transport (``make lint`` checks it).
+imports the cloud transports (``make lint`` checks it).
 
 The doors are part of the configuration's snapshot (``DoorsPart``): a reload of the edge pool, the cloud targets,
 the privacy rules or the prices builds new doors over the running ones (keeping every member whose configuration did
@@ -63,6 +63,18 @@ class ManagedPool(Pool, Protocol):
     def exposition(self) -> bytes: ...
 
 
+def configured_transport(settings: CloudSettings) -> ProviderTransport:
+    """One target's transport, as its ``transport`` names it: litellm (imported here, at start-up, and only when a
+    target uses it) or the gateway's own OpenAI-compatible one."""
+    if settings.transport == "openai":
+        from gateway.upstreams.cloud_http import OpenAIWireCloud
+
+        return OpenAIWireCloud(settings)
+    from gateway.upstreams.cloud import LiteLLMUpstream
+
+    return LiteLLMUpstream(settings)
+
+
 def cloud_targets(settings: CloudSettings, transport: Callable[[CloudSettings], ProviderTransport],
                   dropped: DroppedFields, running: CloudTargets | None = None) -> CloudTargets:
     """Every configured target behind its own allowlist; the pool's allowlist (what protection scans) is their
@@ -94,7 +106,7 @@ class Doors:
               cloud: ProviderTransport | None = None,
               cloud_transport: Callable[[CloudSettings], ProviderTransport] | None = None,
               running: Doors | None = None) -> Doors:
-        """The configured pools (litellm for every cloud target, imported here: once, and nowhere else), or the
+        """The configured pools (each cloud target's transport from ``configured_transport``), or the
         upstreams given (tests, benchmarks): ``edge`` as a pool of one, ``cloud`` as the transport of every target,
         ``cloud_transport`` building each target's transport from its settings (tests wrap litellm's in a guard).
         Built from one settings snapshot; ``running``: the doors a reload replaces (their unchanged members, the
@@ -111,9 +123,7 @@ class Doors:
             given = cloud
             cloud_transport = lambda _: given  # noqa: E731 - every target is the one transport given
         elif cloud_transport is None:
-            from gateway.upstreams.cloud import LiteLLMUpstream
-
-            cloud_transport = LiteLLMUpstream
+            cloud_transport = configured_transport
         return cls(edge=edge_pool, cloud=cloud_targets(settings.cloud, cloud_transport, dropped,
                                                        running._cloud if running is not None else None),
                    meter=meter, protector=protector, dropped=dropped, edge_dropped=edge_dropped)

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from gateway.app import build_services
+from gateway.doors import configured_transport
 from gateway.service import Services
 from gateway.settings import CloudSettings, Settings
 from gateway.upstreams.provider_request import ProviderRequest
@@ -65,18 +66,14 @@ class GuardedCloud:
 
 
 def guarded_cloud(settings: Settings) -> GuardedCloud:
-    from gateway.upstreams.cloud import LiteLLMUpstream
-
-    return GuardedCloud(LiteLLMUpstream(settings.cloud))
+    return GuardedCloud(configured_transport(settings.cloud))
 
 
 def guarded_targets(guards: list[GuardedCloud]) -> Any:
     """A cloud transport factory for ``cloud.targets``: every target's transport wears the guard (kept in
     ``guards``, in the targets' order)."""
-    from gateway.upstreams.cloud import LiteLLMUpstream
-
     def make(settings: CloudSettings) -> GuardedCloud:
-        guards.append(GuardedCloud(LiteLLMUpstream(settings)))
+        guards.append(GuardedCloud(configured_transport(settings)))
         return guards[-1]
 
     return make

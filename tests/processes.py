@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import time
+from pathlib import Path
+from typing import Any
 
 import httpx
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def serve(config: dict[str, Any], path: Path) -> subprocess.Popen[bytes]:
+    """``ecgw serve --config path`` with ``config`` written there, in the project's root, with no ``ECGW_*``
+    variable of this environment; its output (stdout and stderr together) on the process's ``stdout``."""
+    path.write_text(yaml.safe_dump(config))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ECGW_")}
+    return subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config", str(path)], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
 def wait_healthy(base: str, process: subprocess.Popen[bytes], *, timeout_s: float = 90.0) -> None:

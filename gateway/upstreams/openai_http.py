@@ -18,6 +18,7 @@ from gateway import sse
 from gateway.jsonio import JSONDecodeError, dumps, loads
 from gateway.settings import EdgeDeployment, EdgeSettings
 from gateway.upstreams.compat import ToolNameDeduper, normalise_request
+from gateway.upstreams.http_errors import error_message
 from gateway.upstreams.relay import SSERelay
 from gateway.upstreams.stream_end import StreamEnd
 from router.chat_shapes import completion_to_chunks
@@ -111,21 +112,9 @@ class OpenAIHTTPUpstream:
 
     @staticmethod
     def _status_error(status: int, raw: bytes) -> UpstreamError:
-        message = raw.decode("utf-8", "replace")[:2000]
-        try:
-            parsed = loads(raw)
-            if isinstance(parsed, dict):
-                err = parsed.get("error", parsed)
-                if isinstance(err, dict) and err.get("message"):
-                    message = str(err["message"])
-                elif isinstance(parsed.get("detail"), str):
-                    message = parsed["detail"]
-                elif isinstance(err, str):
-                    message = err
-        except JSONDecodeError:
-            pass
         client_status = status if 400 <= status < 500 else 502
-        return UpstreamError(client_status, f"The edge upstream answered HTTP {status}: {message}", upstream="edge")
+        return UpstreamError(client_status, f"The edge upstream answered HTTP {status}: {error_message(raw)}",
+                             upstream="edge")
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         payload = dumps(self._prepare(body, stream=False))

@@ -89,16 +89,68 @@ def _finding(row: dict[str, Any]) -> dict[str, Any]:
 _MARKERS = {"qmark": "?", "format": "%s", "pyformat": "%s"}  # a positional parameter, by the driver's paramstyle
 
 
-def _insert_findings(conn: Connection, findings: list[dict[str, Any]]) -> None:
+def _insert_findings(conn: Connection, findings: list[dict[str, Any]],
+                     params: list[tuple[Any, ...]] | None = None) -> None:
     """``finding_row`` rows in one executemany of the driver: a call carries hundreds, and SQLAlchemy's insert built
     each row's parameters in Python again (~2 µs a row, on the writer thread that shares the GIL with the request
-    path). Another paramstyle than a positional one takes SQLAlchemy's insert."""
+    path). ``params``: the rows' values in ``_FINDING_COLUMNS`` order, when made already. Another paramstyle than a
+    positional one takes SQLAlchemy's insert."""
     marker = _MARKERS.get(conn.dialect.paramstyle)
     if marker is None:
         conn.execute(PrivacyFinding.__table__.insert(), findings)  # type: ignore[attr-defined]
         return
     conn.exec_driver_sql(_FINDING_INSERT.format(", ".join([marker] * len(_FINDING_COLUMNS))),
-                         [tuple(map(row.get, _FINDING_COLUMNS)) for row in findings])
+                         params if params is not None else [tuple(map(row.get, _FINDING_COLUMNS)) for row in findings])
+
+
+_REST = _FINDING_COLUMNS[1:]  # a finding's columns but its call's id (the first)
+_BEFORE = tuple(sorted(c for c in _REST if c < "call_id"))  # the columns canonical JSON writes before the call's id
+_AFTER = tuple(sorted(c for c in _REST if c > "call_id"))
+assert _FINDING_COLUMNS[0] == "call_id" and not set(_REST) & {"call_id", "id"}
+
+
+class FindingsCodec:
+    """A call's ``finding_row`` rows as the store writes them: ``chain.rows_digest`` of them, byte for byte, and the
+    driver's parameters. All of a row but its call's id repeats at every call of a session (the findings of its
+    repeated prefix, hundreds a call), so each row's canonical JSON around the call's id is made once and
+    remembered by the row's other values — only when every one is a string or None, so that equal values write
+    equal JSON (``1 == True``, but no string equals anything else). Keyed hashes and keyless locations only, never a
+    value; one per store, on the writer thread."""
+
+    def __init__(self, entries: int = 100_000) -> None:
+        self._known: dict[tuple[Any, ...], tuple[str, str]] = {}
+        self._entries = entries
+
+    def encode(self, rows: list[dict[str, Any]]) -> tuple[str, list[tuple[Any, ...]]]:
+        parts: list[str] = []
+        params: list[tuple[Any, ...]] = []
+        call_id: Any = None
+        written = ""
+        known = self._known
+        for row in rows:
+            rest = tuple(map(row.get, _REST))
+            around = known.get(rest)
+            if around is None:
+                around = self._around(row)
+                if all(v is None or type(v) is str for v in rest):
+                    if len(known) >= self._entries:
+                        known.clear()
+                    known[rest] = around
+            if row["call_id"] is not call_id:
+                call_id = row["call_id"]
+                written = chain.canonical(call_id).decode("utf-8", "surrogatepass")
+            parts.append(around[0] + written + around[1])
+            params.append((call_id, *rest))
+        return chain.sha256(f"[{','.join(parts)}]".encode("utf-8", "surrogatepass")), params
+
+    @staticmethod
+    def _around(row: dict[str, Any]) -> tuple[str, str]:
+        """The row's canonical JSON before and after its call id's value: ``{"action":…,"call_id":`` and
+        ``,"dimension":…}``."""
+        before = chain.canonical({c: row[c] for c in _BEFORE}).decode("utf-8", "surrogatepass")
+        after = chain.canonical({c: row[c] for c in _AFTER}).decode("utf-8", "surrogatepass")
+        return (before[:-1] + ("," if _BEFORE else "") + '"call_id":',
+                ("," if _AFTER else "") + after[1:])
 
 
 def call_row(**fields: Any) -> dict[str, Any]:
@@ -141,6 +193,7 @@ class AuditStore:
         self.anchor = Anchor(self.signer) if self.signer is not None else None
         self._clock = clock
         self._ready = False
+        self._findings = FindingsCodec()
 
     def ensure(self) -> None:
         if not self._ready:
@@ -207,11 +260,12 @@ class AuditStore:
         if not batch.take(("call", str(call["id"]))):
             return  # a retried record the database took before
         calls = PrivacyCall.__table__  # type: ignore[attr-defined]
-        call = {**call, "body_digest": chain.content_digest(call["body"]),
-                "findings_digest": chain.rows_digest(findings), "erased_by": None}
+        digest, params = self._findings.encode(findings)
+        call = {**call, "body_digest": chain.content_digest(call["body"]), "findings_digest": digest,
+                "erased_by": None}
         batch.conn.execute(calls.insert(), [call])
         if findings:
-            _insert_findings(batch.conn, findings)
+            _insert_findings(batch.conn, findings, params)
         batch.links.append("call", call["id"], chain.erasable_call_digest(call), call["created_at"])
 
     def _write_findings(self, batch: _Batch, findings: list[dict[str, Any]]) -> None:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 
-def place(body: dict[str, Any], replacements: list[tuple[str, str]]) -> dict[str, Any]:
+def place(body: dict[str, Any], replacements: list[tuple[str, str]],
+          texts: Callable[[str], str | None] | None = None) -> dict[str, Any]:
     """A copy of ``body`` with every occurrence of each raw value — in keys, strings (JSON-escaped too) and equal
     numbers — replaced by its placeholder, longer values first. ``body`` is left as it is (an atomic store may run
-    the last check again on it); what does not change is shared, not copied."""
+    the last check again on it); what does not change is shared, not copied. ``texts``: a message's keys, strings
+    and numbers as the last check read them, joined, by its path (``messages[3]``; ``EgressScan.text``): a message
+    whose text holds no form of any value is left as it is without walking it (a long history's every step)."""
     pairs: list[tuple[str, str]] = []
     for raw, placeholder in sorted(replacements, key=lambda p: -len(p[0])):
         pairs += [(form, placeholder) for form in dict.fromkeys(
@@ -43,5 +47,17 @@ def place(body: dict[str, Any], replacements: list[tuple[str, str]]) -> dict[str
             return value if all(a is b for a, b in zip(new, value, strict=True)) else new
         return value
 
-    placed: dict[str, Any] = new_value(body)
-    return placed if placed is not body else dict(body)
+    def message(i: int, value: Any) -> Any:
+        text = texts(f"messages[{i}]") if texts is not None else None
+        if text is not None and not any(form in text for form, _ in pairs):
+            return value
+        return new_value(value)
+
+    def top(key: Any, value: Any) -> Any:
+        if key == "messages" and isinstance(value, list) and texts is not None:
+            new = [message(i, item) for i, item in enumerate(value)]
+            return value if all(a is b for a, b in zip(new, value, strict=True)) else new
+        return new_value(value)
+
+    items = [(fix(k) if isinstance(k, str) else k, top(k, v)) for k, v in body.items()]
+    return dict(items)

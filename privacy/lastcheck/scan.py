@@ -27,6 +27,7 @@ from privacy.vault import Vault
 
 _MIN_VAULT_VALUE = 4
 _HELD_MAX = 4096  # values remembered per part
+_REMEMBER_FROM = 2048  # characters of a part from which its searches for vault values are remembered
 
 
 @dataclass(frozen=True)
@@ -46,17 +47,44 @@ class _Part:
     joined: str = ""  # every leaf's text and canonical text: one search per vault value, then the leaves
     held: dict[str, bool] = field(default_factory=dict)  # value → whether it is in ``joined``
 
-    def holds(self, value: str) -> bool:
-        """Whether ``value`` is somewhere in the part. Remembered (a property of the content alone): the next
-        session whose vault holds the same values — the same system prompt — looks each up instead of searching."""
-        known = self.held.get(value)
-        if known is None:
-            if not self.joined:
-                self.joined = "\0".join(f"{text}\0{normal}" for _, text, normal in self.leaves)
-            known = value in self.joined
-            if len(self.held) < _HELD_MAX:
-                self.held[value] = known
-        return known
+    def text(self) -> str:
+        """Every leaf's text and canonical text (keys, strings, numbers as text), joined: a value in none of them
+        stands nowhere in the part."""
+        if not self.joined:
+            self.joined = "\0".join(f"{text}\0{normal}" for _, text, normal in self.leaves)
+        return self.joined
+
+    def holding(self, values: Sequence[str]) -> list[str]:
+        """Those of ``values`` somewhere in the part, in order. A long part (a system prompt) remembers each answer (a
+        property of the content alone): the next session whose vault holds the same values looks each up instead
+        of searching 20 KB again. A short one (a step's new tool result, met by the whole vault) is searched: cheaper
+        than remembering."""
+        joined = self.text()
+        if len(joined) < _REMEMBER_FROM:
+            return [value for value in values if value in joined]
+        found = []
+        for value in values:
+            known = self.held.get(value)
+            if known is None:
+                known = value in joined
+                if len(self.held) < _HELD_MAX:
+                    self.held[value] = known
+            if known:
+                found.append(value)
+        return found
+
+
+@dataclass
+class EgressScan:
+    """What the last check found in a body, and the text of each top-level part it read (by ``body_parts``' prefix:
+    ``messages[3]``, ``tools``): where a value may stand (``place`` leaves the others as they are)."""
+
+    hits: list[EgressHit]
+    parts: dict[str, _Part] = field(default_factory=dict)
+
+    def text(self, prefix: str) -> str | None:
+        part = self.parts.get(prefix)
+        return None if part is None else part.text()
 
 
 class EgressCheck:
@@ -95,8 +123,15 @@ class EgressCheck:
 
     def scan(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
              session_id: str = "", owner: str = "") -> list[EgressHit]:
-        """``owner``: whose session this is (the gateway's tenant): cached results are shared within one owner."""
+        """What is left in ``body``. ``owner``: whose session this is (the gateway's tenant): cached results are
+        shared within one owner."""
+        return self.read(body, units, vault, units_version=units_version, session_id=session_id, owner=owner).hits
+
+    def read(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
+             session_id: str = "", owner: str = "") -> EgressScan:
+        """``scan``'s hits, with the text of each part it read."""
         hits: list[EgressHit] = []
+        parts: dict[str, _Part] = {}
         raw_to_key = self._searchable(session_id, vault)
         ordered = list(raw_to_key)
         # Results that depend on the session's own units are the session's: never shared with another session.
@@ -112,7 +147,7 @@ class EgressCheck:
         state, spread_hits = START, frozenset[int]()
         for prefix, hashed, leaves in body_parts(body):
             digest = content_hash(hashed)
-            part = self._part(digest, leaves, prefix, units, scope)
+            part = parts[prefix] = self._part(digest, leaves, prefix, units, scope)
             if spread is not None:
                 chain, state, spread_hits = self._spread_part(spread, scope, chain, digest, part, state,
                                                               spread_hits)
@@ -131,7 +166,7 @@ class EgressCheck:
         if spread is not None:
             hits += [EgressHit("(strings in order)", f, False, "split")
                      for f in spread_findings(spread, set(spread_hits))]
-        return hits
+        return EgressScan(hits, parts)
 
     def _spread_of(self, units: UnitMatcher | None) -> Spread | None:
         if units is None:
@@ -179,7 +214,7 @@ class EgressCheck:
         key = (session_id, digest) if digest is not None else None
         checked, found = self._vault_seen.get(key, (0, ())) if key is not None else (0, ())
         if checked < len(ordered):
-            fresh = [v for v in ordered[checked:] if part.holds(v)]
+            fresh = part.holding(ordered[checked:])
             found = (*found, *((suffix, v, v in text) for v in fresh for suffix, text, normal in part.leaves
                                if v in text or v in normal))
             if key is not None:

@@ -53,8 +53,9 @@ class LastCheck:
         phone's digits read by another detector inside an audited phone: replacing them would alter what the
         operator chose to send as it is); a hit that contains an audited value and more is another value. Raises ``PrivacyBlocked``. Free of side
         effects but the vault's (an atomic store may run it more than once): ``count`` the result once it is kept."""
-        hits = self._check.scan(body, units, vault, units_version=units_version, session_id=session_id,
+        scan = self._check.read(body, units, vault, units_version=units_version, session_id=session_id,
                                 owner=owner)
+        hits = scan.hits
         if not hits:
             return Settled(body)
         settled = Settled(body)
@@ -88,7 +89,7 @@ class LastCheck:
             raise PrivacyBlocked(f"the last check on the outgoing body found {where} that cannot be replaced "
                                  "where it stands; the step stays on the edge")
         if replaced:  # a copy: ``body`` stays as scanned, since an atomic store may run this again
-            settled.body = place(body, list(replaced.items()))
+            settled.body = place(body, list(replaced.items()), scan.text)
         return settled
 
     def count(self, settled: Settled) -> None:

@@ -3,20 +3,14 @@ still serving (SIGHUP no longer ends it), the policy and the cloud model (a part
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import httpx
 import yaml
 
 from benchmarks.contenders import free_port
-from tests.processes import wait_healthy
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.processes import serve, wait_healthy
 
 
 def test_sighup_reloads_the_file_in_a_running_serve(tmp_path, edge, cloud):
@@ -29,10 +23,7 @@ def test_sighup_reloads_the_file_in_a_running_serve(tmp_path, edge, cloud):
               "secrets": {"key_file": str(tmp_path / "ecgw.key")},
               "database_url": f"sqlite:///{tmp_path / 'm.sqlite3'}"}
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(config))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ECGW_")}
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config", str(path)], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = serve(config, path)
     base = f"http://127.0.0.1:{port}"
 
     def step(session: str) -> httpx.Response:

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
-import yaml
 
 from benchmarks.contenders import free_port
-from tests.processes import wait_healthy
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.processes import serve, wait_healthy
 
 
 def test_two_workers_share_session_state(tmp_path, edge, cloud):
@@ -24,11 +18,7 @@ def test_two_workers_share_session_state(tmp_path, edge, cloud):
               "cloud": {"model": "openai/gpt-test", "api_base": cloud.url + "/v1", "api_key_env": None},
               "sessions": {"sqlite_path": str(tmp_path / "sessions.sqlite3")},
               "database_url": f"sqlite:///{tmp_path / 'm.sqlite3'}"}
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(config))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ECGW_")}
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config", str(path)], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = serve(config, tmp_path / "c.yaml")
     try:
         base = f"http://127.0.0.1:{port}"
         wait_healthy(base, proc)

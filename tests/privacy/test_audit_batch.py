@@ -101,3 +101,29 @@ def test_a_batch_that_fails_leaves_none_of_its_records(engine: Engine) -> None:
     assert (_count(engine, "privacy_call"), _count(engine, "privacy_chain"), _count(engine, "privacy_checkpoint")) == (
         1, 1, 0)
     assert store.anchor is not None and store.anchor.checkpoint == "0" * 64  # no checkpoint named that was not kept
+
+
+def test_a_calls_findings_digest_is_rows_digest_with_its_rows_remembered_across_calls() -> None:
+    """The store digests a call's findings from JSON made once per repeated row (``FindingsCodec``): byte for byte
+    ``chain.rows_digest`` at every call, with other call ids, values JSON escapes, and values that are no strings
+    (never remembered: ``1`` and ``True`` are equal keys, not equal JSON); the driver's parameters in column order."""
+    import random
+
+    from privacy.audit import chain, finding_row
+    from privacy.audit.store import _FINDING_COLUMNS, FindingsCodec
+
+    rng = random.Random(3)
+    texts = ["PERSON", "messages[0].content", 'a "quoted" \\ path', "名前", "\u2028", "x\ud800y", "", "0"]
+    odd: list[Any] = [None, 1, True, 1.0, "1"]
+    codec = FindingsCodec(entries=50)
+    pool = [finding_row(call_id="", session_id=rng.choice(texts), type=rng.choice(texts), layer="patterns",
+                        action=rng.choice(texts), location=rng.choice(texts), value_hash=rng.choice(texts),
+                        unit_id=rng.choice(odd + texts), field=rng.choice(odd), dimension=rng.choice(odd))
+            for _ in range(40)]
+    pool += [{**pool[0], "field": equal} for equal in (1, True, 1.0)]  # equal keys, three JSON texts
+    for call in range(30):
+        call_id: Any = rng.choice([f"call-{call}", "c\"é", 7])
+        rows = [{**rng.choice(pool), "call_id": call_id} for _ in range(rng.randint(0, 60))]
+        digest, params = codec.encode(rows)
+        assert digest == chain.rows_digest(rows)
+        assert params == [tuple(row[c] for c in _FINDING_COLUMNS) for row in rows]

@@ -276,3 +276,20 @@ async def test_the_vault_is_read_again_only_when_the_last_check_needs_a_new_plac
     again = await p.scrub(body, session_id="s")
     assert again.body == first.body and updates == ["privacy.vault"]  # the same placeholder, no second read
     assert again.values == first.values
+
+
+def test_place_walks_only_the_messages_whose_text_holds_a_value() -> None:
+    """``place`` leaves a message as it is when the last check's text of it holds no form of any value (the same
+    object, not walked), and replaces keys, strings, escaped forms and equal numbers in the others."""
+    from privacy.lastcheck import EgressCheck, place
+    from privacy.vault import Vault
+
+    body = {"model": "m", "messages": [
+        {"role": "user", "content": "nothing here"},
+        {"role": "tool", "content": '{"who": "Ana \\"Bo\\" Li"}', "Ana \"Bo\" Li": 539487261}]}
+    scan = EgressCheck([]).read(body, None, Vault())
+    placed = place(body, [('Ana "Bo" Li', "[PERSON_001]"), ("539487261", "[ID_001]")], scan.text)
+    assert placed["messages"][0] is body["messages"][0]
+    assert placed["messages"][1] == {"role": "tool", "content": '{"who": "[PERSON_001]"}', "[PERSON_001]": "[ID_001]"}
+    told = place(body, [("nothing", "[X_001]")], lambda prefix: "" if prefix == "messages[0]" else None)
+    assert told["messages"][0] is body["messages"][0]  # its text (as told) holds no value: not walked

@@ -23,6 +23,7 @@ from privacy.restore import Restorer
 from privacy.settings import ResponseGuardSettings
 from privacy.stream import RestoringStream
 from tests.fakes.model_server import Reply, ToolCall
+from tests.streams import sse_events
 
 PERSON = "Theodora Vanterpool"
 NAME = "[FULL_NAME_001]"  # the first listed name of a fresh session
@@ -91,24 +92,11 @@ def test_a_value_the_request_carried_is_not_inbound(redacting, cloud):
     assert content == "Noted: 287-65-4321, and [INBOUND_EMAIL_ADDRESS] is new.", content
 
 
-def _events(response: httpx.Response) -> list[tuple[str | None, Any]]:
-    out: list[tuple[str | None, Any]] = []
-    name: str | None = None
-    for line in response.iter_lines():
-        if line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("data:"):
-            data = line[5:].strip()
-            out.append((name, data if data == "[DONE]" else json.loads(data)))
-            name = None
-    return out
-
-
 def _stream(gw, surface: str, body: dict[str, Any], session: str) -> list[tuple[str | None, Any]]:
     with httpx.stream("POST", f"{gw.base_url}/{surface}", json=body, timeout=60,
                       headers={"X-Session-Id": session}) as response:
         assert response.status_code == 200, response.read()
-        return _events(response)
+        return sse_events(response)
 
 
 def _chat_stream(events: list[tuple[str | None, Any]]) -> tuple[str, str]:

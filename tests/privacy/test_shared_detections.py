@@ -95,3 +95,8 @@ async def test_the_last_checks_vault_search_is_per_session_though_the_message_sc
     b = await p.scrub(bare, session_id="b")
     assert "E48213377" not in json.dumps(a.body) and a.values
     assert b.body["messages"][0]["content"] == "check E48213377 against the file" and not b.values
+    # A long message (a system prompt: its searches are remembered by content) is searched per session as well.
+    long = {"model": "m", "messages": [{"role": "system", "content": "notes " * 500 + "E48213377 on file"}]}
+    for _ in range(2):
+        assert "E48213377" not in json.dumps((await p.scrub(long, session_id="a")).body)
+        assert "E48213377" in (await p.scrub(long, session_id="b")).body["messages"][0]["content"]

@@ -5,8 +5,9 @@ the installed litellm accepts (its chat functions' signatures and ``all_litellm_
 some is covered, plus the provider arguments litellm takes through ``**kwargs``), each set to what would hurt most:
 a recording server's URL for strings, header dicts for headers, a mock for mocks. The recorder must never be
 reached, the configured cloud must see only the configured key and no injected header, and the answer must be the
-cloud's, not a fake. Then the direct check: with ``litellm.acompletion`` replaced by a recorder, every keyword that
-reaches it, from any surface, is within the allowlist.
+cloud's, not a fake; through litellm and through the own OpenAI-compatible transport. Then the direct check: with
+``litellm.acompletion`` replaced by a recorder, every keyword that reaches it, from any surface, is within the
+allowlist.
 """
 
 from __future__ import annotations
@@ -133,10 +134,12 @@ def _batches(names: list[str], size: int) -> list[list[str]]:
     return [names[i:i + size] for i in range(0, len(names), size)]
 
 
-@pytest.fixture()
-def tenant_gateway(start_gateway: Callable[..., RunningGateway], monkeypatch: pytest.MonkeyPatch) -> RunningGateway:
+@pytest.fixture(params=["litellm", "openai"])
+def tenant_gateway(start_gateway: Callable[..., RunningGateway], monkeypatch: pytest.MonkeyPatch,
+                   request: pytest.FixtureRequest) -> RunningGateway:
+    """A gateway with tenant keys, its cloud through litellm or through the own transport (``cloud.transport``)."""
     monkeypatch.setenv(KEY_ENV, PROVIDER_KEY)
-    return start_gateway(cloud={"api_key_env": KEY_ENV, "max_retries": 0},
+    return start_gateway(cloud={"api_key_env": KEY_ENV, "max_retries": 0, "transport": request.param},
                          server={"api_keys": [TENANT_A, TENANT_B]})
 
 

@@ -1,7 +1,8 @@
 """Upstreams that stream OpenAI's shape sloppily (no ``id``, no ``finish_reason``, then ``[DONE]``) give complete
 answers on every surface, every chunk of one response carries one ``id``, and a stream that really breaks still
-ends with an error event. The cloud path (litellm) and the edge path (aiohttp) both, against a double on loopback
-that speaks the sloppy dialect (``ModelServer(dialect="sloppy")``)."""
+ends with an error event. The cloud path (through litellm and through the own OpenAI-compatible transport) and the
+edge path (aiohttp), all against a double on loopback that speaks the sloppy dialect
+(``ModelServer(dialect="sloppy")``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from tests.fakes.model_server import ModelServer, Reply, ToolCall
 from tests.fakes.threaded import ThreadedServer
+from tests.streams import sse_events
 
 READ_TOOL = {"type": "function", "function": {"name": "read_file", "description": "Read a file",
                                               "parameters": {"type": "object",
@@ -35,34 +37,22 @@ def sloppy(_sloppy: tuple[ModelServer, str]) -> ModelServer:
     return fake
 
 
-SIDES = ["cloud", "edge"]
+SIDES = ["cloud", "cloud-openai", "edge"]  # the cloud through litellm and through the own transport
 
 
 def _gateway(start_gateway: Any, sloppy: ModelServer, side: str) -> Any:
     url = sloppy.url + "/v1"  # type: ignore[attr-defined]
-    if side == "cloud":
-        return start_gateway(cloud={"api_base": url}, policy={"default": "cloud-only"})
+    if side.startswith("cloud"):
+        transport = "openai" if side == "cloud-openai" else "litellm"
+        return start_gateway(cloud={"api_base": url, "transport": transport}, policy={"default": "cloud-only"})
     return start_gateway(edge={"base_url": url}, policy={"default": "edge-only"})
-
-
-def _events(response: httpx.Response) -> list[tuple[str | None, Any]]:
-    out: list[tuple[str | None, Any]] = []
-    name: str | None = None
-    for line in response.iter_lines():
-        if line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("data:"):
-            data = line[5:].strip()
-            out.append((name, data if data == "[DONE]" else json.loads(data)))
-            name = None
-    return out
 
 
 def _chat(gw: Any, **extra: Any) -> list[tuple[str | None, Any]]:
     body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}], **extra}
     with httpx.stream("POST", gw.base_url + "/chat/completions", json=body, timeout=30) as response:
         assert response.status_code == 200, response.read()
-        return _events(response)
+        return sse_events(response)
 
 
 @pytest.mark.parametrize("side", SIDES)
@@ -104,7 +94,7 @@ def test_responses_stream_from_a_sloppy_upstream_completes(start_gateway, sloppy
     sloppy.script(Reply(content="alpha beta"))
     body = {"model": "m", "stream": True, "input": "hi"}
     with httpx.stream("POST", gw.base_url + "/responses", json=body, timeout=30) as response:
-        events = _events(response)
+        events = sse_events(response)
     names = [name for name, _ in events]
     assert names[-1] == "response.completed" and "error" not in names and "response.failed" not in names, names
     final = events[-1][1]["response"]
@@ -118,7 +108,7 @@ def test_messages_stream_from_a_sloppy_upstream_ends_its_turn(start_gateway, slo
     sloppy.script(Reply(content="alpha beta"))
     body = {"model": "m", "stream": True, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
     with httpx.stream("POST", gw.base_url + "/messages", json=body, timeout=30) as response:
-        events = _events(response)
+        events = sse_events(response)
     names = [name for name, _ in events]
     assert names[-1] == "message_stop" and "error" not in names, names
     delta = next(data for name, data in events if name == "message_delta")
@@ -127,15 +117,16 @@ def test_messages_stream_from_a_sloppy_upstream_ends_its_turn(start_gateway, slo
     assert text == "alpha beta"
 
 
-BREAKS = [("cloud", "reset"), ("cloud", "error"), ("edge", "reset"), ("edge", "error"), ("edge", "eof")]
+BREAKS = [("cloud", "reset"), ("cloud", "error"), ("cloud-openai", "reset"), ("cloud-openai", "error"),
+          ("cloud-openai", "eof"), ("edge", "reset"), ("edge", "error"), ("edge", "eof")]
 
 
 @pytest.mark.parametrize(("side", "how"), BREAKS)
 def test_a_stream_that_really_breaks_still_ends_in_an_error_event_on_every_surface(start_gateway, sloppy, side,
                                                                                      how):
     """Through litellm a body that ends cleanly cannot be told from ``[DONE]`` (the OpenAI SDK under it stops at
-    either), so there a break is a dropped connection or an error event; the edge path also sees a missing
-    ``[DONE]``."""
+    either), so there a break is a dropped connection or an error event; the edge path and the own cloud transport
+    also see a missing ``[DONE]``."""
     gw = _gateway(start_gateway, sloppy, side)
     if side == "cloud":
         gw.settings.cloud.max_retries = 0
@@ -148,7 +139,7 @@ def test_a_stream_that_really_breaks_still_ends_in_an_error_event_on_every_surfa
         with httpx.stream("POST", gw.base_url + "/" + surface, json={"model": "m", "stream": True, **body},
                           timeout=30) as response:
             assert response.status_code == 200
-            events = _events(response)
+            events = sse_events(response)
         names = [name for name, _ in events]
         last = events[-1][1]
         if surface == "chat/completions":
