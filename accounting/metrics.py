@@ -10,6 +10,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from accounting.builder import Row
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+_TOKEN_KINDS = (("raw_input", "raw_input_tokens"), ("cache_read", "cache_read_tokens"),
+                ("cache_write", "cache_write_tokens"), ("output", "output_tokens"))
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
 
@@ -39,24 +41,46 @@ class MeteringMetrics:
         self.write_errors = Counter("ecgw_metering_write_errors", "Failed attempts to write a batch", registry=r)
 
     def observe(self, rows: Iterable[Row]) -> None:
+        """A batch of rows: summed per label set first, so each counter's child is looked up (a lock and a key
+        built) once a batch rather than up to six times a row."""
+        calls: dict[tuple[str, ...], int] = {}
+        tokens: dict[tuple[str, ...], float] = {}
+        cost: dict[tuple[str, ...], float] = {}
+        unpriced: dict[str, int] = {}
+        flops: dict[str, float] = {}
+        latency: dict[tuple[str, str], list[float]] = {}
+        ttft: dict[tuple[str, str], list[float]] = {}
         for row in rows:
             route, model = row["side"], row["model"]
-            self.calls.labels(route, row["policy"], row["purpose"], str(row["status"])).inc()
+            key = (route, row["policy"], row["purpose"], str(row["status"]))
+            calls[key] = calls.get(key, 0) + 1
             source = row["usage_source"]
-            for kind, field in (("raw_input", "raw_input_tokens"), ("cache_read", "cache_read_tokens"),
-                                ("cache_write", "cache_write_tokens"), ("output", "output_tokens")):
-                if row[field]:
-                    self.tokens.labels(route, model, kind, source).inc(row[field])
+            for kind, field in _TOKEN_KINDS:
+                if value := row[field]:
+                    key = (route, model, kind, source)
+                    tokens[key] = tokens.get(key, 0) + value
             if row["cost_usd"] is not None:
-                self.cost.labels(model, row["policy"]).inc(row["cost_usd"])
+                priced = (model, row["policy"])
+                cost[priced] = cost.get(priced, 0.0) + row["cost_usd"]
             elif route == "cloud":
-                self.unpriced.labels(model).inc()
+                unpriced[model] = unpriced.get(model, 0) + 1
             if row["edge_flops"] is not None:
-                self.edge_flops.labels(model).inc(row["edge_flops"])
-            streamed = "true" if row["streamed"] else "false"
-            self.latency.labels(route, streamed).observe(row["latency_s"])
+                flops[model] = flops.get(model, 0.0) + row["edge_flops"]
+            streamed = (route, "true" if row["streamed"] else "false")
+            latency.setdefault(streamed, []).append(row["latency_s"])
             if row["ttft_s"] is not None:
-                self.ttft.labels(route, streamed).observe(row["ttft_s"])
+                ttft.setdefault(streamed, []).append(row["ttft_s"])
+        for counter, sums in ((self.calls, calls), (self.tokens, tokens), (self.cost, cost)):
+            for labels, amount in sums.items():
+                counter.labels(*labels).inc(amount)
+        for counter, by_model in ((self.unpriced, unpriced), (self.edge_flops, flops)):
+            for model, amount in by_model.items():
+                counter.labels(model).inc(amount)
+        for histogram, seen in ((self.latency, latency), (self.ttft, ttft)):
+            for labels, values in seen.items():
+                child = histogram.labels(*labels)
+                for value in values:
+                    child.observe(value)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

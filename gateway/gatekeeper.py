@@ -7,7 +7,7 @@ Health, readiness and ``/metrics`` are open; the dashboard (``/ui``) signs in it
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Callable
 
 from starlette.datastructures import Headers
@@ -76,7 +76,7 @@ class Gatekeeper:
 
 
 def new_request_id() -> str:
-    return "req-" + uuid.uuid4().hex[:20]
+    return "req-" + os.urandom(10).hex()  # 80 random bits, as uuid4's first 20 hex digits, without a UUID built
 
 
 def _with_request_id(send: Send, request_id: str) -> Send:

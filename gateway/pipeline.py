@@ -65,11 +65,13 @@ class Outcome:
                 done(status, seconds)
             except Exception:  # bookkeeping must never fail a request that was served
                 log.exception("request %s: recording the step failed", self.request_id)
+        span = self.span
         log_request(request_id=self.request_id, session=self.session_hash, policy=self.policy, route=route,
-                    status=status, latency_s=seconds, arm=self.arm, trace_id=self.span.trace_id)
-        self.span.set("ecgw.route", route)
-        self.span.set("http.status_code", status)
-        self.span.end()
+                    status=status, latency_s=seconds, arm=self.arm, trace_id=span.trace_id)
+        if span.recording:
+            span.set("ecgw.route", route)
+            span.set("http.status_code", status)
+            span.end()
 
 
 @dataclass
@@ -129,8 +131,7 @@ class StepPipeline:
         outcome.session = session_id
         session = SessionState(session_id, s.sessions)
         outcome.session_hash = s.session_hash(session_id)
-        outcome.span.set("ecgw.session", outcome.session_hash)
-        outcome.span.set("gen_ai.conversation.id", outcome.session_hash)  # the keyed hash, never the id
+        span = outcome.span
         decision = await s.chooser.decide(headers, body, session)
         policy_name = outcome.policy = decision.policy
         if identity.policies is not None and policy_name not in identity.policies:
@@ -141,9 +142,12 @@ class StepPipeline:
         context = CallContext(request_id=request_id, session_id=session_id, policy=policy_name,
                               experiment=decision.experiment, arm=decision.arm, owner=identity.owner)
         route = outcome.route = RouteTracker()
-        for key, value in (("ecgw.policy", policy_name), ("ecgw.experiment", decision.experiment),
-                           ("ecgw.arm", decision.arm)):
-            outcome.span.set(key, value)
+        if span.recording:  # tracing off: no attributes to set
+            for key, value in (("ecgw.session", outcome.session_hash),
+                               ("gen_ai.conversation.id", outcome.session_hash),  # the keyed hash, never the id
+                               ("ecgw.policy", policy_name), ("ecgw.experiment", decision.experiment),
+                               ("ecgw.arm", decision.arm)):
+                span.set(key, value)
         spend: Spend = NO_SPEND
         limited: dict[str, str] = {}
         if (budget := s.budgets.for_step(
@@ -170,10 +174,12 @@ class StepPipeline:
                        "x-ecgw-policy": policy_name, **limited}
         if decision.arm is not None:
             out_headers["x-ecgw-arm"] = f"{decision.experiment}:{decision.arm}"
-        if outcome.span.trace_id is not None:
-            out_headers[s.settings.observability.trace_header] = outcome.span.trace_id
-        policy_span = outcome.span.child("ecgw.policy", **{"ecgw.policy": policy_name})
-        make_current(policy_span)  # the policy's channel calls, streamed ones included, are its children
+        policy_span = NO_SPAN
+        if span.recording:
+            if span.trace_id is not None:
+                out_headers[s.settings.observability.trace_header] = span.trace_id
+            policy_span = span.child("ecgw.policy", **{"ecgw.policy": policy_name})
+            make_current(policy_span)  # the policy's channel calls, streamed ones included, are its children
         ticket = s.shadows.draw(step, allowed=identity.shadow, target=target)
         outcome.finish.append(_StepEnd(self.services, step, policy_span, out_headers, outcome, time.time(), ticket))
         policy = s.policies.get(policy_name)
@@ -228,11 +234,12 @@ class _StepEnd:
         route = step.route.route
         decision = note.decision or (route if route != "none" else None)
         reason = note.reason or ("fixed" if decision is not None else None)
-        span.set("ecgw.decision", decision)
-        span.set("ecgw.reason", reason)
-        for key, value in note.signal.items():
-            span.set(f"ecgw.signal.{key}", value)
-        span.end()
+        if span.recording:
+            span.set("ecgw.decision", decision)
+            span.set("ecgw.reason", reason)
+            for key, value in note.signal.items():
+                span.set(f"ecgw.signal.{key}", value)
+            span.end()
         ctx = step.context
         record = StepRecord(
             request_id=ctx.request_id, session_id=ctx.session_id, policy=ctx.policy, started_at=self._started_at,

@@ -112,10 +112,20 @@ class _MeteredChannel:
         output_text: str,
     ) -> UpstreamCall:
         ctx = self._context
+        upstream = member.upstream
+        call = UpstreamCall(
+            request_id=ctx.request_id, session_id=ctx.session_id, policy=ctx.policy, experiment=ctx.experiment,
+            arm=ctx.arm, purpose=purpose, side=upstream.side, provider=upstream.provider, model=upstream.model,
+            deployment=member.name, streamed=streamed, status=status, started_at=started_at,
+            latency_s=time.perf_counter() - t0, ttft_s=ttft, usage=usage, request_body=sent,
+            output_text=output_text)
+        if not span.recording:  # tracing off: no attributes, no meter span
+            self._meter.record(call)
+            return call
         span.set("ecgw.status", status)
         span.set("ecgw.deployment", member.name)
-        try:  # for the span's attributes only (the meter normalises on its writer): skipped with tracing off
-            tokens = normalise(usage) if usage and span.recording else None
+        try:  # for the span's attributes only (the meter normalises on its writer)
+            tokens = normalise(usage) if usage else None
         except MalformedUsage:
             tokens = None
         if tokens is not None:  # also rolls up into the step's span
@@ -123,14 +133,7 @@ class _MeteredChannel:
             span.add(f"ecgw.{self.side}.tokens.raw_input", tokens.raw_input)
             span.add(f"ecgw.{self.side}.tokens.cache_read", tokens.cache_read)
             span.add(f"ecgw.{self.side}.tokens.output", tokens.output)
-        upstream = member.upstream
         with ending(span.child("ecgw.meter")):
-            call = UpstreamCall(
-                request_id=ctx.request_id, session_id=ctx.session_id, policy=ctx.policy, experiment=ctx.experiment,
-                arm=ctx.arm, purpose=purpose, side=upstream.side, provider=upstream.provider, model=upstream.model,
-                deployment=member.name, streamed=streamed, status=status, started_at=started_at,
-                latency_s=time.perf_counter() - t0, ttft_s=ttft, usage=usage, request_body=sent,
-                output_text=output_text)
             self._meter.record(call)
         return call
 
@@ -171,8 +174,9 @@ class _MeteredChannel:
                 raise
             self._pool.end(member, None)
             latency = time.perf_counter() - t0
-            genai.answered(span, provider=member.upstream.provider, model=response.get("model"),
-                           reasons=genai.finish_reasons(response.get("choices") or ()))
+            if span.recording:
+                genai.answered(span, provider=member.upstream.provider, model=response.get("model"),
+                               reasons=genai.finish_reasons(response.get("choices") or ()))
             call = self._record(member=member, span=span, purpose=purpose, streamed=False, status=200,
                                 started_at=started_at, t0=t0, ttft=latency, usage=response.get("usage"), sent=sent,
                                 output_text=_completion_text(response))
@@ -212,6 +216,7 @@ class _MeteredChannel:
             else:
                 upstream = first_token_within(member.upstream.stream(sent), member.first_token_timeout_s,
                                               side=self.side, name=member.name)
+            recording = span.recording  # the answered model and finish reasons are the span's only
             try:
                 async for item in upstream:
                     if ttft is None:
@@ -219,8 +224,9 @@ class _MeteredChannel:
                     for chunk in item.chunks if relay_usage is not None else (item,):
                         if chunk.get("usage"):
                             usage = chunk["usage"]
-                        answered_model = answered_model or chunk.get("model")
-                        reasons += genai.finish_reasons(chunk.get("choices") or ())
+                        if recording:
+                            answered_model = answered_model or chunk.get("model")
+                            reasons += genai.finish_reasons(chunk.get("choices") or ())
                         _chunk_text(chunk, parts)
                     if not delivered:  # this member answers: named before the client's headers leave
                         delivered = True
@@ -235,7 +241,8 @@ class _MeteredChannel:
             finally:
                 await upstream.aclose()
                 self._pool.end(member, failure)
-                genai.answered(span, provider=member.upstream.provider, model=answered_model, reasons=reasons)
+                if recording:
+                    genai.answered(span, provider=member.upstream.provider, model=answered_model, reasons=reasons)
                 call = self._record(member=member, span=span, purpose=purpose, streamed=True, status=status,
                                     started_at=started_at, t0=t0, ttft=ttft, usage=usage, sent=sent,
                                     output_text="".join(parts))

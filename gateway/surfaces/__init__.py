@@ -21,7 +21,7 @@ from gateway.metrics import RequestMetrics
 from gateway.pipeline import Outcome, Started, StepPipeline
 from gateway.tenancy import Identity
 from router.chat_shapes import aclose
-from router.spans import make_current
+from router.spans import NO_SPAN, make_current
 
 
 @dataclass
@@ -72,9 +72,13 @@ class SurfaceEndpoint:
     async def handle(self, request: Request) -> Response:
         request_id: str = request.state.request_id  # set by gateway.gatekeeper, echoed on every response
         services = self._pipeline.services
-        span = services.tracing.request("ecgw.request", **{"ecgw.request_id": request_id,
-                                                           "http.route": request.url.path})
-        make_current(span)
+        tracing = services.tracing
+        if tracing.enabled:  # else NO_SPAN, already current (no URL built for attributes nobody records)
+            span = tracing.request("ecgw.request", **{"ecgw.request_id": request_id,
+                                                      "http.route": request.scope["path"]})
+            make_current(span)
+        else:
+            span = NO_SPAN
         outcome = Outcome(request_id=request_id, span=span)
         try:
             response = await self._handle(request, request_id, outcome)

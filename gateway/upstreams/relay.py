@@ -44,12 +44,16 @@ class SSERelay:
         data: list[bytes] = []
         chunks: list[dict[str, Any]] = []
         start = 0
-        while not self.done and self.failure is None:
-            end = buffer.find(b"\n", start)
-            if end < 0:
-                break
-            self._read(buffer[start:end], data, chunks)
-            start = end + 1
+        try:
+            while not self.done and self.failure is None:
+                end = buffer.find(b"\n", start)
+                if end < 0:
+                    break
+                line = buffer[start:end]
+                start = end + 1
+                self._line(line, data, chunks)
+        except (UpstreamError, JSONDecodeError) as exc:
+            self.failure = exc
         self._buffer = b"" if self.done or self.failure is not None else buffer[start:]
         return Relayed(b"".join(data), chunks)
 
@@ -97,7 +101,12 @@ class SSERelay:
             message = err.get("message") if isinstance(err, dict) else str(err)
             raise UpstreamError(502, f"The edge upstream failed mid-stream: {message}", upstream="edge")
         choices = chunk.get("choices")
-        indexed = all(isinstance(c, dict) and "index" in c for c in choices) if isinstance(choices, list) else False
+        indexed = isinstance(choices, list)
+        if isinstance(choices, list):
+            for choice in choices:
+                if not isinstance(choice, dict) or "index" not in choice:
+                    indexed = False
+                    break
         if self._end.see(chunk) is None:  # the usage chunk: held back, to stay last
             self._held = (chunk, raw)
             return

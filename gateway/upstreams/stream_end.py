@@ -34,7 +34,11 @@ class StreamEnd:
         if not choices and chunk.get("usage") is not None:
             self._usage = chunk
             return None
-        self._head.update((k, chunk[k]) for k in _HEAD if chunk.get(k) is not None)
+        head = self._head
+        for key in _HEAD:
+            value = chunk.get(key)
+            if value is not None:
+                head[key] = value
         for position, choice in enumerate(choices or ()):
             if not isinstance(choice, dict):
                 continue
