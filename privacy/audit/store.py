@@ -107,6 +107,7 @@ _REST = _FINDING_COLUMNS[1:]  # a finding's columns but its call's id (the first
 _BEFORE = tuple(sorted(c for c in _REST if c < "call_id"))  # the columns canonical JSON writes before the call's id
 _AFTER = tuple(sorted(c for c in _REST if c > "call_id"))
 assert _FINDING_COLUMNS[0] == "call_id" and not set(_REST) & {"call_id", "id"}
+_UNSET = object()
 
 
 class FindingsCodec:
@@ -124,7 +125,7 @@ class FindingsCodec:
     def encode(self, rows: list[dict[str, Any]]) -> tuple[str, list[tuple[Any, ...]]]:
         parts: list[str] = []
         params: list[tuple[Any, ...]] = []
-        call_id: Any = None
+        call_id: Any = _UNSET
         written = ""
         known = self._known
         for row in rows:

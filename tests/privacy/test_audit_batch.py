@@ -122,7 +122,7 @@ def test_a_calls_findings_digest_is_rows_digest_with_its_rows_remembered_across_
             for _ in range(40)]
     pool += [{**pool[0], "field": equal} for equal in (1, True, 1.0)]  # equal keys, three JSON texts
     for call in range(30):
-        call_id: Any = rng.choice([f"call-{call}", "c\"é", 7])
+        call_id: Any = rng.choice([f"call-{call}", "c\"é", 7, None])
         rows = [{**rng.choice(pool), "call_id": call_id} for _ in range(rng.randint(0, 60))]
         digest, params = codec.encode(rows)
         assert digest == chain.rows_digest(rows)
