@@ -29,3 +29,12 @@ def test_the_replicas_agent_step_is_the_20_kb_request_through_the_protected_door
     body = agent_body()
     assert body["model"] == "ecgw/cloud-only" and len(body["messages"]) == 2 + 2 * 39
     assert len(body["messages"][0]["content"]) >= 20_000
+
+
+def test_the_scrub_benchmark_reports_the_request_path_and_the_audit_writer_apart():
+    from benchmarks.scrub import measure
+
+    report = measure(steps=3, calls=2)
+    assert (report["trajectory"]["steps"], report["repeat"]["calls"]) == (2, 2)
+    for part in ("trajectory", "repeat"):
+        assert report[part]["main_p50_ms"] > 0 and report[part]["process_p50_ms"] >= report[part]["main_min_ms"]
