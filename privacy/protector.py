@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import logging
 import time
 import uuid
@@ -361,18 +362,16 @@ class PrivacyProtector:
 
 
 def _credentials(placeholders: Iterable[str]) -> frozenset[str]:
-    """The placeholders that stand for a credential or key: decided once per type, not per placeholder (a long
-    session's call carries hundreds of placeholders of a few types)."""
-    by_type: dict[str, bool] = {}
-    found = []
-    for placeholder in placeholders:
-        type_ = placeholder[1:].rsplit("_", 1)[0]
-        credential = by_type.get(type_)
-        if credential is None:
-            credential = by_type[type_] = is_credential_type(type_)
-        if credential:
-            found.append(placeholder)
-    return frozenset(found)
+    """The placeholders that stand for a credential or key (a long session's call carries hundreds, the same ones
+    at every step: each is read once, ``_credential``)."""
+    return frozenset(filter(_credential, placeholders))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _credential(placeholder: str) -> bool:
+    """Whether ``[TYPE_NNN]`` stands for a credential. Remembered per placeholder — placeholders only, never values
+    (the same memo as the restorer's shapes, ``privacy.restore``)."""
+    return is_credential_type(placeholder[1:].rsplit("_", 1)[0])
 
 
 class _UsageRecorder:

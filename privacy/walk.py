@@ -64,26 +64,28 @@ _NON_TEXT_PARTS = frozenset({"image_url", "input_image", "image", "input_audio",
 
 
 def _rest(value: Any, location: str, in_function: bool, covered: set[tuple[int, Any]], out: list[Slot]) -> None:
-    """Every string not already a slot, anywhere below ``value``."""
+    """Every string not already a slot, anywhere below ``value``. A long history holds thousands of keys at every
+    step: a string's cheap reasons to skip it come first, and a path is made only for what needs one."""
     if isinstance(value, dict):
         if isinstance(value.get("type"), str) and value["type"] in _NON_TEXT_PARTS:
             return  # binary payloads: reported by the content walk, never scanned as text
         for key, item in value.items():
-            where = f"{location}.{key}" if location else str(key)
             if isinstance(item, str):
-                if (id(value), key) in covered or key in _STRUCTURAL_KEYS or (key == "name" and in_function):
+                if key in _STRUCTURAL_KEYS or (key == "name" and in_function) or (id(value), key) in covered:
                     continue
+                where = f"{location}.{key}" if location else str(key)
                 out.append(Slot(where, item, "json" if _looks_json(item) else "text", _setter(value, key)))
-            else:
-                _rest(item, where, key in ("function", "function_call", "functions"), covered, out)
+            elif isinstance(item, dict | list):
+                _rest(item, f"{location}.{key}" if location else str(key),
+                      key in ("function", "function_call", "functions"), covered, out)
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            where = f"{location}[{i}]"
             if isinstance(item, str):
                 if (id(value), i) not in covered:
-                    out.append(Slot(where, item, "json" if _looks_json(item) else "text", _setter(value, i)))
-            else:
-                _rest(item, where, in_function, covered, out)
+                    out.append(Slot(f"{location}[{i}]", item, "json" if _looks_json(item) else "text",
+                                    _setter(value, i)))
+            elif isinstance(item, dict | list):
+                _rest(item, f"{location}[{i}]", in_function, covered, out)
 
 
 def _looks_json(text: str) -> bool:

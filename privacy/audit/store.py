@@ -7,9 +7,12 @@ comes from the one factory for every table on ``database_url`` (``accounting.dat
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
+import itertools
 import logging
+import operator
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -99,14 +102,31 @@ def _insert_findings(conn: Connection, findings: list[dict[str, Any]],
     if marker is None:
         conn.execute(PrivacyFinding.__table__.insert(), findings)  # type: ignore[attr-defined]
         return
-    conn.exec_driver_sql(_FINDING_INSERT.format(", ".join([marker] * len(_FINDING_COLUMNS))),
-                         params if params is not None else [tuple(map(row.get, _FINDING_COLUMNS)) for row in findings])
+    if params is None:
+        params = [tuple(map(row.get, _FINDING_COLUMNS)) for row in findings]
+    if conn.dialect.name == "sqlite":  # rows of one statement take their ids in the order of its VALUES
+        for start in range(0, len(params), _ROWS_A_STATEMENT):
+            chunk = params[start:start + _ROWS_A_STATEMENT]
+            conn.exec_driver_sql(_rows_insert(marker, len(chunk)), tuple(itertools.chain.from_iterable(chunk)))
+        return
+    conn.exec_driver_sql(_rows_insert(marker, 1), params)
+
+
+_ROWS_A_STATEMENT = 64  # SQLite: one statement for many rows binds and steps once (~20 % of an insert's CPU)
+
+
+@functools.lru_cache(maxsize=2 * _ROWS_A_STATEMENT)
+def _rows_insert(marker: str, rows: int) -> str:
+    row = f"({', '.join([marker] * len(_FINDING_COLUMNS))})"
+    return _FINDING_INSERT.format(", ".join([row] * rows)[1:-1])
 
 
 _REST = _FINDING_COLUMNS[1:]  # a finding's columns but its call's id (the first)
 _BEFORE = tuple(sorted(c for c in _REST if c < "call_id"))  # the columns canonical JSON writes before the call's id
 _AFTER = tuple(sorted(c for c in _REST if c > "call_id"))
 assert _FINDING_COLUMNS[0] == "call_id" and not set(_REST) & {"call_id", "id"}
+_UNSET = object()
+_rest_of = operator.itemgetter(*_REST)  # a finding_row has every column
 
 
 class FindingsCodec:
@@ -124,11 +144,11 @@ class FindingsCodec:
     def encode(self, rows: list[dict[str, Any]]) -> tuple[str, list[tuple[Any, ...]]]:
         parts: list[str] = []
         params: list[tuple[Any, ...]] = []
-        call_id: Any = None
+        call_id: Any = _UNSET
         written = ""
         known = self._known
         for row in rows:
-            rest = tuple(map(row.get, _REST))
+            rest = _rest_of(row)
             around = known.get(rest)
             if around is None:
                 around = self._around(row)

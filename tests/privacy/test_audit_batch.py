@@ -122,8 +122,22 @@ def test_a_calls_findings_digest_is_rows_digest_with_its_rows_remembered_across_
             for _ in range(40)]
     pool += [{**pool[0], "field": equal} for equal in (1, True, 1.0)]  # equal keys, three JSON texts
     for call in range(30):
-        call_id: Any = rng.choice([f"call-{call}", "c\"é", 7])
+        call_id: Any = rng.choice([f"call-{call}", "c\"é", 7, None])
         rows = [{**rng.choice(pool), "call_id": call_id} for _ in range(rng.randint(0, 60))]
         digest, params = codec.encode(rows)
         assert digest == chain.rows_digest(rows)
         assert params == [tuple(row[c] for c in _FINDING_COLUMNS) for row in rows]
+
+
+def test_a_call_with_hundreds_of_findings_keeps_their_order_and_verifies(engine: Engine) -> None:
+    """A call's findings go in many rows a statement (SQLite) or one executemany: stored in the order given (the
+    digest the chain covers is over that order), every one of them, and the trail verifies."""
+    record = _call("c-many", 1000.0)
+    record["findings"] = [{**record["findings"][0], "value_hash": f"h{i}", "location": f"messages[{i % 7}].content"}
+                          for i in range(150)]
+    AuditStore(engine, signer=ChainSigner(SEED)).apply(record)
+    report = verify_trail(engine, ChainSigner(SEED).public)
+    assert report.intact, report.breaks
+    with engine.connect() as conn:
+        stored = [row[0] for row in conn.execute(text("SELECT value_hash FROM privacy_finding ORDER BY id"))]
+    assert stored == [f"h{i}" for i in range(150)]
