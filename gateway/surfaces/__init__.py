@@ -50,8 +50,9 @@ class Surface(Protocol):
         ...
 
     def stream(self, started: Started, parsed: Parsed) -> AsyncIterator[bytes]:
-        """The SSE bytes for the step's chat chunk stream (``started.chunks()``; ``started.relayed`` for a surface
-        that ``relays``), up to and including the surface's end-of-stream marker."""
+        """The SSE bytes for the step's chat chunk stream (``started.chunks()``), up to and including the
+        surface's end-of-stream marker. (A relayed stream, for a surface that ``relays``, is the client's bytes
+        already: the endpoint sends ``started.relayed`` itself.)"""
         ...
 
     def error(self, failure: Failure, headers: dict[str, str]) -> Response: ...
@@ -120,8 +121,13 @@ class SurfaceEndpoint:
                      identity: Identity) -> AsyncIterator[bytes]:
         status = 499  # the client went away before the end
         try:
-            async for data in self._surface.stream(started, parsed):
-                yield data
+            if started.relayed is not None:  # already the client's bytes, [DONE] included
+                yield started.relayed_first
+                async for data in started.relayed:
+                    yield data
+            else:
+                async for data in self._surface.stream(started, parsed):
+                    yield data
             status = 200
         except Exception as exc:
             failure = classify(exc, request_id, mid_stream=True)
@@ -137,7 +143,20 @@ class SurfaceEndpoint:
 
     # A step a surface's endpoint may extend (the Responses surface reads stored responses here).
     async def _parse(self, request: Request, identity: Identity) -> Parsed:
-        return self._surface.parse(await request.body(), request.headers)
+        return self._surface.parse(await _body(request), request.headers)
+
+
+async def _body(request: Request) -> bytes:
+    """The request's body, read from ``receive`` as ``Request.body`` does, less its generator and list: a step's
+    body nearly always comes in one message."""
+    chunks: list[bytes] = []
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 class EventStreamResponse(StreamingResponse):

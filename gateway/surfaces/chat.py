@@ -18,7 +18,7 @@ from gateway.wire import EXPECT, check_chat_request, client_wants_usage
 
 
 class ChatSurface:
-    relays = True  # OpenAI's stream is this surface's own: a relayed one goes out as it came
+    relays = True  # OpenAI's stream is this surface's own: a relayed one goes out as it came (the endpoint's)
 
     def __init__(self, reader: BodyReader) -> None:
         self._reader = reader
@@ -30,11 +30,6 @@ class ChatSurface:
         return dumps(completion)
 
     async def stream(self, started: Started, parsed: Parsed) -> AsyncIterator[bytes]:
-        if started.relayed is not None:  # already the client's bytes, [DONE] included
-            yield started.relayed_first
-            async for data in started.relayed:
-                yield data
-            return
         wants_usage = client_wants_usage(parsed.body)
         async for chunk in started.chunks():
             if not wants_usage:

@@ -63,7 +63,8 @@ class OpenAIWireCloud:
 
     def _client(self) -> aiohttp.ClientSession:
         # Created on first use (a session belongs to the running event loop); no cookie jar: one client serves
-        # every tenant.
+        # every tenant. Calls never follow a redirect (``_open``): the body and the key go to the configured URL
+        # only, whatever the answer says; a 3xx is the provider's failure.
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout,
                                                   cookie_jar=aiohttp.DummyCookieJar())
@@ -110,7 +111,8 @@ class OpenAIWireCloud:
         while True:
             retry = attempt < self._settings.max_retries
             try:
-                response = await self._client().post(self._url, data=payload, proxy=self._proxy)
+                response = await self._client().post(self._url, data=payload, proxy=self._proxy,
+                                                     allow_redirects=False)
             except (TimeoutError, aiohttp.ClientError) as exc:
                 if not retry:
                     raise self._fault(exc) from None

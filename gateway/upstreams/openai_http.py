@@ -68,7 +68,8 @@ class OpenAIHTTPUpstream:
         # Created on first use: a session belongs to the running event loop.
         if self._session is None or self._session.closed:
             # No cookie jar: the one client serves every session and tenant (a cookie one response set would
-            # ride on everyone's next request), and matching cookies cost CPU on every call.
+            # ride on everyone's next request), and matching cookies cost CPU on every call. No call follows a
+            # redirect: the body and the key go to edge.base_url only, whatever the server answers.
             self._session = aiohttp.ClientSession(
                 headers=self._headers, timeout=self._timeout, cookie_jar=aiohttp.DummyCookieJar(),
                 connector=aiohttp.TCPConnector(limit=self._settings.max_connections, ttl_dns_cache=300))
@@ -80,8 +81,8 @@ class OpenAIHTTPUpstream:
 
     async def ready(self) -> tuple[bool, str]:
         try:
-            async with self._client().get(self._base + "/models",
-                                          timeout=aiohttp.ClientTimeout(total=3.0)) as response:
+            async with self._client().get(self._base + "/models", timeout=aiohttp.ClientTimeout(total=3.0),
+                                          allow_redirects=False) as response:
                 status = response.status
         except (TimeoutError, aiohttp.ClientError) as exc:
             return False, f"{self._base}/models: {type(exc).__name__}"
@@ -119,7 +120,7 @@ class OpenAIHTTPUpstream:
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         payload = dumps(self._prepare(body, stream=False))
         try:
-            async with self._client().post(self._url, data=payload) as response:
+            async with self._client().post(self._url, data=payload, allow_redirects=False) as response:
                 raw = await response.read()
                 status = response.status
         except (TimeoutError, aiohttp.ClientError) as exc:
@@ -164,7 +165,8 @@ class OpenAIHTTPUpstream:
         connection fault or an event that is not JSON raised as the edge's ``UpstreamError``; the connection
         dropped when the reader stops before the body's end (client gone, policy cancelled), so the server stops."""
         try:
-            async with self._client().post(self._url, data=dumps(self._prepare(body, stream=True))) as response:
+            async with self._client().post(self._url, data=dumps(self._prepare(body, stream=True)),
+                                           allow_redirects=False) as response:
                 if response.status != 200:
                     raise self._status_error(response.status, await response.read())
                 try:

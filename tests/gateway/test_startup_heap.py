@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import gc
 
+from gateway.app import YOUNG_COLLECTION
+
 
 def test_the_heap_built_at_start_up_is_frozen(gateway):
     assert gc.get_freeze_count() > 10_000  # the gateway's parts, its libraries included
+
+
+def test_the_youngest_generation_is_collected_less_often_than_every_700_allocations(gateway):
+    assert gc.get_threshold()[0] == YOUNG_COLLECTION > 700  # what a request queues is not walked every few requests

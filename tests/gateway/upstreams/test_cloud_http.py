@@ -157,3 +157,28 @@ def test_the_operators_proxy_environment_applies_as_to_litellms_calls(monkeypatc
     monkeypatch.setenv("NO_PROXY", "vllm.internal")
     assert environment_proxy("https://api.deepseek.com/chat/completions") == "http://proxy.internal:3128"
     assert environment_proxy("https://vllm.internal/v1/chat/completions") is None
+
+
+def _redirecting(to: str) -> Any:
+    from starlette.applications import Starlette
+    from starlette.responses import RedirectResponse
+    from starlette.routing import Route
+
+    async def moved(request: Any) -> RedirectResponse:
+        return RedirectResponse(to + "/v1/chat/completions", status_code=307)  # 307 keeps the method and body
+
+    return Starlette(routes=[Route("/{path:path}", moved, methods=["GET", "POST"])])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_a_redirect_is_not_followed_the_body_and_key_stay_with_the_configured_url(provider, monkeypatch, stream):
+    """A configured URL that answers 307 (a compromised or misconfigured endpoint) gets neither the body nor the key
+    sent on: the call fails as the provider's."""
+    fake, elsewhere = provider
+    monkeypatch.setenv(KEY_ENV, "sk-configured")
+    with ThreadedServer(_redirecting(elsewhere)) as redirector:
+        with pytest.raises(UpstreamError) as caught:
+            _run(_transport(redirector.url, api_key_env=KEY_ENV, max_retries=2), ProviderRequest(messages=HELLO),
+                 stream=stream)
+    assert caught.value.status == 502 and "307" in str(caught.value)
+    assert not fake.requests

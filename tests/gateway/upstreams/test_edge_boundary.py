@@ -108,3 +108,22 @@ def test_a_withheld_edge_field_is_counted(tenant_gateway: RunningGateway):
         {"role": "user", "content": "hello"}], "kv_transfer_params": {"remote_host": "10.0.0.1"}})
     metrics = httpx.get(tenant_gateway.url + "/metrics", headers={"authorization": f"Bearer {TENANT}"}).text
     assert 'ecgw_edge_dropped_fields_total{field="kv_transfer_params"} 1.0' in metrics
+
+
+def test_the_edge_call_never_follows_a_redirect(start_gateway, edge):
+    """The edge gets the raw, unprotected body: an edge URL that answers 307 must not pass it (or the edge's key)
+    on to wherever the answer points."""
+    from starlette.applications import Starlette
+    from starlette.responses import RedirectResponse
+    from starlette.routing import Route
+
+    async def moved(request):
+        return RedirectResponse(edge.url + "/v1/chat/completions", status_code=307)
+
+    with ThreadedServer(Starlette(routes=[Route("/{path:path}", moved, methods=["GET", "POST"])])) as redirector:
+        gw = start_gateway(edge={"base_url": redirector.url + "/v1"}, policy={"default": "edge-only"})
+        for stream in (False, True):
+            response = httpx.post(gw.base_url + "/chat/completions", timeout=30, json={
+                "model": "m", "stream": stream, "messages": [{"role": "user", "content": "my SSN is 287-65-4321"}]})
+            assert (response.status_code == 502) if not stream else ("307" in response.text), response.text
+    assert not edge.requests
