@@ -8,12 +8,13 @@ from typing import Any
 
 
 def place(body: dict[str, Any], replacements: list[tuple[str, str]],
-          texts: Callable[[str], str | None] | None = None) -> dict[str, Any]:
+          texts: Callable[[int], str | None] | None = None) -> dict[str, Any]:
     """A copy of ``body`` with every occurrence of each raw value — in keys, strings (JSON-escaped too) and equal
     numbers — replaced by its placeholder, longer values first. ``body`` is left as it is (an atomic store may run
     the last check again on it); what does not change is shared, not copied. ``texts``: a message's keys, strings
-    and numbers as the last check read them, joined, by its path (``messages[3]``; ``EgressScan.text``): a message
-    whose text holds no form of any value is left as it is without walking it (a long history's every step)."""
+    and numbers as the last check read them, joined, by its index in ``messages`` (``EgressScan.text``; None: not
+    known): a message whose text holds no form of any value is left as it is without walking it (a long history's
+    every step)."""
     pairs: list[tuple[str, str]] = []
     for raw, placeholder in sorted(replacements, key=lambda p: -len(p[0])):
         pairs += [(form, placeholder) for form in dict.fromkeys(
@@ -48,7 +49,7 @@ def place(body: dict[str, Any], replacements: list[tuple[str, str]],
         return value
 
     def message(i: int, value: Any) -> Any:
-        text = texts(f"messages[{i}]") if texts is not None else None
+        text = texts(i) if texts is not None else None
         if text is not None and not any(form in text for form, _ in pairs):
             return value
         return new_value(value)

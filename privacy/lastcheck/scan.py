@@ -76,15 +76,15 @@ class _Part:
 
 @dataclass
 class EgressScan:
-    """What the last check found in a body, and the text of each top-level part it read (by ``body_parts``' prefix:
-    ``messages[3]``, ``tools``): where a value may stand (``place`` leaves the others as they are)."""
+    """What the last check found in a body, and each message's part as it read it, by the message's index: where a
+    value may stand (``place`` leaves the other messages as they are). By index, not by path: a client may write a
+    top-level key ``messages[0]`` too."""
 
     hits: list[EgressHit]
-    parts: dict[str, _Part] = field(default_factory=dict)
+    messages: list[_Part] = field(default_factory=list)
 
-    def text(self, prefix: str) -> str | None:
-        part = self.parts.get(prefix)
-        return None if part is None else part.text()
+    def text(self, index: int) -> str | None:
+        return self.messages[index].text() if 0 <= index < len(self.messages) else None
 
 
 class EgressCheck:
@@ -129,9 +129,9 @@ class EgressCheck:
 
     def read(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
              session_id: str = "", owner: str = "") -> EgressScan:
-        """``scan``'s hits, with the text of each part it read."""
+        """``scan``'s hits, with each message's part as it read it."""
         hits: list[EgressHit] = []
-        parts: dict[str, _Part] = {}
+        messages: list[_Part] = []
         raw_to_key = self._searchable(session_id, vault)
         ordered = list(raw_to_key)
         # Results that depend on the session's own units are the session's: never shared with another session.
@@ -147,7 +147,9 @@ class EgressCheck:
         state, spread_hits = START, frozenset[int]()
         for prefix, hashed, leaves in body_parts(body):
             digest = content_hash(hashed)
-            part = parts[prefix] = self._part(digest, leaves, prefix, units, scope)
+            part = self._part(digest, leaves, prefix, units, scope)
+            if hashed[0] == "message":  # body_parts' tag of each message of the messages list, in order
+                messages.append(part)
             if spread is not None:
                 chain, state, spread_hits = self._spread_part(spread, scope, chain, digest, part, state,
                                                               spread_hits)
@@ -166,7 +168,7 @@ class EgressCheck:
         if spread is not None:
             hits += [EgressHit("(strings in order)", f, False, "split")
                      for f in spread_findings(spread, set(spread_hits))]
-        return EgressScan(hits, parts)
+        return EgressScan(hits, messages)
 
     def _spread_of(self, units: UnitMatcher | None) -> Spread | None:
         if units is None:

@@ -291,5 +291,17 @@ def test_place_walks_only_the_messages_whose_text_holds_a_value() -> None:
     placed = place(body, [('Ana "Bo" Li', "[PERSON_001]"), ("539487261", "[ID_001]")], scan.text)
     assert placed["messages"][0] is body["messages"][0]
     assert placed["messages"][1] == {"role": "tool", "content": '{"who": "[PERSON_001]"}', "[PERSON_001]": "[ID_001]"}
-    told = place(body, [("nothing", "[X_001]")], lambda prefix: "" if prefix == "messages[0]" else None)
+    told = place(body, [("nothing", "[X_001]")], lambda index: "" if index == 0 else None)
     assert told["messages"][0] is body["messages"][0]  # its text (as told) holds no value: not walked
+
+
+def test_a_top_level_key_named_like_a_message_does_not_hide_that_message_from_place() -> None:
+    """``place`` reads each message's text by its index, not by a path a client can also write as a top-level key:
+    a body whose key ``messages[0]`` comes after ``messages`` still has the value replaced in its first message."""
+    from privacy.lastcheck import EgressCheck, place
+    from privacy.vault import Vault
+
+    body = {"messages": [{"role": "user", "content": "call Ana Lindqvist now"}], "messages[0]": "nothing"}
+    scan = EgressCheck([]).read(body, None, Vault())
+    placed = place(body, [("Ana Lindqvist", "[PERSON_001]")], scan.text)
+    assert placed["messages"][0]["content"] == "call [PERSON_001] now"
