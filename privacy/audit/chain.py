@@ -100,6 +100,9 @@ def append(conn: Connection, kind: str, ref: str, digest: str, created_at: float
     links.flush()
 
 
+_HEAD = f"SELECT seq, hash FROM {PrivacyChain.__tablename__} ORDER BY seq DESC LIMIT 1"
+
+
 class Links:
     """Entries appended inside one locked transaction: the head read once, the entries inserted in one statement
     (``flush``, before anything reads the chain and before the commit) — a batch of records costs the writer thread
@@ -111,9 +114,8 @@ class Links:
         self._entries: list[dict[str, Any]] = []
 
     def append(self, kind: str, ref: str, digest: str, created_at: float) -> None:
-        if self._head is None:
-            table = PrivacyChain.__table__  # type: ignore[attr-defined]
-            head = self._conn.execute(select(table.c.seq, table.c.hash).order_by(table.c.seq.desc()).limit(1)).first()
+        if self._head is None:  # the driver's own statement: SQLAlchemy built and compiled the select per batch
+            head = self._conn.exec_driver_sql(_HEAD).first()
             self._head = (int(head[0]), str(head[1])) if head else (0, GENESIS)
         seq, prev = self._head[0] + 1, self._head[1]
         entry = entry_hash(seq, kind, ref, digest, created_at, prev)

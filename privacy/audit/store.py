@@ -483,8 +483,14 @@ def _taken(conn: Connection, records: list[dict[str, Any]]) -> set[tuple[str, st
         table, name = _TAKEN[kind]
         column = table.__table__.c[name]  # type: ignore[attr-defined]
         ordered = sorted(keys)
+        marker = _MARKERS.get(conn.dialect.paramstyle)
         for start in range(0, len(ordered), 500):
-            found = conn.execute(select(column).where(column.in_(ordered[start:start + 500])).distinct())
+            chunk = ordered[start:start + 500]
+            if marker is None:
+                found = conn.execute(select(column).where(column.in_(chunk)).distinct())
+            else:  # the driver's own statement: SQLAlchemy built and compiled the select again per batch
+                found = conn.exec_driver_sql(f"SELECT DISTINCT {name} FROM {column.table.name} "
+                                             f"WHERE {name} IN ({', '.join([marker] * len(chunk))})", tuple(chunk))
             taken.update((kind, str(value)) for (value,) in found)
     return taken
 
