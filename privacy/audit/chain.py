@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from sqlalchemy import Connection, select, text
 
-from privacy.audit.tables import PrivacyChain, PrivacyCheckpoint, PrivacySigningKey
+from privacy.audit.tables import PrivacyChain, PrivacyCheckpoint, PrivacySigningKey, insert_rows
 
 GENESIS = "0" * 64
 _LOCK_KEY = 0x6563677702  # "ecgw" + 2: the advisory lock id for appending to the chain
@@ -125,7 +125,7 @@ class Links:
 
     def flush(self) -> None:
         if self._entries:
-            self._conn.execute(PrivacyChain.__table__.insert(), self._entries)  # type: ignore[attr-defined]
+            insert_rows(self._conn, PrivacyChain, self._entries)
             self._entries = []
 
 

@@ -35,6 +35,8 @@ from privacy.audit.tables import (
     PrivacyInbound,
     PrivacyReceipt,
     PrivacyUnit,
+    insert_rows,
+    marker,
 )
 from privacy.detect import Unit
 from privacy.seal import SealBroken, Sealer
@@ -89,17 +91,14 @@ def _finding(row: dict[str, Any]) -> dict[str, Any]:
     return row if row.keys() == _FINDING_KEYS else finding_row(**row)
 
 
-_MARKERS = {"qmark": "?", "format": "%s", "pyformat": "%s"}  # a positional parameter, by the driver's paramstyle
-
-
 def _insert_findings(conn: Connection, findings: list[dict[str, Any]],
                      params: list[tuple[Any, ...]] | None = None) -> None:
     """``finding_row`` rows in one executemany of the driver: a call carries hundreds, and SQLAlchemy's insert built
     each row's parameters in Python again (~2 µs a row, on the writer thread that shares the GIL with the request
     path). ``params``: the rows' values in ``_FINDING_COLUMNS`` order, when made already. Another paramstyle than a
     positional one takes SQLAlchemy's insert."""
-    marker = _MARKERS.get(conn.dialect.paramstyle)
-    if marker is None:
+    mark = marker(conn)
+    if mark is None:
         conn.execute(PrivacyFinding.__table__.insert(), findings)  # type: ignore[attr-defined]
         return
     if params is None:
@@ -107,9 +106,9 @@ def _insert_findings(conn: Connection, findings: list[dict[str, Any]],
     if conn.dialect.name == "sqlite":  # rows of one statement take their ids in the order of its VALUES
         for start in range(0, len(params), _ROWS_A_STATEMENT):
             chunk = params[start:start + _ROWS_A_STATEMENT]
-            conn.exec_driver_sql(_rows_insert(marker, len(chunk)), tuple(itertools.chain.from_iterable(chunk)))
+            conn.exec_driver_sql(_rows_insert(mark, len(chunk)), tuple(itertools.chain.from_iterable(chunk)))
         return
-    conn.exec_driver_sql(_rows_insert(marker, 1), params)
+    conn.exec_driver_sql(_rows_insert(mark, 1), params)
 
 
 _ROWS_A_STATEMENT = 64  # SQLite: one statement for many rows binds and steps once (~20 % of an insert's CPU)
@@ -279,11 +278,10 @@ class AuditStore:
         """The call's row, its findings in one multi-row insert (rows as ``call_row``/``finding_row`` make them)."""
         if not batch.take(("call", str(call["id"]))):
             return  # a retried record the database took before
-        calls = PrivacyCall.__table__  # type: ignore[attr-defined]
         digest, params = self._findings.encode(findings)
         call = {**call, "body_digest": chain.content_digest(call["body"]), "findings_digest": digest,
                 "erased_by": None}
-        batch.conn.execute(calls.insert(), [call])
+        insert_rows(batch.conn, PrivacyCall, [call])
         if findings:
             _insert_findings(batch.conn, findings, params)
         batch.links.append("call", call["id"], chain.erasable_call_digest(call), call["created_at"])
@@ -483,14 +481,14 @@ def _taken(conn: Connection, records: list[dict[str, Any]]) -> set[tuple[str, st
         table, name = _TAKEN[kind]
         column = table.__table__.c[name]  # type: ignore[attr-defined]
         ordered = sorted(keys)
-        marker = _MARKERS.get(conn.dialect.paramstyle)
+        mark = marker(conn)
         for start in range(0, len(ordered), 500):
             chunk = ordered[start:start + 500]
-            if marker is None:
+            if mark is None:
                 found = conn.execute(select(column).where(column.in_(chunk)).distinct())
             else:  # the driver's own statement: SQLAlchemy built and compiled the select again per batch
                 found = conn.exec_driver_sql(f"SELECT DISTINCT {name} FROM {column.table.name} "
-                                             f"WHERE {name} IN ({', '.join([marker] * len(chunk))})", tuple(chunk))
+                                             f"WHERE {name} IN ({', '.join([mark] * len(chunk))})", tuple(chunk))
             taken.update((kind, str(value)) for (value,) in found)
     return taken
 
