@@ -3,7 +3,7 @@
 (``privacy_egress``), the signed egress receipts (``privacy_receipt``), erasures (``privacy_erasure``), the signing keys' generations (``privacy_signing_key``), what cloud
 answers carried that their request never did (``privacy_inbound``), and the tamper-evident trail over them
 (``privacy_chain``, ``privacy_checkpoint``). Their schema is created and changed only by ``privacy.audit.migrations``; a test holds the
-two equal.
+two equal. ``insert_rows`` writes rows as the driver's own statement (the writer thread's hot path).
 """
 
 from __future__ import annotations
