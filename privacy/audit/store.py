@@ -378,7 +378,7 @@ class AuditStore:
             return  # nothing, or a retried record the database took before
         table, columns = _ROWS[kind]
         stored = [{name: row.get(name) for name in columns} for row in rows]
-        batch.conn.execute(table.__table__.insert(), stored)  # type: ignore[attr-defined]
+        insert_rows(batch.conn, table, stored)
         batch.links.append(kind, rows[0]["call_id"], chain.rows_digest(stored), float(rows[0]["created_at"]))
 
     def _write_receipt(self, batch: _Batch, row: dict[str, Any]) -> None:
@@ -450,7 +450,7 @@ class _Batch:
 
     def flush(self) -> None:
         if self.receipts:
-            self.conn.execute(PrivacyReceipt.__table__.insert(), self.receipts)  # type: ignore[attr-defined]
+            insert_rows(self.conn, PrivacyReceipt, self.receipts)
             self.receipts = []
         self.links.flush()
 
