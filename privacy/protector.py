@@ -337,6 +337,8 @@ class PrivacyProtector:
         """The vault and the units in the session store, then the audit's content (``privacy.audit.audited``)."""
         await self._sessions.set(session_id, VAULT_KEY, None)
         await self.units.forget(session_id)
+        if self._last_check is not None:
+            self._last_check.forget(session_id)
         return None if self._audited is None else await self._audited.erase(session_id)
 
     async def read_audit(self, read: Callable[..., T], *args: Any) -> T | None:

@@ -9,6 +9,7 @@ to two values.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -25,6 +26,10 @@ class Vault:
         self.by_key: dict[str, str] = dict(data.get("keys") or {})
         self.values: dict[str, str] = dict(data.get("values") or {})
         self.counters: dict[str, int] = dict(data.get("counters") or {})
+        # Which life of the session's vault this is: drawn anew whenever a vault starts empty (a new session, or
+        # one erased or expired and begun again under the same id), so nothing remembered of an earlier vault (the
+        # last check's search lists) is taken for this one's. Vaults written before it had none: "".
+        self.epoch: str = str(data.get("epoch") or ("" if data else secrets.token_hex(8)))
         self.changed = False
 
     def placeholder(self, type_: str, key: str, value: str) -> str:
@@ -40,7 +45,7 @@ class Vault:
         return placeholder
 
     def to_json(self) -> dict[str, Any]:
-        return {"keys": self.by_key, "values": self.values, "counters": self.counters}
+        return {"keys": self.by_key, "values": self.values, "counters": self.counters, "epoch": self.epoch}
 
 
 async def allocate(store: SessionStore, session_id: str, apply: Callable[[Vault], T]) -> tuple[Vault, T]:

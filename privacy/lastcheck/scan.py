@@ -95,9 +95,9 @@ class EgressCheck:
                  cache_entries: int = 50_000) -> None:
         self._texts = TextScan(detectors, labelled, cache_entries=cache_entries)
         self._parts: OrderedDict[tuple[bytes, str], _Part] = OrderedDict()
-        self._vault_seen: OrderedDict[tuple[str, bytes], tuple[int, tuple[tuple[str, str, bool], ...]]] = \
+        self._vault_seen: OrderedDict[tuple[str, str, bytes], tuple[int, tuple[tuple[str, str, bool], ...]]] = \
             OrderedDict()
-        self._vaults: OrderedDict[str, tuple[int, dict[str, str]]] = OrderedDict()
+        self._vaults: OrderedDict[str, tuple[str, int, dict[str, str]]] = OrderedDict()
         self._spreads: weakref.WeakKeyDictionary[UnitMatcher, Spread | None] = weakref.WeakKeyDictionary()
         self._spread_states: OrderedDict[tuple[str, bytes], tuple[State, frozenset[int]]] = OrderedDict()
         self._entries = cache_entries
@@ -155,7 +155,7 @@ class EgressCheck:
                                                               spread_hits)
             for suffix, finding, literal in part.hits:
                 hits.append(EgressHit(prefix + suffix, finding, literal, "literal" if literal else "decoded"))
-            for suffix, value, literal in self._vault_values_in(session_id, digest, part, ordered):
+            for suffix, value, literal in self._vault_values_in(session_id, vault.epoch, digest, part, ordered):
                 vault_key = raw_to_key.get(value)
                 if vault_key is not None:
                     finding = Finding(type=_type_of(vault, vault_key), start=0, end=0, value=value, layer="vault",
@@ -196,24 +196,40 @@ class EgressCheck:
         return chain, state, found
 
     def _searchable(self, session_id: str, vault: Vault) -> dict[str, str]:
-        """raw value → vault key, for the vault's values worth searching (a vault only grows: extended, not rebuilt)."""
-        size, known = self._vaults.get(session_id, (0, {}))
-        if size != len(vault.by_key):
+        """raw value → vault key, for the vault's values worth searching. A vault only grows during its life, so the
+        list is extended, not rebuilt; another life of the session's vault (``Vault.epoch``: erased or expired, then
+        begun again) starts a new list."""
+        epoch, size, known = self._vaults.get(session_id, (vault.epoch, 0, {}))
+        if epoch != vault.epoch or size > len(vault.by_key):
+            size, known = 0, {}
+        if size != len(vault.by_key) or epoch != vault.epoch:
             known = dict(known)
             for key, placeholder in list(vault.by_key.items())[size:]:
                 value = vault.values.get(placeholder)
                 if value and _worth_searching(value):
                     known.setdefault(value, key)
-            self._vaults[session_id] = (len(vault.by_key), known)
+            self._vaults[session_id] = (vault.epoch, len(vault.by_key), known)
             if len(self._vaults) > 4096:
                 self._vaults.popitem(last=False)
         return known
 
-    def _vault_values_in(self, session_id: str, digest: bytes | None, part: _Part,
+    def forget(self, session_id: str) -> None:
+        """An erased session: what this check remembered of its vault goes, its values too (the answers long parts
+        kept about them)."""
+        _, _, known = self._vaults.pop(session_id, ("", 0, {}))
+        for key in [key for key in self._vault_seen if key[0] == session_id]:
+            del self._vault_seen[key]
+        if known:
+            for part in self._parts.values():
+                if part.held:
+                    for value in known:
+                        part.held.pop(value, None)
+
+    def _vault_values_in(self, session_id: str, epoch: str, digest: bytes | None, part: _Part,
                          ordered: list[str]) -> tuple[tuple[str, str, bool], ...]:
-        """(path suffix, value, stands literally) for the session's vault values in a part; a vault only grows, so
-        each part is searched once for each value (not every value in every text at every step)."""
-        key = (session_id, digest) if digest is not None else None
+        """(path suffix, value, stands literally) for the session's vault values in a part; a vault only grows during
+        its life, so each part is searched once for each value (not every value in every text at every step)."""
+        key = (session_id, epoch, digest) if digest is not None else None
         checked, found = self._vault_seen.get(key, (0, ())) if key is not None else (0, ())
         if checked < len(ordered):
             fresh = part.holding(ordered[checked:])

@@ -45,6 +45,10 @@ class LastCheck:
         self._actions = actions
         self._metrics = metrics
 
+    def forget(self, session_id: str) -> None:
+        """An erased session (``EgressCheck.forget``)."""
+        self._check.forget(session_id)
+
     def settle(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
                session_id: str = "", owner: str = "", audited: set[str] | frozenset[str] = frozenset(),
                ) -> Settled:
