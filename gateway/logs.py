@@ -76,24 +76,31 @@ class ThreadedHandler(logging.Handler):
         # the flush() calls asked before the records are taken: each one's records were queued before it
         waiting = [self._flushes.popleft() for _ in range(len(self._flushes))]
         batch = [self._records.popleft() for _ in range(len(self._records))]
-        if batch:
-            self._write(batch)
-        for event in waiting:
-            event.set()
+        try:
+            if batch:
+                self._write(batch)
+        finally:  # whatever a record did, flush() returns and the thread goes on to the next batch
+            for event in waiting:
+                event.set()
 
     def _write(self, batch: list[logging.LogRecord]) -> None:
+        """Each record as the target would write it; one that fails (a filter, a format) is the target's
+        ``handleError``, never the end of the batch or of the thread."""
         target = self.target
         if not isinstance(target, logging.StreamHandler) or isinstance(target, logging.FileHandler):
             for record in batch:
-                target.handle(record)
+                try:
+                    target.handle(record)
+                except Exception:
+                    target.handleError(record)
             return
         text: list[str] = []
         for record in batch:  # as StreamHandler.emit, one write for the batch instead of one a line
-            if target.filter(record):
-                try:
+            try:
+                if target.filter(record):
                     text.append(target.format(record) + target.terminator)
-                except Exception:
-                    target.handleError(record)
+            except Exception:
+                target.handleError(record)
         if text:
             target.acquire()
             try:

@@ -3,6 +3,7 @@ status and latency — and never the raw session id."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import threading
@@ -70,6 +71,41 @@ def test_lines_are_formatted_and_written_off_the_logging_thread() -> None:
         handler.close()
     [line] = seen
     assert line.endswith(": disk full") and not line.startswith(threading.current_thread().name + ":")
+
+
+def test_a_record_the_target_cannot_write_neither_stops_the_writer_nor_hangs_flush() -> None:
+    """A filter or a format that raises on one record (found in review): the record is the target's handleError,
+    the next ones are still written, and ``flush()`` returns."""
+    seen: list[str] = []
+    errors: list[str] = []
+
+    class Picky(logging.StreamHandler):  # type: ignore[type-arg]
+        def filter(self, record: logging.LogRecord) -> bool:
+            if "poison" in record.getMessage():
+                raise RuntimeError("cannot read this one")
+            return True
+
+        def handleError(self, record: logging.LogRecord) -> None:
+            errors.append(record.getMessage())
+
+    target = Picky(io.StringIO())
+    handler = ThreadedHandler(target)
+    logger = logging.getLogger("ecgw.test.picky")
+    logger.addHandler(handler)
+    try:
+        logger.warning("poison")
+        logger.warning("after it")
+        flushing = threading.Thread(target=handler.flush, daemon=True)
+        flushing.start()
+        flushing.join(timeout=20)  # a bound, not a measurement: a dead writer thread never answers a flush
+        assert not flushing.is_alive(), "flush() hung: the writer thread died on the record it could not write"
+        logger.warning("and later")
+        handler.flush()
+        seen = target.stream.getvalue().splitlines()
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    assert errors == ["poison"] and seen == ["after it", "and later"]
 
 
 def test_lines_are_still_written_after_uvicorn_configures_logging(capsys: pytest.CaptureFixture[str]) -> None:
