@@ -38,6 +38,14 @@ class Unfinished(Exception):
     """The upstream's body ended before its ``data: [DONE]``."""
 
 
+def failure(chunk: dict[str, Any]) -> str | None:
+    """The message of an upstream's mid-stream ``error`` event (OpenAI's shape, or a bare string), else None."""
+    if "error" not in chunk or "choices" in chunk:
+        return None
+    err = chunk["error"]
+    return str(err.get("message") if isinstance(err, dict) else err)
+
+
 async def parse(source: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
     """Chunks from an upstream's SSE lines; stops at ``[DONE]``; an ``error`` event is yielded as is. A body that
     ends without ``[DONE]`` raises ``Unfinished`` after its last chunk (the caller decides whether that broke)."""

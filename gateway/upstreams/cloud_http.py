@@ -161,9 +161,7 @@ class OpenAIWireCloud:
         async with self._answer(self._payload(request, stream=True)) as response:
             try:
                 async for chunk in sse.parse(sse.lines(response.content.iter_any())):
-                    if "error" in chunk and "choices" not in chunk:
-                        err = chunk["error"]
-                        message = err.get("message") if isinstance(err, dict) else str(err)
+                    if (message := sse.failure(chunk)) is not None:
                         raise UpstreamError(502, f"The cloud upstream {self.model} failed mid-stream: {message}",
                                             upstream="cloud")
                     if isinstance(chunk.get("usage"), dict):

@@ -145,9 +145,7 @@ class OpenAIHTTPUpstream:
         async with self._streaming(body) as response:
             try:
                 async for chunk in sse.parse(sse.lines(response.content.iter_any())):
-                    if "error" in chunk and "choices" not in chunk:
-                        err = chunk["error"]
-                        message = err.get("message") if isinstance(err, dict) else str(err)
+                    if (message := sse.failure(chunk)) is not None:
                         raise UpstreamError(502, f"The edge upstream failed mid-stream: {message}",
                                             upstream="edge")
                     seen = end.see(dedupe(chunk) if dedupe else chunk)

@@ -96,9 +96,7 @@ class SSERelay:
         if not isinstance(chunk, dict):
             raise UpstreamError(502, "The edge upstream sent a stream event that is not a JSON object.",
                                 upstream="edge")
-        if "error" in chunk and "choices" not in chunk:
-            err = chunk["error"]
-            message = err.get("message") if isinstance(err, dict) else str(err)
+        if (message := sse.failure(chunk)) is not None:
             raise UpstreamError(502, f"The edge upstream failed mid-stream: {message}", upstream="edge")
         choices = chunk.get("choices")
         indexed = isinstance(choices, list)
