@@ -34,5 +34,7 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     finally:
         engine.dispose()
         with admin.begin() as conn:
+            # a connection a test left open (idle in a transaction) would hold the drop forever: fail instead
+            conn.execute(text("SET LOCAL lock_timeout = '30s'"))
             conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()
