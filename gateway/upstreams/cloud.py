@@ -4,12 +4,12 @@ provider_request``); where the call goes, with which key, timeout and retries, c
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
 from gateway.errors import StartupError
-from gateway.settings import CloudSettings, missing_cloud_key
+from gateway.settings import CloudSettings, cloud_provider
+from gateway.upstreams.cloud_key import CloudKey
 from gateway.upstreams.provider_request import ProviderRequest
 from gateway.upstreams.stream_end import StreamEnd
 from router.errors import UpstreamError
@@ -60,10 +60,9 @@ class LiteLLMUpstream:
         # calls a stream without a finish_reason broken: this is the message it raises then, taken from litellm.
         self._ended_unfinished = str(CustomStreamWrapper._stream_eof_error())
         self.model = settings.model
-        self.provider = settings.model.split("/", 1)[0] if "/" in settings.model else "openai"
+        self.provider = cloud_provider(settings.model)[0]
         self._settings = settings
-        self._api_key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
-        self._missing_key = missing_cloud_key(settings)
+        self._key = CloudKey(settings)
         taken = sorted(set(settings.extra_body_fields) & litellm_arguments(litellm))
         if taken:
             raise StartupError(f"cloud.extra_body_fields names {taken}, which litellm would read as its own "
@@ -73,15 +72,7 @@ class LiteLLMUpstream:
         return None
 
     async def ready(self) -> tuple[bool, str]:
-        if self._missing_key is not None:
-            return False, f"{self.model}: environment variable {self._settings.api_key_env} is not set"
-        return True, f"{self.model}: configured"
-
-    def _check_key(self) -> None:
-        """Before any network attempt: without its key the call can only fail, and less clearly."""
-        if self._missing_key is not None:
-            message = self._missing_key[0].upper() + self._missing_key[1:]
-            raise UpstreamError(503, message, upstream="cloud", type_="cloud_not_configured")
+        return self._key.ready()
 
     def _kwargs(self, request: ProviderRequest, *, stream: bool) -> dict[str, Any]:
         """litellm's arguments: the request's chat parameters, its extra fields as the provider's JSON body,
@@ -94,8 +85,8 @@ class LiteLLMUpstream:
             kwargs["extra_body"] = dict(request.extra_body)
         if self._settings.api_base:
             kwargs["api_base"] = self._settings.api_base
-        if self._api_key:
-            kwargs["api_key"] = self._api_key
+        if self._key.value:
+            kwargs["api_key"] = self._key.value
         elif self._settings.api_base:
             kwargs["api_key"] = "none"
         if stream:
@@ -119,7 +110,7 @@ class LiteLLMUpstream:
         return UpstreamError(502, f"The cloud upstream {self.model} failed: {message}", upstream="cloud")
 
     async def complete(self, request: ProviderRequest) -> dict[str, Any]:
-        self._check_key()
+        self._key.check()
         try:
             response = await self._litellm.acompletion(**self._kwargs(request, stream=False))
         except Exception as exc:  # litellm raises its own hierarchy; map every one to an upstream error
@@ -127,7 +118,7 @@ class LiteLLMUpstream:
         return _openai_shape(response)
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[dict[str, Any]]:
-        self._check_key()
+        self._key.check()
         end = StreamEnd()
         try:
             stream = await self._litellm.acompletion(**self._kwargs(request, stream=True))

@@ -13,7 +13,6 @@ DeepSeek ``thinking``), except to OpenAI's own API, which refuses parameters it 
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final
@@ -24,7 +23,8 @@ import aiohttp
 
 from gateway import sse
 from gateway.jsonio import JSONDecodeError, dumps, loads
-from gateway.settings import OPENAI_WIRE_BASES, CloudSettings, cloud_provider, missing_cloud_key
+from gateway.settings import OPENAI_WIRE_BASES, CloudSettings, cloud_provider
+from gateway.upstreams.cloud_key import CloudKey
 from gateway.upstreams.http_errors import error_message
 from gateway.upstreams.provider_request import ProviderRequest
 from gateway.upstreams.stream_end import StreamEnd
@@ -51,9 +51,8 @@ class OpenAIWireCloud:
         self._where = base
         self._url = base.rstrip("/") + "/chat/completions"
         self._settings = settings
-        self._missing_key = missing_cloud_key(settings)
-        key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
-        self._headers = {"content-type": "application/json", "authorization": f"Bearer {key or 'none'}"}
+        self._key = CloudKey(settings)
+        self._headers = {"content-type": "application/json", "authorization": f"Bearer {self._key.value or 'none'}"}
         # As litellm's httpx client: a limit on connecting and on each read, none on a whole (long) stream.
         self._timeout = aiohttp.ClientTimeout(total=None, connect=settings.timeout_s, sock_read=settings.timeout_s)
         self._backoff_s = backoff_s
@@ -75,9 +74,7 @@ class OpenAIWireCloud:
             await self._session.close()
 
     async def ready(self) -> tuple[bool, str]:
-        if self._missing_key is not None:
-            return False, f"{self.model}: environment variable {self._settings.api_key_env} is not set"
-        return True, f"{self.model}: configured"
+        return self._key.ready()
 
     def _payload(self, request: ProviderRequest, *, stream: bool) -> bytes:
         body = {name: value for name, value in request.body().items() if name not in self._left_out}
@@ -104,9 +101,7 @@ class OpenAIWireCloud:
         """The 200 response to ``payload``, its body unread, after up to ``cloud.max_retries`` more tries of a
         connection fault or a retried status; a fault or another status raised as an ``UpstreamError``. Nothing is
         tried again once an answer's body is being read."""
-        if self._missing_key is not None:  # before any network attempt: without its key the call can only fail
-            raise UpstreamError(503, self._missing_key[0].upper() + self._missing_key[1:], upstream="cloud",
-                                type_="cloud_not_configured")
+        self._key.check()
         attempt = 0
         while True:
             retry = attempt < self._settings.max_retries
