@@ -199,18 +199,19 @@ class EgressCheck:
         """raw value → vault key, for the vault's values worth searching. A vault only grows during its life, so the
         list is extended, not rebuilt; another life of the session's vault (``Vault.epoch``: erased or expired, then
         begun again) starts a new list."""
-        epoch, size, known = self._vaults.get(session_id, (vault.epoch, 0, {}))
-        if epoch != vault.epoch or size > len(vault.by_key):
+        epoch, size, known = self._vaults.get(session_id, ("", -1, {}))
+        if epoch == vault.epoch and size == len(vault.by_key):
+            return known
+        if epoch != vault.epoch or size > len(vault.by_key):  # another life of the vault: from its first value
             size, known = 0, {}
-        if size != len(vault.by_key) or epoch != vault.epoch:
-            known = dict(known)
-            for key, placeholder in list(vault.by_key.items())[size:]:
-                value = vault.values.get(placeholder)
-                if value and _worth_searching(value):
-                    known.setdefault(value, key)
-            self._vaults[session_id] = (vault.epoch, len(vault.by_key), known)
-            if len(self._vaults) > 4096:
-                self._vaults.popitem(last=False)
+        known = dict(known)
+        for key, placeholder in list(vault.by_key.items())[size:]:
+            value = vault.values.get(placeholder)
+            if value and _worth_searching(value):
+                known.setdefault(value, key)
+        self._vaults[session_id] = (vault.epoch, len(vault.by_key), known)
+        if len(self._vaults) > 4096:
+            self._vaults.popitem(last=False)
         return known
 
     def forget(self, session_id: str) -> None:
