@@ -151,12 +151,26 @@ def test_the_transport_needs_an_address_for_a_provider_it_does_not_know():
 
 
 def test_the_operators_proxy_environment_applies_as_to_litellms_calls(monkeypatch):
-    from gateway.upstreams.cloud_http import environment_proxy
+    """The call goes through the proxy the environment names for its URL (a recording server acting as the
+    proxy), and a host NO_PROXY names is reached directly."""
+    from tests.gateway.upstreams.test_provider_boundary import Recorder
 
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
-    monkeypatch.setenv("NO_PROXY", "vllm.internal")
-    assert environment_proxy("https://api.deepseek.com/chat/completions") == "http://proxy.internal:3128"
-    assert environment_proxy("https://vllm.internal/v1/chat/completions") is None
+    recorder = Recorder()
+    with ThreadedServer(recorder.app) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        answer = _run(_transport("http://provider.internal"), ProviderRequest(messages=HELLO))
+        assert answer["choices"][0]["message"]["content"] == "FROM-THE-RECORDER"
+        assert [(method, path) for method, path, _ in recorder.hits] == [("POST", "/v1/chat/completions")]
+        assert recorder.hits[0][2]["host"] == "provider.internal"  # asked of the proxy, for the provider
+
+
+def test_a_host_no_proxy_names_is_reached_directly(provider, monkeypatch):
+    fake, url = provider
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    answer = _run(_transport(url), ProviderRequest(messages=HELLO))
+    assert answer["choices"][0]["message"]["content"] == "provider reply to: hello" and len(fake.requests) == 1
 
 
 def _redirecting(to: str) -> Any:
