@@ -35,7 +35,7 @@ class LabelledTextDetector(Protocol):
     """A detector that also reads the key the text sits under (``privacy.detect.people``); ``scope``: whose text it
     is (a result it caches is reused only within one scope, as the NER cache's)."""
 
-    def find(self, text: str, label: str | None, scope: str = "") -> list[Finding]: ...
+    def find(self, text: str, label: str | None, scope: str) -> list[Finding]: ...
 
     def warm(self) -> None:
         """Load its dictionaries now (the gateway's start), not on the first text that needs them."""

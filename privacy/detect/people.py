@@ -67,7 +67,7 @@ class PeopleDetector:
         self._zh.warm()
         self._en.warm()
 
-    def find(self, text: str, label: str | None = None, scope: str = "") -> list[Finding]:
+    def find(self, text: str, label: str | None, scope: str) -> list[Finding]:
         """People, their birth dates, pay and homes in ``text``; ``scope``: whose text (the segmenter's cache)."""
         tables = list(self._tables(text)) if "\n" in text else []
         people = self._en.find(text) + self._zh.find(text, scope) + list(self._table_names(text, tables, scope))

@@ -25,7 +25,7 @@ class Token:
 
 
 class Segmenter(Protocol):
-    def tag(self, text: str, scope: str = "") -> list[Token]:
+    def tag(self, text: str, scope: str) -> list[Token]:
         """jieba's tokens of ``text``; ``scope``: whose text it is (a cached result is reused only within it)."""
         ...
 
@@ -60,7 +60,7 @@ class JiebaSegmenter:
         tokenizer.initialize()
         return jieba.posseg.POSTokenizer(tokenizer)
 
-    def tag(self, text: str, scope: str = "") -> list[Token]:
+    def tag(self, text: str, scope: str) -> list[Token]:
         cached = self._cache.get((scope, text))
         if cached is not None:
             return cached

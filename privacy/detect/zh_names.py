@@ -63,7 +63,7 @@ class ChineseNames:
     def warm(self) -> None:
         self._segmenter.load()
 
-    def find(self, text: str, scope: str = "") -> list[tuple[int, int]]:
+    def find(self, text: str, scope: str) -> list[tuple[int, int]]:
         """Spans of Chinese names in ``text`` (``scope``: whose text, for the segmenter's cache)."""
         if not _CJK.search(text):
             return []
@@ -72,7 +72,7 @@ class ChineseNames:
             spans.extend(self._in_run(text, run.start(), run.end(), scope))
         return spans
 
-    def whole(self, value: str, scope: str = "") -> bool:
+    def whole(self, value: str, scope: str) -> bool:
         """Whether a whole value (a table cell, a JSON string) reads as one Chinese name."""
         value = value.strip()
         if not (2 <= len(value) <= 4) or not plausible(value):

@@ -19,7 +19,7 @@ def people() -> PeopleDetector:
 
 
 def _found(people: PeopleDetector, text: str, label: str | None = None) -> set[tuple[str, str]]:
-    return {(f.type, f.value) for f in people.find(text, label)}
+    return {(f.type, f.value) for f in people.find(text, label, "")}
 
 
 def _values(people: PeopleDetector, text: str, label: str | None = None) -> set[str]:
@@ -75,7 +75,7 @@ def test_english_names_in_context(people: PeopleDetector, text: str, name: str) 
 def test_one_word_given_names_in_a_chat_transcript(people: PeopleDetector) -> None:
     text = ("[09:14] Priya: did Northwind Traders send the invoice for EXP-2024-0113?\n"
             "[09:15] Marcus: yes - forwarding now\n[10:02] Priya: thanks Marcus")
-    found = people.find(text, None)
+    found = people.find(text, None, "")
     assert {f.value for f in found} == {"Priya", "Marcus"}
     assert sum(f.value == "Marcus" for f in found) == 2
 
@@ -139,7 +139,7 @@ def test_a_column_of_dates_is_no_birth_date_unless_old_unheaded_and_beside_peopl
 def test_a_date_is_not_sensitive_by_itself(people: PeopleDetector) -> None:
     text = "deployed 2026-05-03T10:14:07Z; Spring Product Summit on 14 March 2026; due 2026-06-01"
     assert not any(t == "DATE_OF_BIRTH" for t, _ in _found(people, text))
-    assert people.find("2026-06-01", "due_date") == []
+    assert people.find("2026-06-01", "due_date", "") == []
 
 
 @pytest.mark.parametrize(("text", "amount"), [
@@ -157,7 +157,7 @@ def test_money_next_to_a_person_but_not_elsewhere(people: PeopleDetector) -> Non
     found = _found(people, text)
     assert ("AMOUNT", "£2,150.00") in found
     assert not any(v == "$89.90" for _, v in found)
-    assert people.find("18882元", "房租") and not people.find("18882元", "price")
+    assert people.find("18882元", "房租", "") and not people.find("18882元", "price", "")
 
 
 @pytest.mark.parametrize(("text", "address"), [
