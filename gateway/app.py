@@ -257,7 +257,7 @@ def refusal(path: str, failure: Failure) -> Response:
 YOUNG_COLLECTION = 20_000  # allocations between collections of the youngest generation (CPython's default: 700)
 
 
-def freeze_startup_heap() -> None:
+def freeze_startup_heap() -> tuple[int, int, int]:
     """What start-up built (litellm, spaCy and presidio, the configuration: ~540k objects) moved out of the cyclic
     collector's sight: each full collection, a few per thousand requests, walked all of it on the event loop, a
     third of an edge request's CPU in ``benchmarks.cpu``. The garbage of start-up is collected first.
@@ -265,10 +265,15 @@ def freeze_startup_heap() -> None:
     Then the youngest generation is collected every ``YOUNG_COLLECTION`` allocations, not 700: what a request
     leaves queued for the metering and log writers (its calls, step record, access line) lives until their next
     batch, so a young collection every few requests walked it again and promoted it, and the older ones walked it
-    once more: ~56 µs of the loop's CPU per edge request in ``benchmarks.cpu``, ~13 µs at 20,000."""
+    once more: ~56 µs of the loop's CPU per edge request in ``benchmarks.cpu``, ~13 µs at 20,000.
+
+    Returns the thresholds it replaced: they are the process's, so the app puts them back when it stops (an app
+    embedded in another program, or a test's, must not leave its setting behind)."""
+    before = gc.get_threshold()
     gc.collect()
     gc.freeze()
-    gc.set_threshold(YOUNG_COLLECTION, *gc.get_threshold()[1:])
+    gc.set_threshold(YOUNG_COLLECTION, *before[1:])
+    return before
 
 
 def create_app(settings: Settings, *, services: Services | None = None, config_path: str | None = None,
@@ -279,12 +284,13 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await services.start()
-        freeze_startup_heap()
+        thresholds = freeze_startup_heap()
         if reload_on_sighup:
             on_sighup(services.reloader)
         try:
             yield
         finally:
+            gc.set_threshold(*thresholds)
             await services.aclose()
 
     async def http_error(request: Request, exc: Exception) -> Response:
