@@ -37,6 +37,10 @@ OPENAI_HOST: Final = "api.openai.com"
 # Answers worth another try before giving up (``cloud.max_retries``): rate limited, overloaded, a gateway between.
 _RETRIED_STATUS: Final = frozenset({408, 409, 429, 500, 502, 503, 504})
 _BACKOFF_S: Final = (0.5, 1.0, 2.0, 4.0)
+# Calls in flight to one target from one worker, as the OpenAI SDK under litellm allows. aiohttp's default of 100
+# would make the 101st concurrent stream wait for a free connection, and that wait counts against the connect
+# timeout (cloud.timeout_s): a long queue, then a 504.
+MAX_CONNECTIONS: Final = 1000
 
 
 class OpenAIWireCloud:
@@ -65,8 +69,9 @@ class OpenAIWireCloud:
         # every tenant. Calls never follow a redirect (``_open``): the body and the key go to the configured URL
         # only, whatever the answer says; a 3xx is the provider's failure.
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout,
-                                                  cookie_jar=aiohttp.DummyCookieJar())
+            self._session = aiohttp.ClientSession(
+                headers=self._headers, timeout=self._timeout, cookie_jar=aiohttp.DummyCookieJar(),
+                connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ttl_dns_cache=300))
         return self._session
 
     async def aclose(self) -> None:

@@ -196,3 +196,19 @@ def test_a_redirect_is_not_followed_the_body_and_key_stay_with_the_configured_ur
                  stream=stream)
     assert caught.value.status == 502 and "307" in str(caught.value)
     assert not fake.requests
+
+
+def test_a_target_takes_as_many_calls_at_once_as_litellms_client_would():
+    """aiohttp's default pool is 100 connections; a call past it waits inside the connect timeout."""
+    from gateway.upstreams.cloud_http import MAX_CONNECTIONS
+
+    async def limit() -> int:
+        transport = _transport("http://127.0.0.1:9")
+        try:
+            connector = transport._client().connector
+            assert connector is not None
+            return connector.limit
+        finally:
+            await transport.aclose()
+
+    assert asyncio.run(limit()) == MAX_CONNECTIONS == 1000
