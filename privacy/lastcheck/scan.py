@@ -222,9 +222,8 @@ class EgressCheck:
             del self._vault_seen[key]
         if known:
             for part in self._parts.values():
-                if part.held:
-                    for value in known:
-                        part.held.pop(value, None)
+                for value in part.held.keys() & known.keys():
+                    del part.held[value]
 
     def _vault_values_in(self, session_id: str, epoch: str, digest: bytes | None, part: _Part,
                          ordered: list[str]) -> tuple[tuple[str, str, bool], ...]:

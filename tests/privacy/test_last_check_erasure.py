@@ -45,8 +45,11 @@ async def test_after_erasure_the_last_check_keeps_none_of_the_erased_values() ->
                                               "content": "passport no.: E48213377"}]}, session_id="a")
     await p.scrub({"model": "m", "messages": [{"role": "system", "content": "notes " * 500 + "on file"}]},
                   session_id="a")  # a long part: it remembers which vault values it holds
+    await p.scrub({"model": "m", "messages": [{"role": "user", "content": "E48213377 again"}]},
+                  session_id="a")  # found by the vault search alone: a part's remembered hits hold it
     await p.erase_session("a")
     check = p._last_check._check  # type: ignore[union-attr]
     remembered = [v for _, _, known in check._vaults.values() for v in known]
     remembered += [v for part in check._parts.values() for v in part.held]
+    remembered += [v for _, found in check._vault_seen.values() for _, v, _ in found]
     assert "E48213377" not in remembered, remembered
