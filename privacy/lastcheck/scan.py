@@ -121,15 +121,10 @@ class EgressCheck:
                 self._parts.popitem(last=False)
         return part
 
-    def scan(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
-             session_id: str = "", owner: str = "") -> list[EgressHit]:
-        """What is left in ``body``. ``owner``: whose session this is (the gateway's tenant): cached results are
-        shared within one owner."""
-        return self.read(body, units, vault, units_version=units_version, session_id=session_id, owner=owner).hits
-
     def read(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
              session_id: str = "", owner: str = "") -> EgressScan:
-        """``scan``'s hits, with each message's part as it read it."""
+        """What is left in ``body``, with each message's part as it read it. ``owner``: whose session this is (the
+        gateway's tenant): cached results are shared within one owner."""
         hits: list[EgressHit] = []
         messages: list[_Part] = []
         raw_to_key = self._searchable(session_id, vault)

@@ -39,7 +39,7 @@ BODIES = {
 
 
 def _last_check_finds(body: dict[str, Any]) -> list[str]:
-    hits = EgressCheck([]).scan(body, MATCHER, Vault())
+    hits = EgressCheck([]).read(body, MATCHER, Vault()).hits
     return sorted({hit.finding.unit_id for hit in hits if hit.finding.unit_id})
 
 

@@ -31,6 +31,6 @@ def _chat_shape(name: str) -> dict[str, Any]:
 @pytest.mark.parametrize("name", LISTED)
 def test_a_unit_left_raw_is_exposed_and_the_last_check_finds_the_same(name: str) -> None:
     body = _chat_shape(name)
-    found = sorted({h.finding.unit_id for h in EgressCheck([]).scan(body, MATCHER, Vault()) if h.finding.unit_id})
+    found = sorted({h.finding.unit_id for h in EgressCheck([]).read(body, MATCHER, Vault()).hits if h.finding.unit_id})
     assert units_left_raw(body, MATCHER) == found
     assert CASES[name].unit in found

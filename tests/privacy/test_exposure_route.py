@@ -103,7 +103,7 @@ def test_the_reported_exposure_is_what_an_independent_scan_of_the_sent_body_find
     cloud.script(Reply(content="ok"))
     _ask(gw, 'ring (415)  555  -  0132; login MariaGonzalez; {"Maria.Gonzalez@acme-mail.com": 1}')
     sent = cloud.requests[-1]
-    scan = EgressCheck([]).scan(sent, UnitMatcher(units_of(units_document())), Vault())
+    scan = EgressCheck([]).read(sent, UnitMatcher(units_of(units_document())), Vault()).hits
     left = {hit.finding.unit_id for hit in scan if hit.finding.unit_id}
     report = httpx.get(f"{gw.url}/v1/sessions/{SESSION}/privacy").json()
     assert {u["unit_id"] for u in report["units"] if u["status"] == "exposed"} == left
