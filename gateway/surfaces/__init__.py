@@ -143,12 +143,13 @@ class SurfaceEndpoint:
 
     # A step a surface's endpoint may extend (the Responses surface reads stored responses here).
     async def _parse(self, request: Request, identity: Identity) -> Parsed:
-        return self._surface.parse(await _body(request), request.headers)
+        return self._surface.parse(await read_body(request), request.headers)
 
 
-async def _body(request: Request) -> bytes:
-    """The request's body, read from ``receive`` as ``Request.body`` does, less its generator and list: a step's
-    body nearly always comes in one message."""
+async def read_body(request: Request) -> bytes:
+    """The request's body, read from ``receive`` as ``Request.body`` does, less its generator and list (a step's
+    body nearly always comes in one message), and kept where ``Request.body`` keeps it, so a later reader of the
+    same request gets it instead of waiting on ``receive``. Every surface's step reads its body here."""
     chunks: list[bytes] = []
     while True:
         message = await request.receive()
@@ -156,7 +157,9 @@ async def _body(request: Request) -> bytes:
             raise ClientDisconnect()
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            request._body = body
+            return body
 
 
 class EventStreamResponse(StreamingResponse):

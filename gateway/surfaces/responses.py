@@ -24,7 +24,7 @@ from gateway.jsonio import dumps
 from gateway.metrics import RequestMetrics
 from gateway.pipeline import Started, StepPipeline
 from gateway.service import Services
-from gateway.surfaces import Parsed, SurfaceEndpoint
+from gateway.surfaces import Parsed, SurfaceEndpoint, read_body
 from gateway.surfaces.responses_events import EventStream
 from gateway.surfaces.responses_input import to_chat
 from gateway.surfaces.responses_output import ResponseShell
@@ -165,7 +165,7 @@ class ResponsesEndpoint(SurfaceEndpoint):
     _surface: ResponsesSurface
 
     async def _parse(self, request: Request, identity: Identity) -> Parsed:
-        parsed = self._surface.parse(await request.body(), request.headers)
+        parsed = self._surface.parse(await read_body(request), request.headers)
         return await self._surface.prepare(parsed, identity.owner)
 
 
