@@ -16,6 +16,7 @@ from gateway.upstreams.cloud_http import OpenAIWireCloud
 from gateway.upstreams.provider_request import ProviderRequest
 from router.errors import UpstreamError
 from tests.fakes.model_server import ModelServer, Reply
+from tests.fakes.redirecting import redirecting
 from tests.fakes.threaded import ThreadedServer
 
 KEY_ENV = "ECGW_TEST_CLOUD_HTTP_KEY"
@@ -173,24 +174,13 @@ def test_a_host_no_proxy_names_is_reached_directly(provider, monkeypatch):
     assert answer["choices"][0]["message"]["content"] == "provider reply to: hello" and len(fake.requests) == 1
 
 
-def _redirecting(to: str) -> Any:
-    from starlette.applications import Starlette
-    from starlette.responses import RedirectResponse
-    from starlette.routing import Route
-
-    async def moved(request: Any) -> RedirectResponse:
-        return RedirectResponse(to + "/v1/chat/completions", status_code=307)  # 307 keeps the method and body
-
-    return Starlette(routes=[Route("/{path:path}", moved, methods=["GET", "POST"])])
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 def test_a_redirect_is_not_followed_the_body_and_key_stay_with_the_configured_url(provider, monkeypatch, stream):
     """A configured URL that answers 307 (a compromised or misconfigured endpoint) gets neither the body nor the key
     sent on: the call fails as the provider's."""
     fake, elsewhere = provider
     monkeypatch.setenv(KEY_ENV, "sk-configured")
-    with ThreadedServer(_redirecting(elsewhere)) as redirector:
+    with ThreadedServer(redirecting(elsewhere)) as redirector:
         with pytest.raises(UpstreamError) as caught:
             _run(_transport(redirector.url, api_key_env=KEY_ENV, max_retries=2), ProviderRequest(messages=HELLO),
                  stream=stream)

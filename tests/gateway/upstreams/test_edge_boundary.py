@@ -113,14 +113,9 @@ def test_a_withheld_edge_field_is_counted(tenant_gateway: RunningGateway):
 def test_the_edge_call_never_follows_a_redirect(start_gateway, edge):
     """The edge gets the raw, unprotected body: an edge URL that answers 307 must not pass it (or the edge's key)
     on to wherever the answer points."""
-    from starlette.applications import Starlette
-    from starlette.responses import RedirectResponse
-    from starlette.routing import Route
+    from tests.fakes.redirecting import redirecting
 
-    async def moved(request):
-        return RedirectResponse(edge.url + "/v1/chat/completions", status_code=307)
-
-    with ThreadedServer(Starlette(routes=[Route("/{path:path}", moved, methods=["GET", "POST"])])) as redirector:
+    with ThreadedServer(redirecting(edge.url)) as redirector:
         gw = start_gateway(edge={"base_url": redirector.url + "/v1"}, policy={"default": "edge-only"})
         for stream in (False, True):
             response = httpx.post(gw.base_url + "/chat/completions", timeout=30, json={
