@@ -246,10 +246,13 @@ def cloud_provider(model: str) -> tuple[str, str]:
 
 
 def check_transport(transport: str, model: str, api_base: str | None) -> None:
-    if transport == "openai" and not api_base and cloud_provider(model)[0] not in OPENAI_WIRE_BASES:
+    if transport != "openai" or api_base:
+        return
+    provider = cloud_provider(model)[0]
+    if provider not in OPENAI_WIRE_BASES:
         raise ValueError(f"cloud.transport openai sends {model} to an OpenAI-compatible URL, and none is known for "
-                         f"the provider {cloud_provider(model)[0]!r}: set cloud.api_base to its chat-completions base "
-                         "(…/v1), or use transport litellm")
+                         f"the provider {provider!r}: set cloud.api_base to its chat-completions base (…/v1), or use "
+                         "transport litellm")
 
 
 class CloudTarget(_Section):

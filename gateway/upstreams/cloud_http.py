@@ -193,7 +193,8 @@ def environment_proxy(url: str) -> str | None:
 
 
 def _openai_shape(answer: dict[str, Any]) -> dict[str, Any]:
-    """A chat completion with the fields OpenAI always sends, as litellm's door returns it."""
+    """A chat completion with the fields OpenAI always sends (a sloppy server's answer that names no
+    ``finish_reason`` ended, so ``stop``, as a stream without one is finished by ``StreamEnd``)."""
     for position, choice in enumerate(answer["choices"]):
         if isinstance(choice, dict):
             choice.setdefault("index", position)
