@@ -14,7 +14,7 @@ the learned router's agreement with the cloud is compared with entropy alone, wi
 sessions.
 
 The honest limit: this shows that the learning works when the edge's failures have a shape the features see; it
-does not show that real models fail so. ``docs/learning.md`` gives the commands for the same on ``eval_suite``
+does not show that real models fail so. ``docs/evaluation.md`` ("On a real edge and a real cloud") gives the commands for the same on ``eval_suite``
 with a real vLLM edge and a real cloud.
 """
 

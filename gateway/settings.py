@@ -47,7 +47,7 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-# The default worker count's cap (docs/scale.md): each worker holds ~240 MB (presidio's NER) and does thousands of
+# The default worker count's cap (docs/fleet.md): each worker holds ~240 MB (presidio's NER) and does thousands of
 # edge or hundreds of protected steps a second, so beyond 4 a laptop gains nothing its agents can use, while the
 # workers take memory and cores from the local edge model and contend for the SQLite session file's write lock.
 DEFAULT_MAX_WORKERS = 4
@@ -180,7 +180,7 @@ class EdgeDeployment(_Section):
     base_url: str
     model: str
     weight: float = Field(1.0, gt=0)
-    # Per worker: each worker of each replica counts its own calls (README "Fleet"), so a deployment behind R
+    # Per worker: each worker of each replica counts its own calls (docs/fleet.md), so a deployment behind R
     # replicas of W workers may see R × W × max_in_flight at once. Past it a session spills to the least-loaded one.
     max_in_flight: int | None = Field(None, ge=1)
     compat: CompatSettings = Field(default_factory=CompatSettings)

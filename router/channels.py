@@ -1,7 +1,7 @@
 """The two channels a policy may use. ``CloudChannel`` is the single door to the cloud.
 
 edge:  upstream → meter
-cloud: what may leave (the provider boundary) → protect (privacy) → upstream → restore → meter
+cloud: reserve (budgets) → what may leave (the provider boundary) → protect (privacy) → upstream → meter → restore
 """
 
 from __future__ import annotations
@@ -303,7 +303,7 @@ class EdgeChannel(_MeteredChannel):
 
 
 class CloudChannel(_MeteredChannel):
-    """The only way to the cloud: protect → upstream → restore → meter. Protection failure = no call."""
+    """The only way to the cloud: reserve → protect → upstream → meter → restore. Protection failure = no call."""
 
     def __init__(self, pool: CloudPool, meter: Meter, context: CallContext, route: RouteTracker, call: Call,
                  protector: Protector, spend: Spend = NO_SPEND) -> None:

@@ -37,3 +37,19 @@ def test_every_folder_has_a_row_naming_exactly_its_modules() -> None:
     for folder, modules in sorted(folders.items()):
         assert sorted(modules - rows[folder]) == [], f"modules of {folder} the layout table does not name"
         assert sorted(rows[folder] - modules) == [], f"modules the layout table names in {folder} that are not there"
+
+
+
+def test_the_test_folders_are_the_ones_named_and_each_is_its_packages() -> None:
+    """The tests row's "`tests/X/` (`a/`, `b/`)": the folders holding tests under tests/X/ are exactly those, and
+    each is a folder of the package X/ (its tests grouped like the source)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| `tests/`"))
+    named = {package: set(re.findall(r"`([\w/]+)/`", folders))
+             for package, folders in re.findall(r"`tests/(\w+)/` \(([^)]*)\)", row)}
+    assert named, "the tests row names no grouped test folder"
+    for package, folders in named.items():
+        base = ROOT / "tests" / package
+        actual = {d.relative_to(base).as_posix() for d in base.rglob("*") if d.is_dir() and any(d.glob("test_*.py"))}
+        assert actual == folders, f"tests/{package}/'s folders are {sorted(actual)}, the table says {sorted(folders)}"
+        assert [f for f in folders if not (ROOT / package / f).is_dir()] == [], f"test folders {package}/ lacks"

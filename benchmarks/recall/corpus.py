@@ -4,7 +4,7 @@ Each case is one chat-completions body as an agent sends it in the middle of a t
 agent's tools, the user's request (English or Chinese), assistant turns with tool calls, and tool results in JSON,
 CSV, env, YAML and log formats that carry private values. Every value is annotated (``Value``); the strings the
 agent needs to go on (code, its own tool-call ids and tool names, file paths, ordinary numbers) are listed as
-``needed``. Same seed, same corpus; the figures in the README come from seeds the detectors were never tuned on.
+``needed``. Same seed, same corpus; the figures in docs/privacy.md come from seeds the detectors were never tuned on.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The image and the chart, checked without a container runtime or helm (neither runs here; README "Deploying"):
+"""The image and the chart, checked without a container runtime or helm (neither runs here; docs/operations.md):
 the chart's templates rendered by a renderer of the small template subset they use, each manifest parsed and
 checked for what the deployment needs, its config loaded by the gateway's own settings loader, and the image's
 entrypoint compared with the command the tests start."""
@@ -98,7 +98,7 @@ def test_the_deployment_probes_terminates_gracefully_and_takes_its_secrets_from_
     env = {e["name"]: e for e in container["env"]}
     for secret in ("ECGW_DATABASE_URL", "ECGW_SECRET_KEY"):
         assert "secretKeyRef" in env[secret]["valueFrom"] and "value" not in env[secret]
-    # docs/scale.md: a worker ≈ 240 MB with NER loaded, a core per worker
+    # docs/fleet.md: a worker ≈ 240 MB with NER loaded, a core per worker
     workers = int(container["args"][container["args"].index("--workers") + 1])
     requests = container["resources"]["requests"]
     assert int(requests["cpu"]) == workers and requests["memory"] == "1Gi" and workers * 240 <= 1024

@@ -1,6 +1,6 @@
 """The dashboard in a real browser (Debian's headless Chromium, driven by Playwright): after a known mix of traffic
 the page shows the route mix, cost, an experiment's arms and a session's steps with the numbers ``/v1/usage``
-reports; the README's screenshots come from it (``ECGW_SCREENSHOTS_DIR=docs``)."""
+reports; docs/observability.md's screenshots come from it (``ECGW_SCREENSHOTS_DIR=docs``)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.real_parts import require_env
 
 
 def shots() -> Path:
-    """Where screenshots go: ``$ECGW_SCREENSHOTS_DIR`` (e.g. ``docs/``, to refresh the README's) or a temporary
+    """Where screenshots go: ``$ECGW_SCREENSHOTS_DIR`` (e.g. ``docs/``, to refresh docs/observability.md's) or a temporary
     folder, so that a test run never rewrites files the repository tracks."""
     configured = os.environ.get("ECGW_SCREENSHOTS_DIR")
     folder = Path(configured) if configured else Path(tempfile.mkdtemp(prefix="ecgw-shots-"))
