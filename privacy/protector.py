@@ -25,7 +25,7 @@ from privacy.audit import (
     seal_body,
 )
 from privacy.audit.receipts import verdict
-from privacy.detect import DetectionError, Finding, Unit, UnitsDocument, is_credential_type
+from privacy.detect import DEFAULT_PROFILE, DetectionError, Finding, Profile, Unit, UnitsDocument, is_credential_type
 from privacy.errors import PrivacyBlocked, PrivacyFailedToEdge, PrivacyUnavailable
 from privacy.guard import AnswerGuard, Found
 from privacy.hook import Protection, ReceiptSource, StreamRestorer
@@ -159,19 +159,21 @@ class PrivacyProtector:
             sibling._audited = self._audited.over(units)
         return sibling
 
-    async def scrub(self, body: dict[str, Any], *, session_id: str) -> ScrubbedRequest:
-        """The body the cloud would receive. Raises ``PrivacyBlocked``, or ``DetectionError`` on failure.
+    async def scrub(self, body: dict[str, Any], *, session_id: str,
+                    profile: Profile = DEFAULT_PROFILE) -> ScrubbedRequest:
+        """The body the cloud would receive, detected under ``profile`` (the request's privacy profile). Raises
+        ``PrivacyBlocked``, or ``DetectionError`` on failure.
         Steps of one session are scrubbed one at a time in this worker (they would only contend for the same
         vault); across workers and replicas the store's atomic update keeps placeholders one per value."""
         lock = self._session_locks.setdefault(session_id, asyncio.Lock())
         try:
             async with lock:
-                return await self._scrub(body, session_id=session_id)
+                return await self._scrub(body, session_id=session_id, profile=profile)
         finally:
             if not lock.locked() and self._session_locks.get(session_id) is lock:
                 del self._session_locks[session_id]
 
-    async def _scrub(self, body: dict[str, Any], *, session_id: str) -> ScrubbedRequest:
+    async def _scrub(self, body: dict[str, Any], *, session_id: str, profile: Profile) -> ScrubbedRequest:
         copy_, slots, binary = collect(body)
         if binary and self._settings.images == "block":
             raise PrivacyBlocked(f"{binary[0]} is not text and privacy.images is 'block'; it stays on the edge")
@@ -181,7 +183,7 @@ class PrivacyProtector:
         misses: list[int] = []
         keys = []
         for i, slot in enumerate(slots):
-            key = DetectionCache.key(session_id, version, slot.kind, slot.text)
+            key = DetectionCache.key(session_id, f"{profile}:{version}", slot.kind, slot.text)
             keys.append(key)
             hit = self._cache.get(key)
             results.append(hit)
@@ -193,9 +195,10 @@ class PrivacyProtector:
             prepared = [prepare(slots[i].text, slots[i].kind, all_numbers=matcher is not None) for i in misses]
             size = sum(len(slots[i].text) for i in misses)
             if size > _INLINE_CHARS:
-                found = await asyncio.to_thread(self._scrubber.detect, prepared, matcher, scope=scope)
+                found = await asyncio.to_thread(self._scrubber.detect, prepared, matcher, scope=scope,
+                                                profile=profile)
             else:
-                found = self._scrubber.detect(prepared, matcher, scope=scope)
+                found = self._scrubber.detect(prepared, matcher, scope=scope, profile=profile)
 
         def apply(vault: Vault) -> list[ScrubResult]:
             return [self._scrubber.apply(p, f, vault) for p, f in zip(prepared, found, strict=True)]

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from privacy.detect import Finding, LayeredDetector, Target, UnitMatcher, replace_spans
+from privacy.detect import Finding, LayeredDetector, Profile, Target, UnitMatcher, replace_spans
 from privacy.settings import Action, PrivacySettings
 from privacy.vault import Vault
 from privacy.walk import Kind
@@ -123,31 +123,34 @@ def _leaves(value: Any, path: str, out: list[_Leaf], number_min: float = 0) -> N
             _leaves(item, where, out, number_min)
 
 
+_SharedKey = tuple[str, str, str, bool, bytes]
+
+
 class SharedDetections:
-    """Per process: (scope, kind, numbers scanned, content hash) → what every layer but the listed units found in
-    a slot. Detection does not depend on the session (placeholder numbering does, and is applied from each session's
+    """Per process: (scope, profile, kind, numbers scanned, content hash) → what every layer but the listed units
+    found in a slot under that profile. Detection does not depend on the session (placeholder numbering does, and is applied from each session's
     vault), so a system prompt another session of the same scope (the gateway's owner: a tenant) already sent is
     not scanned again — but another tenant's is: a fast answer would tell it that someone sent that exact text.
     Thread-safe: detection runs in worker threads."""
 
     def __init__(self, entries: int) -> None:
         self._entries = entries
-        self._data: OrderedDict[tuple[str, str, bool, bytes], list[list[Finding]]] = OrderedDict()
+        self._data: OrderedDict[_SharedKey, list[list[Finding]]] = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(prepared: Prepared, kind: str, all_numbers: bool, scope: str = "") -> tuple[str, str, bool, bytes]:
-        return scope, kind, all_numbers, hashlib.blake2b(prepared.text.encode("utf-8", "surrogatepass"),
-                                                  digest_size=16).digest()
+    def key(prepared: Prepared, kind: str, all_numbers: bool, scope: str, profile: Profile) -> _SharedKey:
+        return scope, profile, kind, all_numbers, hashlib.blake2b(prepared.text.encode("utf-8", "surrogatepass"),
+                                                                  digest_size=16).digest()
 
-    def get(self, key: tuple[str, str, bool, bytes]) -> list[list[Finding]] | None:
+    def get(self, key: _SharedKey) -> list[list[Finding]] | None:
         with self._lock:
             found = self._data.get(key)
             if found is not None:
                 self._data.move_to_end(key)
             return found
 
-    def put(self, key: tuple[str, str, bool, bytes], found: list[list[Finding]]) -> None:
+    def put(self, key: _SharedKey, found: list[list[Finding]]) -> None:
         with self._lock:
             self._data[key] = found
             if len(self._data) > self._entries:
@@ -165,17 +168,17 @@ class Scrubber:
         """Load the detectors' models and dictionaries now (blocking, seconds: call it off the event loop)."""
         self._detector.warm()
 
-    def detect(self, prepared: list[Prepared], units: UnitMatcher | None, *,
-               scope: str = "") -> list[list[list[Finding]]]:
-        """Runs the detector on what no session of ``scope`` scanned yet, then adds the session's listed units
-        (CPU-bound: call it off the event loop for large inputs)."""
-        keys = [SharedDetections.key(p, "json" if p.leaves is not None else "text", units is not None, scope)
-                for p in prepared]
+    def detect(self, prepared: list[Prepared], units: UnitMatcher | None, *, scope: str,
+               profile: Profile) -> list[list[list[Finding]]]:
+        """Runs the detector under ``profile`` on what no session of ``scope`` scanned yet under it, then adds the
+        session's listed units (CPU-bound: call it off the event loop for large inputs)."""
+        keys = [SharedDetections.key(p, "json" if p.leaves is not None else "text", units is not None, scope,
+                                     profile) for p in prepared]
         shared = [self._shared.get(key) for key in keys]
         todo = [i for i, found in enumerate(shared) if found is None]
         if todo:
             targets = [t for i in todo for t in prepared[i].targets]
-            flat = self._detector.detect_shared(targets, scope=scope)
+            flat = self._detector.detect_shared(targets, scope=scope, profile=profile)
             pos = 0
             for i in todo:
                 fresh = flat[pos:pos + len(prepared[i].targets)]

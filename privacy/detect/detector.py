@@ -18,6 +18,7 @@ from privacy.detect.manifests import SecretManifestDetector
 from privacy.detect.ner import EntityRecognizer
 from privacy.detect.normalise import fold
 from privacy.detect.phones import PhoneDetector
+from privacy.detect.profile import Profile, ProfileRules, rules_of
 from privacy.detect.prose import prose_segments, without_spans
 from privacy.detect.units import UnitMatcher, _escaped_forms, _literal_pattern, literal_spans
 from privacy.settings import LayerSettings
@@ -108,6 +109,11 @@ def _everywhere(text: str, findings: list[Finding]) -> list[Finding]:
     return findings + extra
 
 
+def _emitted(findings: list[Finding], rules: ProfileRules) -> list[Finding]:
+    """The findings a profile emits: of the layers it keeps, and of NER only the types it names."""
+    return [f for f in findings if rules.keeps_layer(f.layer) and (f.layer != "ner" or f.type in rules.ner_types)]
+
+
 def _covered(text: str, findings: list[Finding]) -> bool:
     """A value an earlier layer already found whole (a name under a ``name`` key, a city under ``city``):
     NER could only find it again, at ~3 ms a segment."""
@@ -150,16 +156,18 @@ class LayeredDetector:
         if self._ner is not None:
             self._ner.entities(list(_WARM_TEXTS), scope=_WARM_SCOPE)
 
-    def detect(self, targets: list[Target], units: UnitMatcher | None, *, scope: str = "") -> list[list[Finding]]:
+    def detect(self, targets: list[Target], units: UnitMatcher | None, *, scope: str,
+               profile: Profile) -> list[list[Finding]]:
         """Findings per target, non-overlapping and sorted. Raises ``DetectionError``."""
-        return self.with_units(targets, self.detect_shared(targets, scope=scope), units)
+        return self.with_units(targets, self.detect_shared(targets, scope=scope, profile=profile), units)
 
-    def detect_shared(self, targets: list[Target], *, scope: str = "") -> list[list[Finding]]:
-        """What every layer but the listed units finds: the same for every session, so it may be cached by
-        content and shared across the sessions of one ``scope`` (an owner: the layers' caches are keyed by it, so
-        no tenant learns from a fast answer that another sent a text). Raises ``DetectionError``."""
+    def detect_shared(self, targets: list[Target], *, scope: str, profile: Profile) -> list[list[Finding]]:
+        """What every layer but the listed units finds under ``profile`` (``privacy.detect.profile``): the same for
+        every session, so it may be cached by content and profile and shared across the sessions of one ``scope``
+        (an owner: the layers' caches are keyed by it, so no tenant learns from a fast answer that another sent a
+        text). Raises ``DetectionError``."""
         try:
-            return self._detect(targets, scope)
+            return self._detect(targets, scope, rules_of(profile))
         except DetectionError:
             raise
         except Exception as exc:
@@ -176,13 +184,14 @@ class LayeredDetector:
         except Exception as exc:
             raise DetectionError(f"{type(exc).__name__}: {exc}") from exc
 
-    def _detect(self, targets: list[Target], scope: str) -> list[list[Finding]]:
+    def _detect(self, targets: list[Target], scope: str, rules: ProfileRules) -> list[list[Finding]]:
         found: list[list[Finding]] = [self._shaped(target, scope) for target in targets]
-        if self._ner is not None:
+        if self._ner is not None and rules.ner_types:
             self._add_entities(targets, found, scope)
-        if self._edge is not None:
+        if self._edge is not None and rules.keeps_layer("edge"):
             self._add_edge_spans(targets, found, scope)
-        return [resolve_overlaps(_everywhere(target.text, f)) for target, f in zip(targets, found, strict=True)]
+        return [resolve_overlaps(_everywhere(target.text, _emitted(f, rules)))
+                for target, f in zip(targets, found, strict=True)]
 
     def _shaped(self, target: Target, scope: str) -> list[Finding]:
         """What every layer before NER finds in one text."""

@@ -90,7 +90,7 @@ def test_the_chinese_segmenters_cache_is_keyed_by_owner_through_the_people_layer
     detector = LayeredDetector(layers, secrets=PatternDetector(), patterns=PatternDetector(), ner=None,
                                people=PeopleDetector(ChineseNames(segmenter), EnglishNames(GivenNames())))
     target = [Target("联系人 李娜负责这个项目", label="note")]
-    first = detector.detect_shared(target, scope="t.tenant-a")
+    first = detector.detect_shared(target, scope="t.tenant-a", profile="balanced")
     cut = len(segmenter.texts)
-    assert cut and detector.detect_shared(target, scope="t.tenant-a") == first and len(segmenter.texts) == cut
-    assert detector.detect_shared(target, scope="t.tenant-b") == first and len(segmenter.texts) == 2 * cut
+    assert cut and detector.detect_shared(target, scope="t.tenant-a", profile="balanced") == first and len(segmenter.texts) == cut
+    assert detector.detect_shared(target, scope="t.tenant-b", profile="balanced") == first and len(segmenter.texts) == 2 * cut

@@ -91,14 +91,14 @@ CONTACTS = "\n".join(
 
 def test_values_other_layers_found_are_not_read_again_by_ner():
     spy = Spy()
-    found = _detector(spy).detect([Target(CONTACTS)], None)[0]
+    found = _detector(spy).detect([Target(CONTACTS)], None, scope="", profile="balanced")[0]
     assert spy.segments and not any("@" in s or "415-555" in s for s in spy.segments)
     assert {"Alice Whitaker", "Sven Moreau", "Ingrid Brennan"} <= {f.value for f in found if f.type == "PERSON"}
 
 
 def test_a_clause_every_record_repeats_is_analysed_once():
     spy = Spy()
-    _detector(spy).detect([Target(CONTACTS)], None)
+    _detector(spy).detect([Target(CONTACTS)], None, scope="", profile="balanced")
     assert CONTACTS.count("Renewal due in Q3;") == 6 and "\n".join(spy.segments).count("Renewal due in Q3;") == 1
 
 
@@ -121,7 +121,7 @@ NAMES_IN_PROSE = [  # names at the places a clause cut could hide them: after ; 
 
 @pytest.mark.parametrize(("text", "names"), NAMES_IN_PROSE, ids=[t[:24] for t, _ in NAMES_IN_PROSE])
 def test_names_in_prose_are_still_found(text, names):
-    found = build_detector(PrivacySettings()).detect([Target(text)], None)[0]
+    found = build_detector(PrivacySettings()).detect([Target(text)], None, scope="", profile="balanced")[0]
     covered = [n for n in names if any(f.start <= text.index(n) and f.end >= text.index(n) + len(n) for f in found)]
     assert covered == names
 

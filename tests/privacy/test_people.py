@@ -196,8 +196,8 @@ def test_the_layer_is_switched_by_privacy_layers_people() -> None:
     text = "联系人：王建国，出生于1990年5月3日"
     on = build_detector(PrivacySettings(layers=LayerSettings(ner=False)))
     off = build_detector(PrivacySettings(layers=LayerSettings(ner=False, people=False)))
-    assert {f.value for f in on.detect([Target(text)], None)[0]} >= {"王建国", "1990年5月3日"}
-    assert not any(f.layer == "people" for f in off.detect([Target(text)], None)[0])
+    assert {f.value for f in on.detect([Target(text)], None, scope="", profile="balanced")[0]} >= {"王建国", "1990年5月3日"}
+    assert not any(f.layer == "people" for f in off.detect([Target(text)], None, scope="", profile="balanced")[0])
 
 
 def test_the_layer_is_built_once_per_process() -> None:

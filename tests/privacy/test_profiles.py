@@ -1,0 +1,33 @@
+"""The privacy profile is an input of detection: ``minimal`` emits listed units and secrets only, ``strict`` adds
+NER's organisations, and a result detected under one profile is never served from the cache under another."""
+
+from __future__ import annotations
+
+from gateway.sessions import MemorySessionStore
+from privacy.detect import Target
+from privacy.factory import build_detector, build_privacy_protector
+from privacy.settings import LayerSettings, PrivacySettings
+
+TEXT = "Mail maria.gonzalez@acme-mail.com the key AKIAIOSFODNN7EXAMPLE today."
+
+
+def _types(profile: str, text: str = TEXT) -> set[str]:
+    detector = build_detector(PrivacySettings(layers=LayerSettings(ner=False)))
+    return {f.type for f in detector.detect([Target(text)], None, scope="", profile=profile)[0]}
+
+
+def test_minimal_emits_secrets_alone_and_balanced_the_patterns_too():
+    assert _types("minimal") == {"AWS_ACCESS_KEY"}
+    assert _types("balanced") == {"AWS_ACCESS_KEY", "EMAIL_ADDRESS"}
+
+
+async def test_the_detection_caches_key_on_the_profile():
+    settings = PrivacySettings(layers=LayerSettings(ner=False), last_check=False)
+    protector = build_privacy_protector(settings, database_url=None, sessions=MemorySessionStore())
+    body = {"model": "m", "messages": [{"role": "user", "content": TEXT}]}
+    minimal = await protector.scrub(body, session_id="s", profile="minimal")
+    balanced = await protector.scrub(body, session_id="s", profile="balanced")
+    other = await protector.scrub(body, session_id="t", profile="balanced")
+    assert "maria.gonzalez@acme-mail.com" in minimal.body["messages"][0]["content"]
+    for result in (balanced, other):
+        assert "maria.gonzalez@acme-mail.com" not in result.body["messages"][0]["content"]
