@@ -6,7 +6,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from privacy.classes.names import ClassAction, DataClass
+
 Action = Literal["pseudonymise", "mask", "audit", "block"]
+# The names of privacy.detect.profile.PROFILES (a test holds them equal): imported from there, these settings would
+# import privacy.detect, which imports these settings.
+Profile = Literal["strict", "balanced", "minimal"]
 
 
 class _Section(BaseModel):
@@ -66,6 +71,31 @@ class ResponseGuardSettings(_Section):
         return "off" if value is False else value  # YAML reads a bare ``off`` as false
 
 
+class ClassRule(_Section):
+    """One data class's action per target tier (``privacy.classes.<class>``): allow = the value leaves as it is
+    (recorded as ``audit``) | pseudonymise = it leaves as privacy.default_action says | block = it may not reach
+    a target of that tier in any form (the step goes to a target of a tier that may, else stays on the edge). A tier
+    left out keeps what the profile's preset (or the level below) says."""
+
+    trusted: ClassAction | None = None
+    standard: ClassAction | None = None
+
+    def by_tier(self) -> dict[str, ClassAction | None]:
+        return {"trusted": self.trusted, "standard": self.standard}
+
+
+class PrivacyOverride(_Section):
+    """``privacy.tenants.<tenant>`` and ``privacy.keys.<key name | virtual key id>``: a tenant's or key's own
+    privacy rules over the deployment's (key over tenant over deployment). Configuration only: no request field
+    selects or weakens them."""
+
+    profile: Profile | None = None  # null: the level below's
+    classes: dict[DataClass, ClassRule] = Field(default_factory=dict)  # over the level below's, per class and tier
+    class_of: dict[str, DataClass] = Field(default_factory=dict)  # finding type -> class, over the level below's
+    actions: dict[str, Action] = Field(default_factory=dict)  # type, dimension or layer -> action, over the level
+    # below's (on every tier)
+
+
 class PrivacySettings(_Section):
     enabled: bool = True  # false sends cloud-bound requests unchanged (still through the one cloud door)
     layers: LayerSettings = Field(default_factory=LayerSettings)
@@ -74,7 +104,19 @@ class PrivacySettings(_Section):
     warm_at_start: bool = True  # load the detectors' models and dictionaries (spaCy NER, jieba, the given-name
     # list: seconds of CPU) when the gateway starts, before it serves; false: on the first request that needs them
     default_action: Action = "pseudonymise"
-    actions: dict[str, Action] = Field(default_factory=dict)  # per entity type, e.g. {"IP_ADDRESS": "audit"}
+    actions: dict[str, Action] = Field(default_factory=dict)  # per entity type, dimension or layer, e.g.
+    # {"IP_ADDRESS": "audit"}: overrides the class policy on every tier
+    profile: Profile = "balanced"  # which finding types the detectors emit (privacy.detect.profile) and the preset
+    # of the class policy: strict blocks secrets on every tier and the special categories on standard targets;
+    # balanced and minimal pseudonymise every class on both tiers
+    classes: dict[DataClass, ClassRule] = Field(default_factory=dict)  # the class policy over the profile's preset,
+    # e.g. {"special": {"standard": "block"}}; a class left out keeps the preset's
+    class_of: dict[str, DataClass] = Field(default_factory=dict)  # moves a finding type to another data class, e.g.
+    # {"AMOUNT": "identifiers"} (privacy.classes.table holds the defaults)
+    tenants: dict[str, PrivacyOverride] = Field(default_factory=dict)  # a tenant's own profile, classes, class_of
+    # and actions over the deployment's
+    keys: dict[str, PrivacyOverride] = Field(default_factory=dict)  # an API key's (by name) or virtual key's (by
+    # id) own, over its tenant's
     images: Literal["block", "pass"] = "block"  # image content parts: block keeps the step on the edge
     on_privacy_error: Literal["fail", "edge"] = "fail"  # detector error: fail = HTTP 503; edge = keep the step local
     units_files: list[str] = Field(default_factory=list)  # sensitive_items.json files that apply to every session

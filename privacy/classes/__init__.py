@@ -1,0 +1,7 @@
+"""Data classes: every finding type belongs to one (``table``); a class policy says per target tier whether a class
+may leave as it is, pseudonymised, or not at all (``policy``), resolved per tenant and key (``resolve``). Only the
+names are exported here (the settings import them); the rest is imported from its module."""
+
+from privacy.classes.names import CLASSES, TIERS, ClassAction, DataClass, Tier
+
+__all__ = ["CLASSES", "TIERS", "ClassAction", "DataClass", "Tier"]
