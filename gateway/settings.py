@@ -47,7 +47,7 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-# The default worker count's cap (docs/fleet.md): each worker holds ~240 MB (presidio's NER) and does thousands of
+# The default worker count's cap (docs/fleet.md): each worker holds ~524 MB (NER, jieba, litellm) and does thousands of
 # edge or hundreds of protected steps a second, so beyond 4 a laptop gains nothing its agents can use, while the
 # workers take memory and cores from the local edge model and contend for the SQLite session file's write lock.
 DEFAULT_MAX_WORKERS = 4
