@@ -9,16 +9,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.tasks import TaskFormatError, load_tasks
+from eval.tasks import Task, TaskFormatError, load_tasks
 
 DEFAULT_GATEWAY = "http://127.0.0.1:4000"
 
 
-def cmd_tasks(args: argparse.Namespace) -> int:
+def _tasks(folder: Path, command: str) -> list[Task] | None:
+    """The tasks under ``folder``, or None after saying on stderr why they cannot be read."""
     try:
-        tasks = load_tasks(Path(args.dir))
+        return load_tasks(folder)
     except (TaskFormatError, FileNotFoundError) as exc:
-        print(f"ecgw eval tasks: {exc}", file=sys.stderr)
+        print(f"ecgw eval {command}: {exc}", file=sys.stderr)
+        return None
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    if (tasks := _tasks(Path(args.dir), "tasks")) is None:
         return 1
     for task in tasks:
         mark = "P" if task.privacy_annotated else "-"
@@ -42,10 +48,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from eval.meter import GatewaySessionMeter, NullSessionMeter, SessionMeter
     from eval.report import markdown_table
 
-    try:
-        tasks = load_tasks(Path(args.suite))
-    except (TaskFormatError, FileNotFoundError) as exc:
-        print(f"ecgw eval run: {exc}", file=sys.stderr)
+    if (tasks := _tasks(Path(args.suite), "run")) is None:
         return 1
     if args.tasks:
         wanted = set(args.tasks.split(","))
@@ -103,10 +106,7 @@ def cmd_acebench(args: argparse.Namespace) -> int:
         print(f"ecgw eval acebench: {root} has no eval/run_batch.py; pass the benchmark's checkout "
               "(git clone https://github.com/OpenBMB/AceBench)", file=sys.stderr)
         return 1
-    try:
-        tasks = load_tasks(root)
-    except (TaskFormatError, FileNotFoundError) as exc:
-        print(f"ecgw eval acebench: {exc}", file=sys.stderr)
+    if (tasks := _tasks(root, "acebench")) is None:
         return 1
     if args.tasks:
         wanted = set(args.tasks.split(","))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from accounting.errors import EcgwError
 from gateway.jsonio import dumps, loads
 
 DONE = b"data: [DONE]\n\n"
@@ -34,7 +35,7 @@ async def lines(pieces: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         yield buffer
 
 
-class Unfinished(Exception):
+class Unfinished(EcgwError):
     """The upstream's body ended before its ``data: [DONE]``."""
 
 
@@ -46,16 +47,21 @@ def failure(chunk: dict[str, Any]) -> str | None:
     return str(err.get("message") if isinstance(err, dict) else err)
 
 
+def data(line: bytes) -> bytes | None:
+    """What an SSE line carries: a ``data:`` line's payload (``[DONE]`` included), None for any other line or an
+    empty payload."""
+    if not line.startswith(b"data:"):
+        return None
+    return line[5:].strip() or None
+
+
 async def parse(source: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
     """Chunks from an upstream's SSE lines; stops at ``[DONE]``; an ``error`` event is yielded as is. A body that
     ends without ``[DONE]`` raises ``Unfinished`` after its last chunk (the caller decides whether that broke)."""
     async for line in source:
-        if not line.startswith(b"data:"):
+        if (payload := data(line)) is None:
             continue
-        data = line[5:].strip()
-        if not data:
-            continue
-        if data == b"[DONE]":
+        if payload == b"[DONE]":
             return
-        yield loads(data)
+        yield loads(payload)
     raise Unfinished

@@ -6,7 +6,7 @@ The benchmark's rule: renormalise the top-k probabilities to sum to one, then H 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 
@@ -56,14 +56,8 @@ def decision_entropy(entries: Sequence[Mapping[str, Any]], *, skip_tokens: Seque
                      tokens: int = 1) -> float | None:
     """Mean entropy of the first ``tokens`` generated tokens after any leading ``skip_tokens`` (the think
     opener of a thinking model, and the whitespace after it). None when there are no usable logprobs."""
-    skip = {s.strip() for s in skip_tokens}
     values: list[float] = []
-    skipping = bool(skip)
-    for entry in entries:
-        token = str(entry.get("token") or "")
-        if skipping and (token.strip() in skip or not token.strip()):
-            continue
-        skipping = False
+    for entry in _generated(entries, skip_tokens):
         value = token_entropy(entry)
         if value is None:
             return None
@@ -75,20 +69,26 @@ def decision_entropy(entries: Sequence[Mapping[str, Any]], *, skip_tokens: Seque
     return sum(values) / len(values)
 
 
+def _generated(entries: Sequence[Mapping[str, Any]], skip_tokens: Sequence[str]) -> Iterator[Mapping[str, Any]]:
+    """The entries from the first one that is not a leading ``skip_tokens`` token (or whitespace after one) on."""
+    skip = {s.strip() for s in skip_tokens}
+    skipping = bool(skip)
+    for entry in entries:
+        token = str(entry.get("token") or "").strip()
+        if skipping and (token in skip or not token):
+            continue
+        skipping = False
+        yield entry
+
+
 def first_token_stats(entries: Sequence[Mapping[str, Any]], *, skip_tokens: Sequence[str] = (),
                       tokens: int = 4) -> dict[str, float]:
     """Numbers a learned router reads from the first ``tokens`` generated tokens (after any ``skip_tokens``): the
     first token's entropy, the mean and max over them, and the first token's top-1/top-2 logprob margin (nats;
     large = confident). Empty when there are no usable logprobs. Numbers only: the tokens themselves are dropped."""
-    skip = {s.strip() for s in skip_tokens}
-    skipping = bool(skip)
     values: list[float] = []
     margin: float | None = None
-    for entry in entries:
-        token = str(entry.get("token") or "")
-        if skipping and (token.strip() in skip or not token.strip()):
-            continue
-        skipping = False
+    for entry in _generated(entries, skip_tokens):
         value = token_entropy(entry)
         if value is None:
             break

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from accounting.calls import UpstreamCall
@@ -25,33 +26,27 @@ log = logging.getLogger("ecgw.router")
 CallCost = Callable[[UpstreamCall], float]  # a cloud call's USD, as metering records it
 
 
-def no_cost(call: UpstreamCall) -> float:
-    """Without prices every call costs nothing (a cost target then stays at its starting share)."""
-    return 0.0
-
-
+@dataclass(frozen=True)
 class TargetCosts:
     """``Spend`` for one step: the inner budgets first, then, for a cloud call of a step under a cost target, its
     cost to the tracker."""
 
-    def __init__(self, inner: Spend, note: DecisionNote, tracker: TargetTracker, cost: CallCost, *, policy: str,
-                 arm: str | None) -> None:
-        self._inner = inner
-        self._note = note
-        self._tracker = tracker
-        self._cost = cost
-        self._policy = policy
-        self._arm = arm
+    inner: Spend
+    note: DecisionNote
+    tracker: TargetTracker
+    cost: CallCost
+    policy: str = field(kw_only=True)
+    arm: str | None = field(kw_only=True)
 
     async def reserve(self, side: str, body: Mapping[str, Any], model: str) -> Hold | None:
-        return await self._inner.reserve(side, body, model)
+        return await self.inner.reserve(side, body, model)
 
     async def settle(self, hold: Hold | None, call: UpstreamCall) -> None:
-        await self._inner.settle(hold, call)
-        if call.side != "cloud" or self._note.signal.get(COST_KNOB) is None:
+        await self.inner.settle(hold, call)
+        if call.side != "cloud" or self.note.signal.get(COST_KNOB) is None:
             return
         try:
-            await self._tracker.spent(self._policy, self._arm, self._cost(call))
+            await self.tracker.spent(self.policy, self.arm, self.cost(call))
         except SessionStoreUnavailable as exc:  # the answer stands; the controller misses one cost
             log.warning("request %s: the cost of its cloud call did not reach the %s target (%s)",
-                        call.request_id, self._policy, exc)
+                        call.request_id, self.policy, exc)

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from accounting.errors import EcgwError
 from accounting.grades import grades_of, put_grade
 from accounting.report_source import UsageReports
 from accounting.reports import BadReportRequest, derive, usage_report
@@ -25,7 +26,7 @@ from privacy.audit import cloud_bodies, overview
 T = TypeVar("T")
 
 
-class MeteringOff(RuntimeError):
+class MeteringOff(EcgwError, RuntimeError):
     """The dashboard reads the metering store; with accounting off there is nothing to show."""
 
 

@@ -84,10 +84,7 @@ class SSERelay:
             self.failure = exc
 
     def _line(self, line: bytes, data: list[bytes], chunks: list[dict[str, Any]]) -> None:
-        if not line.startswith(b"data:"):
-            return
-        raw = line[5:].strip()
-        if not raw:
+        if (raw := sse.data(line)) is None:
             return
         if raw == b"[DONE]":
             self.done = True

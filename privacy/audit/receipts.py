@@ -38,6 +38,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
+from accounting.errors import EcgwError
 from privacy.audit import chain
 from privacy.audit.chain import Anchor
 from privacy.audit.tables import PrivacyReceipt
@@ -47,7 +48,7 @@ HEADER = "x-ecgw-egress-receipt"
 VERDICTS = ("clean", "replaced", "raw", "unchecked", "unprotected")
 
 
-class ReceiptInvalid(ValueError):
+class ReceiptInvalid(EcgwError, ValueError):
     """A receipt that is malformed, signed by an unknown key, or whose signature does not verify."""
 
 

@@ -30,11 +30,6 @@ def birth_label(label: str) -> bool:
     return BIRTH_WORD.search(re.sub(r"(?<=[a-z])(?=[A-Z])", "_", label)) is not None
 
 
-def whole_date(value: str) -> bool:
-    m = DATE.fullmatch(value.strip())
-    return m is not None
-
-
 def birth_dates(text: str) -> list[tuple[int, int]]:
     """Spans of dates that follow a birth word (a few separators or ``on``/``于`` between them)."""
     spans: list[tuple[int, int]] = []

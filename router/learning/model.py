@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from accounting.errors import EcgwError
 from router.learning.features import vector
 
 KIND = "ecgw-router/logistic-v1"
 
 
-class ModelFileError(ValueError):
+class ModelFileError(EcgwError, ValueError):
     """A model file that cannot be used; the message starts with its path."""
 
 

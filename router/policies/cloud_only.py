@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from router.policies._knobs import NoKnobs
-from router.policy import StepResult
-from router.step import Step
+from router.policies._fixed import FixedSide
 
 
-class CloudOnly(NoKnobs):
+class CloudOnly(FixedSide):
     name: ClassVar[str] = "cloud-only"
-
-    async def run(self, step: Step) -> StepResult:
-        step.decided("cloud", "fixed")
-        if step.stream:
-            return step.cloud.stream(step.request)
-        return await step.cloud.complete(step.request)
+    side = "cloud"

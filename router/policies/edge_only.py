@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from router.policies._knobs import NoKnobs
-from router.policy import StepResult
-from router.step import Step
+from router.policies._fixed import FixedSide
 
 
-class EdgeOnly(NoKnobs):
+class EdgeOnly(FixedSide):
     name: ClassVar[str] = "edge-only"
-
-    async def run(self, step: Step) -> StepResult:
-        step.decided("edge", "fixed")
-        if step.stream:
-            return step.edge.stream(step.request)
-        return await step.edge.complete(step.request)
+    side = "edge"
