@@ -22,7 +22,7 @@ from tests.fakes.threaded import ThreadedServer
 prepare_offline_environment()
 # `ecgw serve` subprocesses (which inherit this environment) load the detectors' models on first use, as the
 # in-process gateways share theirs: a warm-up at every start would cost seconds of CPU per server started.
-# tests/privacy/test_warm_start.py checks the warm-up itself.
+# tests/privacy/detect/test_warm_start.py checks the warm-up itself.
 os.environ.setdefault("ECGW_PRIVACY__WARM_AT_START", "false")
 
 CLOUD_MODEL = "openai/gpt-test"

@@ -6,7 +6,7 @@ vectors, so the shared ``tok2vec``, tagger, parser and lemmatizer would add time
 → ``PERSON``; ``GPE``/``LOC`` → ``LOCATION``; an unmapped label such as ``FAC`` keeps its name and is dropped, as
 are types its recognizer does not support), gives every entity its default score (spaCy has none) and drops those
 under the threshold; that is done here directly, and
-``tests/privacy/test_ner_direct.py`` holds the two to the same results. The model is loaded lazily, once.
+``tests/privacy/detect/test_ner_direct.py`` holds the two to the same results. The model is loaded lazily, once.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import RunningGateway
 from tests.fakes.model_server import ModelServer, Reply, ToolCall
-from tests.policies.helpers import TOOLS, ask, purposes, start_policy, user
+from tests.router.policies.helpers import TOOLS, ask, purposes, start_policy, user
 
 
 def _advisor(start: Callable[..., RunningGateway], **knobs: Any) -> RunningGateway:

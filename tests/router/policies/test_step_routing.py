@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import RunningGateway
 from tests.fakes.model_server import ModelServer, Reply, ToolCall
-from tests.policies.helpers import TOOLS, ask, purposes, start_policy, user
+from tests.router.policies.helpers import TOOLS, ask, purposes, start_policy, user
 
 CONFIDENT = {"Sure": 0.97, "Yes": 0.02, "OK": 0.01}  # H ≈ 0.15 nats
 UNSURE = {f"t{i}": 1.0 for i in range(20)}  # uniform over 20: H = ln 20 ≈ 3.0 nats

@@ -18,9 +18,9 @@ from starlette.routing import Route
 from tests.conftest import RunningGateway
 from tests.fakes.model_server import ModelServer, Reply
 from tests.fakes.threaded import ThreadedServer
-from tests.policies.helpers import ask, purposes
 from tests.real_parts import LLAMA_COMPAT
 from tests.real_parts import llama_url as real_llama_url
+from tests.router.policies.helpers import ask, purposes
 
 pytestmark = pytest.mark.real_model
 

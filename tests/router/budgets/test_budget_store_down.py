@@ -2,7 +2,7 @@
 connections are cut). The session's own state is then unreadable too, so a step is refused whole — 503 in its
 surface's own envelope naming the store, nothing sent to the cloud — and ``GET /v1/budget`` answers 503
 ``budget_unavailable`` naming it; what was metered before is kept. (Counters that cannot be seeded while the store is
-up keep the step on the edge instead: ``tests/budgets/test_budgets.py``.)"""
+up keep the step on the edge instead: ``tests/router/budgets/test_budgets.py``.)"""
 
 from __future__ import annotations
 

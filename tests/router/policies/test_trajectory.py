@@ -15,7 +15,7 @@ from gateway.cli import main
 from router.ab import compare, render_markdown, row_from_call
 from tests.conftest import RunningGateway
 from tests.fakes.model_server import ModelServer, Reply, ToolCall
-from tests.policies.helpers import TOOLS, ask
+from tests.router.policies.helpers import TOOLS, ask
 
 CONFIDENT = {"Reading": 0.97, "Let": 0.03}
 UNSURE = {f"t{i}": 1.0 for i in range(20)}

@@ -289,7 +289,7 @@ def test_a_step_whose_protection_could_not_run_is_a_fail_closed_event(tmp_path, 
     from accounting.store import UsageStore
     from gateway.tenancy import owner_of
     from privacy.report import Scope, build_report
-    from tests.privacy.test_edge_detector import closed_port_url
+    from tests.privacy.detect.test_edge_detector import closed_port_url
 
     db = f"sqlite:///{tmp_path / 'gw.sqlite3'}"
     settings = settings_for(edge.url, cloud.url, database_url=db, accounting={"spill_path": None},

@@ -12,7 +12,7 @@ from gateway.settings import ConfigError
 from router.experiments import ExperimentSettings, assign
 from tests.conftest import RunningGateway
 from tests.fakes.model_server import ModelServer
-from tests.policies.helpers import ask, user
+from tests.router.policies.helpers import ask, user
 
 EXPERIMENTS = {
     "active": "edge-vs-cloud",

@@ -12,7 +12,7 @@ import pytest
 from gateway.settings import ConfigError
 from tests.conftest import RunningGateway
 from tests.fakes.model_server import ModelServer, Reply
-from tests.policies.helpers import TOOLS, ask, purposes, start_policy, user
+from tests.router.policies.helpers import TOOLS, ask, purposes, start_policy, user
 
 
 def _start(start: Callable[..., RunningGateway], policy: str, **knobs: Any) -> RunningGateway:

@@ -17,7 +17,7 @@ from privacy.detect.segmenter import JiebaSegmenter
 from privacy.detect.zh_names import ChineseNames
 from privacy.factory import build_privacy_protector
 from privacy.settings import LayerSettings, NerSettings, PrivacySettings
-from tests.privacy.test_shared_detections import SYSTEM, CountingPatterns, _body
+from tests.privacy.detect.test_shared_detections import SYSTEM, CountingPatterns, _body
 
 A1, A2, B1 = "t.tenant-a/s1", "t.tenant-a/s2", "t.tenant-b/s1"  # internal ids: owner, then the client's id
 

@@ -12,7 +12,7 @@ from privacy.audit.exposure import units_left_raw
 from privacy.detect import UnitMatcher, UnitsDocument, units_of
 from privacy.lastcheck import EgressCheck
 from privacy.vault import Vault
-from tests.privacy.test_evasions import CASES, UNITS, chat_body, messages_body
+from tests.privacy.lastcheck.test_evasions import CASES, UNITS, chat_body, messages_body
 
 MATCHER = UnitMatcher(units_of(UnitsDocument.model_validate(UNITS)))
 LISTED = sorted(name for name, case in CASES.items() if case.unit is not None)
