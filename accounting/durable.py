@@ -8,6 +8,15 @@ one append per spill (workers sharing the file never interleave within a line), 
 by renaming it (one worker wins) and its records go in front of what is pending, in their order: at the next start,
 or as soon as the store answers again.
 
+A ``Journal`` keeps what a process has taken but its store may not hold yet where a crash of the process cannot take
+it: one append-only file per process (``<base>.<pid>``), each append one ``write`` handed to the OS before the caller
+goes on (no fsync: a process killed with -9 loses nothing it appended; a machine that loses power loses what the OS
+had not flushed yet, ``vm.dirty_expire_centisecs``, 30 s by default). A writer marks the journal before it writes
+what is pending and tells it once that is stored: the file is emptied when nothing came since, else a line records
+how far it is written, and a file grown past ``compact_bytes`` is rewritten with its unwritten tail only. The file is
+locked (``flock``) while its process runs: at the next start, a journal no running process holds is claimed and
+its unwritten records are written first.
+
 The core does no I/O scheduling of its own, so one core serves both users, as httpx's ``BaseClient`` serves
 ``Client`` and ``AsyncClient``: the metering writer (``accounting.writer``, an asyncio task writing from a thread)
 and the audit writer (``privacy.audit.writer``, a thread of its own).
@@ -15,15 +24,20 @@ and the audit writer (``privacy.audit.writer``, a thread of its own).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
+import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 Record = dict[str, Any]
 
@@ -58,10 +72,24 @@ class Claim:
 
     records: list[Record]
     path: Path
+    lock: int | None = None  # a claimed journal's descriptor, holding its lock until the file is gone
 
     def done(self) -> None:
         """Its records are written (or held by a writer that will spill them again): the claimed file goes."""
         self.path.unlink(missing_ok=True)
+        self.release()
+
+    def release(self) -> None:
+        """The claimed journal left for the next start (its records could not be written)."""
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 class SpillFile:
@@ -79,9 +107,7 @@ class SpillFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:  # one append per spill: workers sharing the file never interleave within a line
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            _write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -103,6 +129,144 @@ class SpillFile:
         spilled since), for the next start."""
         self.append(claim.records)
         claim.done()
+
+
+Mark = tuple[int, int]  # (the journal file's generation, its size): what was appended before the mark
+_WRITTEN = "_journal_written"  # a journal line saying every record before this offset is stored
+
+
+class Journal:
+    """The records a process has taken and not yet stored, in one append-only file of its own (see the module's
+    docstring). Thread-safe: the request path appends while a writer marks and reports what it stored."""
+
+    def __init__(self, base: Path, *, log: logging.Logger, compact_bytes: int = 64 << 20) -> None:
+        self.base = base
+        self._log = log
+        self._compact_bytes = compact_bytes
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._path = base.with_name(f"{base.name}.{os.getpid()}")
+        self._size = 0
+        self._generation = 0
+        self.appended = 0  # records appended since the start, for tests and figures
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def append(self, records: Iterable[Mapping[str, Any]]) -> None:
+        """``records`` in one write, handed to the OS before this returns."""
+        data = b"".join(orjson.dumps(record) + b"\n" for record in records)
+        if not data:
+            return
+        with self._lock:
+            fd = self._fd if self._fd is not None else self._open()
+            _write_all(fd, data)
+            self._size += len(data)
+            self.appended += data.count(b"\n")
+
+    def mark(self) -> Mark:
+        """Where the journal ends now: give it to ``written`` once every record appended before is stored."""
+        with self._lock:
+            return self._generation, self._size
+
+    def written(self, mark: Mark) -> None:
+        """Every record appended before ``mark`` is stored (or in a spill file): emptied if nothing came since,
+        else the fact recorded (and the file rewritten with its tail once it is past ``compact_bytes``)."""
+        with self._lock:
+            generation, offset = mark
+            if self._fd is None or generation != self._generation or offset == 0:
+                return
+            if offset == self._size:
+                os.ftruncate(self._fd, 0)
+                self._size, self._generation = 0, self._generation + 1
+            elif self._size > self._compact_bytes:
+                self._compact(offset)
+            else:
+                line = orjson.dumps({_WRITTEN: offset}) + b"\n"
+                _write_all(self._fd, line)
+                self._size += len(line)
+
+    def close(self) -> None:
+        """At a clean shutdown, once everything is stored or spilled: the file goes."""
+        with self._lock:
+            if self._fd is not None:
+                self._path.unlink(missing_ok=True)
+                os.close(self._fd)
+                self._fd = None
+
+    def orphans(self) -> list[Claim]:
+        """The journals of processes that no longer run (no one holds their lock), claimed: their unwritten records,
+        oldest file first. The caller stores them (or appends them to its own journal) and then calls ``done``."""
+        claims = []
+        for path in sorted(self.base.parent.glob(f"{self.base.name}.*"), key=_mtime):
+            if path == self._path:
+                continue
+            claim = _claim(path, self._log)
+            if claim is not None:
+                claims.append(claim)
+        return claims
+
+    def _open(self) -> int:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        if self._path.exists():  # an earlier process with this id (a container's restart): its file is an orphan
+            os.replace(self._path, self._path.with_name(f"{self._path.name}.{uuid.uuid4().hex[:8]}"))
+        fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self._fd = fd
+        return fd
+
+    def _compact(self, offset: int) -> None:
+        assert self._fd is not None
+        with self._path.open("rb") as current:
+            current.seek(offset)
+            tail = current.read()
+        tmp = self.base.with_name(f"{self.base.name}-compacting.{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _write_all(fd, tail)
+        os.replace(tmp, self._path)
+        os.close(self._fd)
+        self._fd, self._size, self._generation = fd, len(tail), self._generation + 1
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
+def _claim(path: Path, log: logging.Logger) -> Claim | None:
+    """``path``'s unwritten records if no running process holds it (its lock taken, and the file still the one
+    opened: another claimer may have removed it meanwhile); None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.fstat(fd).st_ino != path.stat().st_ino:
+            raise FileNotFoundError(path)
+        with os.fdopen(os.dup(fd), "rb") as file:
+            data = file.read()
+    except (BlockingIOError, FileNotFoundError):  # its process runs, or another worker took it
+        os.close(fd)
+        return None
+    records: list[tuple[int, Record]] = []
+    written, offset = 0, 0
+    for line in data.splitlines(keepends=True):
+        start, offset = offset, offset + len(line)
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:  # a write the machine's crash cut short
+            log.warning("skipping a damaged line in the journal %s", path)
+            continue
+        if isinstance(record, dict) and _WRITTEN in record:
+            written = max(written, int(record[_WRITTEN]))
+        else:
+            records.append((start, record))
+    return Claim([record for start, record in records if start >= written], path, fd)
 
 
 class DurableBuffer:

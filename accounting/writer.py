@@ -4,6 +4,11 @@ price, FLOPs) in a thread and writes them in batches. A database outage keeps ro
 is spilled to a JSON-lines file (mode 0600) that the next start claims and writes first: the buffer, back-off,
 spill and replay are the durable core (``accounting.durable``) the audit writer stands on too.
 
+With a spill path, every call and every request mark is also appended to the process's journal
+(``accounting.durable.Journal``, beside the spill file) as ``record()`` and ``settle()`` take it, before the client's
+request returns: a process killed with -9 loses only the calls of requests still in flight (and the step decision
+records, which are not journaled); ``start()`` writes what the journals of processes that no longer run hold.
+
 ``settle(request_id, session_id)`` is called once a client request has finished, after every upstream call it
 caused was ``record``-ed: it queues a request mark saying how many calls that were. Marks are written after the
 records queued before them, so a mark in the store means its request's usage is there too (``accounting.settlement``
@@ -15,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,7 +29,7 @@ from typing import Any, TypeVar
 from accounting.builder import RecordBuilder, Row
 from accounting.calls import StepRecord, UpstreamCall
 from accounting.database import StoreUnavailable
-from accounting.durable import Backoff, DurableBuffer, SpillFile
+from accounting.durable import Backoff, Claim, DurableBuffer, Journal, SpillFile
 from accounting.metrics import MeteringMetrics
 from accounting.reports import usage_report
 from accounting.settings import WriterSettings
@@ -48,7 +54,9 @@ class StoreMeter:
         self._settings = settings
         self._sleep = sleep
         self._clock = clock
-        self._pending: deque[UpstreamCall] = deque()
+        self._pending: deque[tuple[str, UpstreamCall]] = deque()  # (its record's id, the call)
+        self._journal = (Journal(spill_path.with_name(f"{spill_path.name}.journal"), log=log)
+                         if spill_path is not None else None)
         self._rows = DurableBuffer(f"metering database at {store.url}", log=log, clock=clock,
                                    spill=SpillFile(spill_path) if spill_path is not None else None,
                                    explain=lambda exc: str(self.store.unavailable(exc)))  # built, not yet written
@@ -89,15 +97,31 @@ class StoreMeter:
                           "the database at %s is not keeping up or is down", self._settings.max_buffered,
                           self.dropped, self.store.url)
             return
-        self._pending.append(call)
+        record_id = uuid.uuid4().hex
+        self._journaled({"k": "call", "id": record_id, "call": _entry(call)})
+        self._pending.append((record_id, call))
         if self._wake is not None and len(self._pending) >= self._settings.batch_size:
             self._wake.set()
 
     def settle(self, request_id: str, session_id: str) -> None:
         """The request has finished: queue its mark (how many upstream calls it caused), written after them."""
         calls = self._open_calls.pop(request_id, 0)
-        self._marks.append({"request_id": request_id, "session_id": session_id, "upstream_calls": calls,
-                            "finished_at": time.time()})
+        mark = {"request_id": request_id, "session_id": session_id, "upstream_calls": calls,
+                "finished_at": time.time()}
+        self._journaled({"k": "mark", "mark": mark})
+        self._marks.append(mark)
+
+    def _journaled(self, entry: Row) -> None:
+        if self._journal is None:
+            return
+        try:
+            self._journal.append([entry])
+        except OSError as exc:  # a full disk: the record is still written, only not safe from a crash before then
+            now = self._clock()
+            if now - self._last_drop_warning > 10:
+                self._last_drop_warning = now
+                log.error("could not journal metering records (%s); they are written, but a crash before then "
+                          "would lose them", exc)
 
     def record_step(self, step: StepRecord) -> None:
         self._steps.append(step)
@@ -113,6 +137,7 @@ class StoreMeter:
         await asyncio.to_thread(self.store.open)
         self._opened = True
         await asyncio.to_thread(self._replay_spill)
+        await asyncio.to_thread(self._replay_journals)
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._task = asyncio.create_task(self._run(), name="ecgw-metering-writer")
@@ -134,6 +159,8 @@ class StoreMeter:
             await self._sleep(delay)
         if self.buffered or self._marks or self._steps:  # what is left is spilled, or its loss logged
             await asyncio.to_thread(self._spill)
+        if self._journal is not None:
+            self._journal.close()  # written, spilled, or their loss logged
         await asyncio.to_thread(self.store.dispose)
 
     async def flush(self) -> bool:
@@ -187,17 +214,25 @@ class StoreMeter:
 
     async def _flush_once(self) -> bool:
         if self._lock is None:
-            return await asyncio.to_thread(self._build_and_write)
+            return await self._write_marked()
         async with self._lock:
-            return await asyncio.to_thread(self._build_and_write)
+            return await self._write_marked()
+
+    async def _write_marked(self) -> bool:
+        """Build and write what is buffered; then the journal learns that what it held before is written."""
+        mark = self._journal.mark() if self._journal is not None else None
+        written = await asyncio.to_thread(self._build_and_write)
+        if written and mark is not None and self._journal is not None:
+            self._journal.written(mark)
+        return written
 
     def _build_and_write(self) -> bool:
         marks = len(self._marks)  # queued before the calls taken below: their requests' records are all queued
         built: list[Row] = []
         while self._pending:
-            call = self._pending.popleft()
+            record_id, call = self._pending.popleft()
             try:
-                built.append(self._builder.build(call))
+                built.append({**self._builder.build(call), "record_id": record_id})
             except Exception:  # a bug in building must not stop the writer; the call is logged, not stored
                 log.exception("could not build a usage record for request %s", call.request_id)
         if built:
@@ -242,7 +277,7 @@ class StoreMeter:
         if self._steps:
             log.error("%d step decision records not written at shutdown (the dashboard will miss them)",
                       len(self._steps))
-        self._rows.add([self._builder.build(call) for call in self._pending])
+        self._rows.add([{**self._builder.build(call), "record_id": record_id} for record_id, call in self._pending])
         self._pending.clear()
         self._rows.spill("accounting.spill_path")
 
@@ -260,3 +295,49 @@ class StoreMeter:
                                    f"{claim.path})") from None
         claim.done()
         log.warning("wrote %d usage records saved at the last shutdown from %s", len(rows), claim.path)
+
+    def _replay_journals(self) -> None:
+        """The calls and marks journaled by processes that stopped before writing them, written in one
+        transaction a journal (records already stored are skipped: their ids are)."""
+        for claim in self._journal.orphans() if self._journal is not None else ():
+            self._write_claim(claim)
+
+    def _write_claim(self, claim: Claim) -> None:
+        rows, marks = [], []
+        for entry in claim.records:
+            if entry.get("k") == "call":
+                try:
+                    rows.append({**self._builder.build(UpstreamCall(**entry["call"])), "record_id": entry["id"]})
+                except Exception:  # a bug in building must not stop the start; the call is logged, not stored
+                    log.exception("could not build a journaled usage record from %s", claim.path)
+            elif entry.get("k") == "mark":
+                marks.append(entry["mark"])
+        try:
+            with self.store.engine.begin() as conn:
+                for start in range(0, len(rows), self._settings.batch_size):
+                    self.store.insert(rows[start:start + self._settings.batch_size], conn=conn)
+                if marks:
+                    self.store.insert_marks(marks, conn=conn)
+        except Exception as exc:
+            claim.release()  # for the next start
+            raise StoreUnavailable(f"{self.store.unavailable(exc)} (while writing {len(rows)} records journaled in "
+                                   f"{claim.path})") from None
+        claim.done()
+        log.warning("wrote %d usage records and %d request marks journaled by a process that stopped before writing "
+                    "them, from %s", len(rows), len(marks), claim.path)
+
+
+_JOURNALED = tuple(name for name in UpstreamCall.__dataclass_fields__ if name not in ("prices", "request_body",
+                                                                                       "output_text", "usage"))
+
+
+def _entry(call: UpstreamCall) -> Row:
+    """The call as its journal line holds it: its fields (not the price table: a replay prices it with the
+    meter's), the body and the output text only when they are needed to estimate its tokens (no usage)."""
+    entry: Row = {name: getattr(call, name) for name in _JOURNALED}
+    if call.usage is not None:
+        entry["usage"] = dict(call.usage)
+    else:
+        entry["request_body"] = dict(call.request_body) if call.request_body is not None else None
+        entry["output_text"] = call.output_text
+    return entry

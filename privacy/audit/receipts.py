@@ -18,7 +18,9 @@ A receipt is a JWS in compact form (``header.claims.signature``, base64url witho
                  anchors that whoever holds the database and the key cannot rewrite without being contradicted
 
 Signing costs one SHA-256 of the body and one Ed25519 signature on the request path; the receipt is an audit record
-(``privacy_receipt``), chained like every other, written off the request path.
+(``privacy_receipt``), chained like every other, written off the request path. Before a receipt is handed out, its
+record and the call's (queued before it) are in the audit writer's journal (``AuditWriter.durable``): a receipt a
+client holds is never one whose record a crash of the gateway's process took.
 """
 
 from __future__ import annotations
@@ -171,6 +173,7 @@ class ReceiptIssuer:
                "created_at": at, "target": target, "token": token}
         record = {"kind": "receipt", "row": row}
         self._audit.submit(lambda: record)
+        self._audit.durable()  # the call's records and this one journaled before the client can hold the receipt
         return token
 
 

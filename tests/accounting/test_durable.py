@@ -56,3 +56,45 @@ async def test_the_metering_spill_is_private_and_a_refused_replay_keeps_it(tmp_p
     await again.start()
     await again.aclose()
     assert UsageStore.from_url(url).count() == 5 and not path.exists()
+
+
+_KILLED_WRITER = """
+import logging, os, signal, sys
+from pathlib import Path
+from accounting.durable import Journal
+journal = Journal(Path(sys.argv[1]), log=logging.getLogger("t"))
+journal.append([{"n": 1}, {"n": 2}])
+mark = journal.mark()
+journal.append([{"n": 3}])
+journal.written(mark)  # 1 and 2 are stored; 3 is not
+journal.append([{"n": 4}])
+print(journal.path, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_journal_outlives_its_process_killed_and_only_its_unwritten_records_are_claimed(tmp_path: Path) -> None:
+    import logging
+    import subprocess
+    import sys
+
+    from accounting.durable import Journal
+
+    base = tmp_path / "spill.jsonl.journal"
+    killed = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(base)], capture_output=True, text=True,
+                            cwd=Path(__file__).resolve().parents[2])
+    assert killed.returncode == -9, killed.stderr
+    path = Path(killed.stdout.strip())
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    mine = Journal(base, log=logging.getLogger("t"))
+    mine.append([{"n": "mine"}])  # this process's own journal is never an orphan
+    claims = mine.orphans()
+    assert [[r["n"] for r in c.records] for c in claims] == [[3, 4]] and claims[0].path == path
+    assert Journal(base, log=logging.getLogger("t")).orphans() == []  # held by this claim: nobody else takes it
+    claims[0].done()
+    assert not path.exists()
+    mark = mine.mark()
+    mine.written(mark)  # nothing came since: emptied
+    assert mine.path.stat().st_size == 0
+    mine.close()
+    assert list(tmp_path.iterdir()) == []

@@ -143,3 +143,27 @@ async def test_a_spill_file_holds_nothing_raw(tmp_path):
     raw = [f["value"] for item in UNITS["items"] for f in item["sensitive_fields"]] + [EMAIL_KEY, "Jane Roe"]
     for value in raw:
         assert value.encode() not in data and json.dumps(value).strip('"').encode() not in data, value
+
+
+def test_a_receipt_is_journaled_with_its_calls_record_before_it_is_handed_out_while_the_writer_is_busy(tmp_path):
+    import threading
+
+    from privacy.audit import ChainSigner, ReceiptIssuer
+
+    store = AuditStore(make_engine(f"sqlite:///{tmp_path / 'audit.sqlite3'}"), signer=ChainSigner(bytes(range(32))))
+    writer = AuditWriter(store, spill_path=tmp_path / "audit-spill.jsonl")
+    inside, busy = threading.Event(), threading.Event()
+    writer.read(lambda: (inside.set(), busy.wait()))  # the writer thread is busy (a slow transaction): it builds
+    inside.wait()  # and journals nothing now
+    writer.submit(lambda: _call(1))
+    assert store.anchor is not None
+    ReceiptIssuer(store.anchor, writer).issue(call_id="call-1", request_id="r1", session_id="s", target="primary",
+                                              body=b"{}", placeholders={}, raw_units=[], verdict="clean")
+    journal = writer.journal
+    assert journal is not None
+    lines = [json.loads(line) for line in journal.path.read_text().splitlines()]
+    assert [(r["kind"], r.get("call", {}).get("id") or r.get("row", {}).get("call_id")) for r in lines] == [
+        ("call", "call-1"), ("receipt", "call-1")]
+    busy.set()
+    writer.close()
+    assert _stored(f"sqlite:///{tmp_path / 'audit.sqlite3'}") == ["call-1"] and not journal.path.exists()
