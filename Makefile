@@ -6,7 +6,7 @@ CONFIG ?= config.yaml
 STAMP  := $(VENV)/.installed
 LOCK   := requirements.lock
 
-.PHONY: serve test install lint typecheck clean bench lock
+.PHONY: serve test install lint typecheck clean bench lock config
 
 # Every dependency comes from the lock file, pinned with its hashes (a package republished or tampered with fails
 # the install); the project itself is installed on top, without resolving anything again.
@@ -45,6 +45,11 @@ lint: $(STAMP) ## ruff and the import contracts (import-linter)
 # checked again whatever the cache holds (mypy compares hashes).
 typecheck: $(STAMP) ## mypy --strict
 	MYPY_CACHE_DIR=$${MYPY_CACHE_DIR:-$${ECGW_CACHE:-$$HOME/.cache/ecgw}/mypy} $(VENV)/bin/mypy
+
+# config.yaml and docs/configuration.md are generated from the settings models' descriptions and reload classes (a
+# test fails when they differ): run this after changing a settings field, or after a rebase that brought new ones.
+config: $(STAMP) ## write config.yaml and docs/configuration.md again from the settings models
+	$(PY) -m gateway.settings_reference
 
 clean: ## remove .venv and the tool caches (not ~/.cache/ecgw)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -14,11 +14,13 @@ from starlette.responses import Response
 from accounting.calls import Meter, UpstreamCall
 from accounting.factory import build_record_builder, usage_store
 from accounting.pricing import Pricer, bundled_litellm_cost_map
+from accounting.reloading import LIMITS
 from accounting.spend import spend
 from accounting.store import UsageStore
 from gateway.errors import error_response
 from gateway.jsonio import dumps
 from gateway.settings import ConfigError, Settings
+from gateway.settings_reference import reload_paths
 from gateway.snapshot import Snapshot
 from gateway.targets_report import aimed
 from gateway.tenancy import Identity
@@ -144,7 +146,10 @@ class LimitsPart:
     the version counts against the same figures."""
 
     name = "limits"
-    paths: tuple[str, ...] = ("limits",)
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return reload_paths(LIMITS)  # all of ``limits``
 
     def __init__(self, *, sessions: SessionStore, meter: Meter, hash_key: bytes,
                  clock: Callable[[], float] | None = None) -> None:

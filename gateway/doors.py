@@ -17,11 +17,13 @@ from typing import Protocol
 
 from accounting.calls import Meter, PricedMeter
 from accounting.factory import build_pricer
+from accounting.reloading import DOORS
 from gateway.fleet.cloud_targets import CloudTargets
 from gateway.fleet.edge_pool import EdgePool
 from gateway.fleet.fixed import Fixed
 from gateway.fleet.lifecycle import Sharing
 from gateway.settings import CloudSettings, ConfigError, Settings, edge_endpoint
+from gateway.settings_reference import reload_paths
 from gateway.snapshot import Snapshot
 from gateway.upstreams.boundary import DroppedFields, ProviderBoundary
 from gateway.upstreams.provider_request import ProviderTransport, RequestShape
@@ -164,20 +166,6 @@ class Doors:
 
 
 
-# What a reload of the doors applies. The rest of ``edge`` (``launch``, ``launch_model``, ``launch_args``) is what
-# ``ecgw serve`` acted on at start; the privacy audit (``enabled``, ``audit*``, ``hash_key``) keeps one writer and
-# one hash chain for the process's life.
-DOOR_PATHS: tuple[str, ...] = (
-    *(f"edge.{key}" for key in ("base_url", "model", "api_key_env", "connect_timeout_s", "read_timeout_s",
-                                "max_connections", "compat", "deployments", "balance", "health_interval_s",
-                                "eject_after", "readmit_after_s")),
-    "cloud",
-    *(f"privacy.{key}" for key in ("layers", "ner", "edge_detector", "default_action", "actions", "images",
-                                   "on_privacy_error", "units_files", "restore_secrets_in_tools", "last_check")),
-    "accounting.prices", "accounting.price_version", "accounting.litellm_fallback",
-)
-
-
 def doors_of(snapshot: Snapshot) -> Doors:
     """The doors of a configuration snapshot (``build_services`` registers them as a part of every one)."""
     doors = snapshot.part(DoorsPart.name)
@@ -201,7 +189,13 @@ class DoorsPart:
     doors carry its edge pool, cloud targets, privacy rules (the one protector, reconfigured) and price table."""
 
     name = "doors"
-    paths = DOOR_PATHS
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """What a reload of the doors applies: the settings whose fields say ``reloads(DOORS)``. The rest of
+        ``edge`` (``launch*``) is what ``ecgw serve`` acted on at start; the privacy audit keeps one writer and one
+        hash chain for the process's life."""
+        return reload_paths(DOORS)
 
     def __init__(self, *, meter: Meter, protector: Protector, sessions: SessionStore,
                  edge: ManagedUpstream | None = None, cloud: ProviderTransport | None = None,

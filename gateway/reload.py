@@ -35,6 +35,7 @@ from gateway.errors import error_response
 from gateway.polling import Poller
 from gateway.sealing import SealedStore
 from gateway.settings import ConfigError, Settings, load_settings
+from gateway.settings_reference import restart_reason
 from gateway.snapshot import Configuration
 from privacy.session_store import SessionStore
 
@@ -42,24 +43,6 @@ log = logging.getLogger("ecgw")
 
 VERSION_SESSION, VERSION_KEY = "\0ecgw-config", "version"
 POLL_S = 2.0
-
-
-# Why a changed setting waits for a restart, by its section (the longest prefix that matches wins).
-RESTART_BECAUSE: dict[str, str] = {
-    "server": "the listening socket, the worker processes and the request gatekeeper are set up at start",
-    "database_url": "the metering, audit and admin databases are opened at start",
-    "secrets": "the secrets key encrypts the session store and keys every hash; changing it is a migration",
-    "sessions": "the session store (where the configuration version itself lives) is opened at start",
-    "edge.launch": "ecgw serve decides at start whether to launch and supervise the local vLLM",
-    "privacy": "the privacy audit keeps one writer, hash key and hash chain for the process's life",
-    "accounting": "the metering writer and its FLOPs table are built at start (prices reload)",
-    "observability": "the trace exporter is built at start",
-}
-
-
-def restart_reason(path: str) -> str:
-    prefixes = [p for p in RESTART_BECAUSE if path == p or path.startswith(p + ".") or path.startswith(p + "_")]
-    return RESTART_BECAUSE[max(prefixes, key=len)] if prefixes else "it is read once, at start"
 
 
 @dataclass(frozen=True)

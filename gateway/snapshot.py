@@ -7,7 +7,8 @@ call (its stream included, ``pinned``), so a reload in the middle of a stream ch
 starts that outlives it (a shadow call, ``gateway.shadow``) takes a ``lease`` on the request's snapshot: it runs on
 that snapshot as the request did, and holds it as a request does, until it ends.
 
-What reloads is the settings under ``RELOADABLE`` and under every ``SnapshotPart``'s ``paths`` — the hook by which
+What reloads is the settings whose fields say ``reloads(SNAPSHOT)`` (``accounting.reloading``) and under every
+``SnapshotPart``'s ``paths`` — the hook by which
 other parts (the doors: edge pool, cloud targets, privacy rules, prices; the budgets and rate limits) make their
 section reloadable: a part builds its object from the new settings and the running snapshot's object (to keep what
 did not change: a pool member's connections and health), raising ``ConfigError`` on a bad value, which keeps the running snapshot; readers
@@ -31,24 +32,24 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from accounting.reloading import SNAPSHOT
 from gateway.policy_choice import PolicyChooser
 from gateway.settings import ConfigError, Settings, error_path
+from gateway.settings_reference import reload_paths
 from gateway.tenancy import Tenancy
 from router.policy import PolicyRegistry
 
 log = logging.getLogger("ecgw")
 
-# Sections a snapshot rebuilds (the policies with their knobs, the experiments, the keys and their tenants) or that
-# are read from its settings at each step (the learning knobs: ``gateway.shadow``).
-RELOADABLE: tuple[str, ...] = ("policy", "experiments", "server.api_keys", "server.admin_keys", "server.session_keys",
-                               "learning")
-
-
 class SnapshotPart(Protocol):
     """A part of the snapshot built from the settings; ``paths``: the settings it makes reloadable."""
 
     name: str
-    paths: tuple[str, ...]
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The settings it makes reloadable (those whose fields say they reload in this part)."""
+        ...
 
     def build(self, settings: Settings, running: object | None) -> object:
         """The part for ``settings``; ``running``: the running snapshot's (None at start), to keep what did not
@@ -155,7 +156,7 @@ class Configuration:
 
     @property
     def reloadable(self) -> tuple[str, ...]:
-        return RELOADABLE + tuple(p for part in self.parts for p in part.paths)
+        return reload_paths(SNAPSHOT) + tuple(p for part in self.parts for p in part.paths)
 
     def current(self) -> Snapshot:
         pinned = _PINNED.get()

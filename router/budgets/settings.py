@@ -20,17 +20,17 @@ class _Section(BaseModel):
 
 
 class Budget(_Section):
-    amount: float = Field(ge=0)
-    window: Window
+    amount: float = Field(ge=0, description="how much may be spent in one window")
+    window: Window = Field(description="1h | 1d | 30d (fixed, UTC-aligned) | session (the session's life)")
 
 
 class Limits(_Section):
-    cloud_usd: Budget | None = None
-    cloud_tokens: Budget | None = None
-    cloud_calls: Budget | None = None
-    edge_pflops: Budget | None = None
-    rpm: int | None = Field(None, gt=0)
-    tpm: int | None = Field(None, gt=0)
+    cloud_usd: Budget | None = Field(None, description="a budget of cloud USD: {amount, window}")
+    cloud_tokens: Budget | None = Field(None, description="a budget of cloud tokens: {amount, window}")
+    cloud_calls: Budget | None = Field(None, description="a budget of cloud calls: {amount, window}")
+    edge_pflops: Budget | None = Field(None, description="a budget of edge PFLOPs: {amount, window}")
+    rpm: int | None = Field(None, gt=0, description="requests per UTC minute")
+    tpm: int | None = Field(None, gt=0, description="tokens (prompt + max_tokens) per UTC minute")
 
     def budgets(self) -> list[tuple[str, Budget]]:
         """(kind, budget) for every budget set, in a fixed order."""
@@ -42,15 +42,18 @@ class Limits(_Section):
 
 
 class LimitsSettings(_Section):
-    keys: dict[str, Limits] = Field(default_factory=dict)  # API key name (or virtual key id) → its limits
-    default_key: Limits | None = None  # for every key not named under keys (and the anonymous caller)
-    sessions: Limits | None = None  # for every session
-    arms: dict[str, Limits] = Field(default_factory=dict)  # "<experiment>:<arm>" → that arm's limits
-    shadow: Limits | None = None  # the operator's budget for shadow calls (learning.shadow_rate), no tenant's
-    on_exceed: Literal["edge", "reject"] = "edge"  # a spent cloud budget: answer on the edge, or 429
-    # The output a reservation assumes for a cloud call whose request names no max_tokens (a cloud target may
-    # name its own cap): a reservation is an upper bound, settled to the call's actual cost when it ends.
-    default_max_tokens: int = Field(4096, gt=0)
+    keys: dict[str, Limits] = Field(default_factory=dict, description=(
+        "<key name or virtual key id>: {cloud_usd|cloud_tokens|cloud_calls|edge_pflops: {amount, window: "
+        "1h|1d|30d|session}, rpm, tpm}"))
+    default_key: Limits | None = Field(None, description="LIMITS for every key not named under keys")
+    sessions: Limits | None = Field(None, description="LIMITS for every session")
+    arms: dict[str, Limits] = Field(default_factory=dict, description="\"<experiment>:<arm>\": LIMITS")
+    shadow: Limits | None = Field(None, description=(
+        "LIMITS of shadow calls (learning.shadow_rate): the operator's budget, no tenant's"))
+    on_exceed: Literal["edge", "reject"] = Field("edge", description=(
+        "a spent cloud budget: answer on the edge (x-ecgw-fallback: budget), or reject (429)"))
+    default_max_tokens: int = Field(4096, gt=0, description=(
+        "the output a reservation assumes when a request names no max_tokens"))
 
     @model_validator(mode="after")
     def _arm_names(self) -> LimitsSettings:

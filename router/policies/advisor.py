@@ -38,15 +38,18 @@ log = logging.getLogger("ecgw.advisor")
 
 
 class AdvisorKnobs(ToolKnobs):
-    tool_name: str = "ask_cloud_advisor"
-    tool_description: str = ("Ask a stronger model for advice when you are unsure how to proceed. "
-                             "Optionally say what you want to know.")
-    max_consults: int = Field(2, ge=0)  # per client request (step)
-    transcript: str = "full"  # "full", or "recent:N" (the last N messages after the task)
-    tool_result_chars: int = Field(2000, ge=0)  # tool results longer than this are trimmed in the context
-    advice_words: int = Field(150, ge=10)
-    advice_max_tokens: int = Field(400, ge=16)
-    advisor_prompt: str = ADVISOR_PROMPT  # {words} is replaced
+    tool_name: str = Field("ask_cloud_advisor", description=(
+        "the injected tool (argument: question); the client never sees it"))
+    tool_description: str = Field("Ask a stronger model for advice when you are unsure how to proceed. " "Optionally say what you want to know.", description=(
+        "the injected tool's description, as the edge reads it"))
+    max_consults: int = Field(2, ge=0, description="consultations per client request; after that the tool is withdrawn")
+    transcript: str = Field("full", description=(
+        "what the advisor sees after the task: full | recent:N (the last N messages)"))
+    tool_result_chars: int = Field(2000, ge=0, description=(
+        "tool results are trimmed to this many characters in the advisor's context"))
+    advice_words: int = Field(150, ge=10, description="word limit the advisor is asked to keep")
+    advice_max_tokens: int = Field(400, ge=16, description="hard token limit on the advice")
+    advisor_prompt: str = Field(ADVISOR_PROMPT, description="{words} is replaced")
 
     @field_validator("transcript")
     @classmethod

@@ -8,6 +8,8 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from router.budgets.errors import KEPT_ON_EDGE, fallback_of
 from router.errors import PrivacyBlocked
 from router.policies._messages import can_inject_tool, with_tools
@@ -21,9 +23,10 @@ log = logging.getLogger("ecgw.delegate")
 
 
 class DelegateKnobs(ToolKnobs):
-    tool_name: str = "delegate_to_cloud"
-    tool_description: str = ("Hand this step to a stronger model when it is beyond you; it will answer or call "
-                             "tools in your place. Optionally say why.")
+    tool_name: str = Field("delegate_to_cloud", description=(
+        "the injected tool (argument: reason); the client never sees it"))
+    tool_description: str = Field("Hand this step to a stronger model when it is beyond you; it will answer or call " "tools in your place. Optionally say why.", description=(
+        "the injected tool's description, as the edge reads it"))
 
 
 class Delegate(ToolPolicy[DelegateKnobs]):

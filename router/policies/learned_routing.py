@@ -28,11 +28,12 @@ from router.targets import TargetTracker, arm_of
 class LearnedRoutingKnobs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: str | None = None  # the model file (`ecgw router fit --out FILE`)
-    threshold: float = Field(0.5, ge=0, le=1)  # escalate when P(disagree) is above it
-    target_cloud_rate: float | None = Field(None, ge=0, le=1)  # instead of threshold: the share to escalate
-    top_logprobs: int = Field(20, ge=1, le=20)
-    missing_logprobs: Literal["edge", "cloud"] = "cloud"  # a probe without logprobs: no features to read
+    model: str | None = Field(None, description="the model file (`ecgw router fit --out FILE`)")
+    threshold: float = Field(0.5, ge=0, le=1, description="escalate when P(disagree) is above it")
+    target_cloud_rate: float | None = Field(None, ge=0, le=1, description="instead of threshold: the share to escalate")
+    top_logprobs: int = Field(20, ge=1, le=20, description="k of the probe's top-k logprobs (the features' entropy)")
+    missing_logprobs: Literal["edge", "cloud"] = Field("cloud", description=(
+        "a probe without logprobs: no features to read"))
 
     @model_validator(mode="after")
     def _threshold_or_target(self) -> LearnedRoutingKnobs:

@@ -22,16 +22,17 @@ CloudRateSource = Callable[[str, str], Awaitable[float | None]]
 class MatchArm(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    experiment: str
-    arm: str
+    experiment: str = Field(description="the experiment whose arm's measured cloud-call rate p follows")
+    arm: str = Field(description="that experiment's arm")
 
 
 class RandomMatchedKnobs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    p: float | None = Field(None, ge=0, le=1)  # probability that a step goes to the cloud
-    match: MatchArm | None = None  # take p from this arm's measured cloud-call rate (falls back to p)
-    seed: str = ""  # change it to draw other coins for the same sessions
+    p: float | None = Field(None, ge=0, le=1, description="probability of the cloud per step")
+    match: MatchArm | None = Field(None, description=(
+        "{experiment: X, arm: Y}: take p from that arm's measured cloud-call rate (when a rate source is wired)"))
+    seed: str = Field("", description="change to draw different coins for the same sessions")
 
     @model_validator(mode="after")
     def _some_p(self) -> RandomMatchedKnobs:

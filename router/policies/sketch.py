@@ -30,10 +30,11 @@ PLAN_PROMPT = ("You plan for a smaller agent model that will do the task itself 
 class SketchKnobs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    plan_words: int = Field(120, ge=10)  # word limit the cloud is asked to keep
-    plan_max_tokens: int = Field(400, ge=16)  # hard limit on the plan's tokens
-    plan_prompt: str = PLAN_PROMPT  # the planner's system prompt; {words} is replaced
-    header: str = "Plan for this task (from a planner; adapt it if tool results show it is wrong):"
+    plan_words: int = Field(120, ge=10, description="word limit the planner is asked to keep")
+    plan_max_tokens: int = Field(400, ge=16, description="hard token limit on the plan")
+    plan_prompt: str = Field(PLAN_PROMPT, description="the planner's system prompt; {words} is replaced")
+    header: str = Field("Plan for this task (from a planner; adapt it if tool results show it is wrong):", description=(
+        "the plan is appended, after this line, to the first system message of every edge step"))
 
 
 class Sketch(Knobbed[SketchKnobs]):

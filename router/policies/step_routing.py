@@ -30,21 +30,29 @@ STATE_KEY = "step_routing"
 class StepRoutingKnobs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["probe", "inline"] = "inline"
-    tau: float = Field(1.5, ge=0)  # nats; the benchmark: 1.3 for a 27B edge, 1.7 for 9B, runs at 1.5
-    tau_by_model: dict[str, float] = Field(default_factory=dict)  # edge model name → τ
-    top_logprobs: int = Field(20, ge=1, le=20)
-    decide_tokens: int = Field(1, ge=1)  # inline: mean entropy over this many first tokens
-    missing_logprobs: Literal["edge", "cloud"] = "cloud"  # where a step goes when the edge gives no logprobs
-    thinking: bool = False  # a thinking edge: decide on the first token after the think opener
-    think_opener: str = "<think>"
-    think_probe_tokens: int = Field(4, ge=2)  # probe max_tokens for a thinking edge (opener, whitespace, token)
-    stay_on_cloud_steps: int = Field(0, ge=0)  # after an escalation, the next k steps go to the cloud unprobed
-    hold_in_tool_loop: bool = False  # a step that answers tool results keeps the previous step's side
-    # Instead of τ: the share of steps to escalate, or the cloud USD per session to aim at; τ is then set online
-    # from the recent entropies (router.targets)
-    target_cloud_rate: float | None = Field(None, ge=0, le=1)
-    target_cost_per_session: float | None = Field(None, gt=0)
+    mode: Literal["probe", "inline"] = Field("inline", description=(
+        "probe (the benchmark: a 1-token probe, then the answer) | inline (decide on the real generation's first "
+        "token, no second prefill)"))
+    tau: float = Field(1.5, ge=0, description=(
+        "nats; stay on the edge when H <= tau (the benchmark: 1.3 for a 27B edge, 1.7 for 9B)"))
+    tau_by_model: dict[str, float] = Field(default_factory=dict, description=(
+        "per edge model name: {\"qwen3-27b\": 1.3}"))
+    top_logprobs: int = Field(20, ge=1, le=20, description="k of the top-k renormalisation")
+    decide_tokens: int = Field(1, ge=1, description="inline: mean entropy over this many first tokens")
+    missing_logprobs: Literal["edge", "cloud"] = Field("cloud", description=(
+        "where a step goes when the edge returns no logprobs (counted, logged): edge | cloud"))
+    thinking: bool = Field(False, description="a thinking edge: decide on the first token after think_opener")
+    think_opener: str = Field("<think>", description="the thinking edge's opening token")
+    think_probe_tokens: int = Field(4, ge=2, description=(
+        "probe max_tokens for a thinking edge (opener, whitespace, first real token)"))
+    stay_on_cloud_steps: int = Field(0, ge=0, description=(
+        "anti ping-pong: after an escalation, the next k steps go to the cloud without probing"))
+    hold_in_tool_loop: bool = Field(False, description=(
+        "anti ping-pong: a step that answers tool results keeps the previous step's side"))
+    target_cloud_rate: float | None = Field(None, ge=0, le=1, description=(
+        "instead of tau: the share of steps to escalate (0..1)"))
+    target_cost_per_session: float | None = Field(None, gt=0, description=(
+        "instead of tau: the cloud USD to aim at per session"))
 
     @model_validator(mode="after")
     def _threshold_or_target(self) -> StepRoutingKnobs:

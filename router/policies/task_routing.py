@@ -29,26 +29,36 @@ STATE_KEY = "task_route"
 class RulesKnobs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    long_chars: int = Field(2000, ge=1)
-    keywords: list[str] = Field(default_factory=list)
-    keyword_weight: float = Field(0.5, ge=0, le=1)
-    keywords_for_full: int = Field(2, ge=1)
+    long_chars: int = Field(2000, ge=1, description="a task this long (characters) or longer scores full on length")
+    keywords: list[str] = Field(default_factory=list, description="case-insensitive substrings that mark a hard task")
+    keyword_weight: float = Field(0.5, ge=0, le=1, description=(
+        "share of the score that comes from keywords (0 when the list is empty)"))
+    keywords_for_full: int = Field(2, ge=1, description="this many keyword hits score full on keywords")
 
 
 class TaskRoutingKnobs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    scorer: Literal["edge-judge", "rules", "table"] = "edge-judge"
-    threshold: float = Field(0.5, ge=0, le=1)  # score ≥ threshold → the session goes to the cloud
-    fallback: Literal["edge", "cloud"] = "edge"  # when the scorer cannot score the task
-    judge_prompt: str = JUDGE_PROMPT
-    judge_scale: float = Field(10.0, gt=0)
-    rules: RulesKnobs = Field(default_factory=lambda: RulesKnobs.model_validate({}))
-    table_path: str | None = None
+    scorer: Literal["edge-judge", "rules", "table"] = Field("edge-judge", description=(
+        "edge-judge (the edge rates difficulty 1-10) | rules | table"))
+    threshold: float = Field(0.5, ge=0, le=1, description=(
+        "score (0..1, higher = harder) >= threshold -> the session goes to the cloud; `ecgw calibrate` picks one"))
+    fallback: Literal["edge", "cloud"] = Field("edge", description=(
+        "where a session goes when the scorer cannot score its task (unparseable rating, no table row)"))
+    judge_prompt: str = Field(JUDGE_PROMPT, description="edge-judge: the prompt that asks the edge to rate the task")
+    judge_scale: float = Field(10.0, gt=0, description=(
+        "edge-judge: the rating scale in its prompt (the rating is divided by it)"))
+    rules: RulesKnobs = Field(default_factory=lambda: RulesKnobs.model_validate({}), description=(
+        "scorer rules: score = (1 - keyword_weight) * min(1, chars/long_chars) + keyword_weight * min(1, "
+        "hits/keywords_for_full)"))
+    table_path: str | None = Field(None, description=(
+        "scorer table: JSON {task_id: {decision, score, threshold}}, keyed by metadata.task_id or the session id"))
     # Instead of threshold: the share of sessions to route to the cloud, or the cloud USD per session to aim at; the
     # threshold is then set online from the recent scores (router.targets)
-    target_cloud_rate: float | None = Field(None, ge=0, le=1)
-    target_cost_per_session: float | None = Field(None, gt=0)
+    target_cloud_rate: float | None = Field(None, ge=0, le=1, description=(
+        "instead of threshold: the share of sessions to send to the cloud (0..1)"))
+    target_cost_per_session: float | None = Field(None, gt=0, description=(
+        "instead of threshold: the cloud USD to aim at per session"))
 
     @model_validator(mode="after")
     def _threshold_or_target(self) -> TaskRoutingKnobs:

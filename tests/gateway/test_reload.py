@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from gateway.app import create_app
-from gateway.reload import RESTART_BECAUSE
 from gateway.settings import load_settings
+from gateway.settings_reference import restart_reason
 from tests.door import guarded_services
 from tests.fakes.model_server import ModelServer, Reply
 from tests.fakes.threaded import ThreadedServer
@@ -90,7 +90,7 @@ def test_a_valid_file_is_swapped_in_and_what_needs_a_restart_is_named(tmp_path, 
     answer = _reload(url)
     assert answer.status_code == 200, answer.text
     assert answer.json() == {"reloaded": True, "version": 1, "not_reloadable": ["server.port"],
-                             "why": {"server.port": RESTART_BECAUSE["server"]}}
+                             "why": {"server.port": restart_reason("server.port")}}
     cloud.script(Reply(content="from the cloud"), Reply(content="again"))
     assert _chat(url, session="after").headers["x-ecgw-policy"] == "cloud-only"
     assert _chat(url, LATER, session="other").status_code == 200  # a key added by the reload
