@@ -6,7 +6,8 @@ through ``lexicon`` and ``keyhints``; Kubernetes Secrets and Helm ``env`` lists 
 keeps the business references agents need), prose (``prose``), what each privacy profile emits (``profile``),
 names by NER (``ner``), people no label states (``people``: Chinese names through ``segmenter`` and ``zh_names``,
 English ones through ``en_names``, ``given_names`` and ``org_words``, dates of birth through ``birthdates``, pay and
-home addresses) and the optional edge model (``edge_detector``), run in order by the layered detector (``detector``). ``normalise`` holds the surface forms a
+home addresses) and the optional edge model (``edge_detector``), run in order by the layered detector (``detector``);
+what one layer found is found wherever it recurs in one pass over the text (``recurrence``). ``normalise`` holds the surface forms a
 value may take (full width, look-alikes, invisible characters, escapes,
 encodings). Code outside this folder imports the names below from here.
 """

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-import json
-import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -20,7 +17,8 @@ from privacy.detect.normalise import fold
 from privacy.detect.phones import PhoneDetector
 from privacy.detect.profile import Profile, ProfileRules, rules_of
 from privacy.detect.prose import prose_segments, without_spans
-from privacy.detect.units import UnitMatcher, _escaped_forms, _literal_pattern, literal_spans
+from privacy.detect.recurrence import everywhere, recurrences
+from privacy.detect.units import UnitMatcher, _escaped_forms
 from privacy.settings import LayerSettings
 
 
@@ -52,37 +50,10 @@ class Target:
     label: str | None = None  # the JSON key the value sits under, if any
 
 
-@functools.lru_cache(maxsize=4096)
-def _entity_pattern(value: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
-    """The pattern of a value's forms, and the first word of each: every match begins with one of them."""
-    forms = [form for form in _escaped_forms(value) if form.strip()]
-    return (re.compile("|".join(_literal_pattern(form) for form in forms)),
-            tuple(sorted({form.split()[0] for form in forms})))
-
-
-def _occurrences(value: str, text: str) -> Iterator[tuple[int, int]]:
-    """The spans ``finditer`` of the value's pattern (``units._literal_pattern`` of each escaped form) yields, found
-    faster: only where a first word stands, and for a value JSON leaves as it is (most names) without compiling a
-    pattern at all (a first step meets a hundred new names; a compile costs ~0.1 ms, a scan of a long text with
-    a lookbehind-led pattern ~1 ms)."""
-    if json.dumps(value)[1:-1] == value and value.strip():
-        yield from literal_spans(value, text)
-        return
-    pattern, anchors = _entity_pattern(value)
-    starts: set[int] = set()
-    for anchor in anchors:
-        pos = text.find(anchor)
-        while pos >= 0:
-            starts.add(pos)
-            pos = text.find(anchor, pos + 1)
-    end = 0
-    for pos in sorted(starts):
-        if pos < end:
-            continue
-        m = pattern.match(text, pos)
-        if m is not None:
-            end = m.end()
-            yield m.start(), m.end()
+def _occurrences(values: Iterable[str], text: str) -> Iterator[tuple[int, int, str]]:
+    """Where each value stands in ``text`` as a word, in any of its escaped forms (``units._literal_pattern`` of
+    each), all values found in one pass (``recurrence``)."""
+    return recurrences(text, {form: value for value in values for form in _escaped_forms(value)})
 
 
 # Read once at warm-up (English, Chinese with a full-width digit, a CSV of people): public sample texts, kept in a
@@ -91,23 +62,6 @@ _WARM_TEXTS = ("Hello from Alice Martin in Berlin; reviewer Sofia Brandt, dob 19
                "客户：王建国，出生日期：1990年5月3日，家住望京西园四区27号楼2单元1095，电话１３８。",
                "name,dob,net pay\nGrace Nakamura,1987-03-14,$3,200.00\naisha whitfield,1990-05-03,$2,950.10")
 _WARM_SCOPE = "\x00warm-up"
-
-_PROPAGATE = ("patterns", "keys", "people")
-
-
-def _everywhere(text: str, findings: list[Finding]) -> list[Finding]:
-    """A name or address found once (after a label) is found wherever else it appears in the same text."""
-    extra: list[Finding] = []
-    for f in findings:
-        if f.layer in _PROPAGATE and f.type in ("PERSON", "LOCATION"):
-            start = text.find(f.value)
-            while start >= 0:
-                if start != f.start:
-                    extra.append(Finding(type=f.type, start=start, end=start + len(f.value), value=f.value,
-                                         layer=f.layer, key=f.key))
-                start = text.find(f.value, start + 1)
-    return findings + extra
-
 
 def _emitted(findings: list[Finding], rules: ProfileRules) -> list[Finding]:
     """The findings a profile emits: of the layers it keeps, and of NER only the types it names."""
@@ -190,7 +144,7 @@ class LayeredDetector:
             self._add_entities(targets, found, scope)
         if self._edge is not None and rules.keeps_layer("edge"):
             self._add_edge_spans(targets, found, scope)
-        return [resolve_overlaps(_everywhere(target.text, _emitted(f, rules)))
+        return [resolve_overlaps(everywhere(target.text, _emitted(f, rules)))
                 for target, f in zip(targets, found, strict=True)]
 
     def _shaped(self, target: Target, scope: str) -> list[Finding]:
@@ -232,10 +186,10 @@ class LayeredDetector:
                 values.setdefault(owner, {}).setdefault(entity.value, (entity.type, entity.score))
         for owner, entity_values in values.items():
             text = targets[owner].text
-            for value, (type_, score) in entity_values.items():
-                for start, end in _occurrences(value, text):
-                    found[owner].append(Finding(type=type_, start=start, end=end, value=value, layer="ner",
-                                                key=f"{type_}:{value}", score=score))
+            for start, end, value in _occurrences(entity_values, text):
+                type_, score = entity_values[value]
+                found[owner].append(Finding(type=type_, start=start, end=end, value=value, layer="ner",
+                                            key=f"{type_}:{value}", score=score))
 
     def _add_edge_spans(self, targets: list[Target], found: list[list[Finding]], scope: str) -> None:
         """The edge model's verbatim spans in the prose no other layer covered, found wherever they recur."""
@@ -250,8 +204,7 @@ class LayeredDetector:
         if not segments:
             return
         for owner, entities in zip(owners, self._edge.entities(segments, scope=scope), strict=True):
-            text = targets[owner].text
-            for entity in entities:
-                for start, end in _occurrences(entity.value, text):
-                    found[owner].append(Finding(type=entity.type, start=start, end=end, value=entity.value,
-                                                layer="edge", key=f"{entity.type}:{entity.value}"))
+            types = {entity.value: entity.type for entity in reversed(entities)}  # the first type said of a value
+            for start, end, value in _occurrences(types, targets[owner].text):
+                found[owner].append(Finding(type=types[value], start=start, end=end, value=value, layer="edge",
+                                            key=f"{types[value]}:{value}"))

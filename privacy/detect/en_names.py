@@ -12,6 +12,7 @@ import re
 from privacy.detect.given_names import GivenNames
 from privacy.detect.lexicon import trie_pattern
 from privacy.detect.org_words import ORG_WORDS as _ORG_WORDS
+from privacy.detect.recurrence import recurrences
 
 _ROLE_WORDS = ("assignee assigned to reassigned to reviewer reviewed by claimant approver approved by requester "
                "requested by requestor owned by submitted by submitter handled by handler tenant landlord "
@@ -96,9 +97,11 @@ class EnglishNames:
                 spans.append((m.start(1), m.end(1)))
         speakers = {m.group(1) for m in _SPEAKER.finditer(text)
                     if m.group(1).lower() not in _NOT_SPEAKER and self._given.known(m.group(1))}
-        for speaker in speakers:  # a chat line's speaker, and wherever else the word stands in the same text
-            for m in re.finditer(rf"(?<![A-Za-z]){re.escape(speaker)}(?![A-Za-z])", text):
-                spans.append((m.start(), m.end()))
+        # a chat line's speaker, and wherever else the word stands in the same text (no letter glued to it)
+        for start, end, _ in recurrences(text, {speaker: speaker for speaker in speakers}, words=False):
+            if not (start and text[start - 1].isascii() and text[start - 1].isalpha()) \
+                    and not (end < len(text) and text[end].isascii() and text[end].isalpha()):
+                spans.append((start, end))
         return sorted(set(spans))
 
     def cell(self, value: str) -> bool:

@@ -30,9 +30,14 @@ class Finding:
 _LAYER_RANK = {"units": 0, "secrets": 1, "patterns": 2, "keys": 3, "people": 3, "ner": 4}
 
 
+def layer_rank(finding: Finding) -> int:
+    """Which layer's finding wins an overlap (lower wins)."""
+    return _LAYER_RANK.get(finding.layer, 9)
+
+
 def resolve_overlaps(findings: list[Finding]) -> list[Finding]:
     """Keep non-overlapping findings: listed units first, then secrets, patterns, NER; longer spans first."""
-    ranked = sorted(findings, key=lambda f: (_LAYER_RANK.get(f.layer, 9), -(f.end - f.start), f.start))
+    ranked = sorted(findings, key=lambda f: (layer_rank(f), -(f.end - f.start), f.start))
     starts: list[int] = []  # the kept spans, disjoint and in order: a new span can only overlap its two neighbours
     kept: list[Finding] = []
     for finding in ranked:

@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from privacy.detect.findings import Finding
-from privacy.detect.units import _escaped_forms, _literal_pattern, literal_spans
+from privacy.detect.recurrence import recurrences
+from privacy.detect.units import _escaped_forms
 
 _NAME_KEYS = re.compile(r"^(?:(?:full|first|last|given|family|customer|contact|client|patient|employee|account|card)?"
                         r"[_\- ]?name|holder|cardholder|account_holder|owner_name|contact|customer|patient|"
@@ -86,20 +87,6 @@ class KeyHintDetector:
             type_ = _hint(key, value)
             if type_:
                 hinted.setdefault(value.strip(), type_)
-        out: list[Finding] = []
-        for value, type_ in hinted.items():
-            for start, end in _spans(value, text):
-                out.append(Finding(type=type_, start=start, end=end, value=value, layer="keys",
-                                   key=f"{type_}:{value}"))
-        return out
-
-
-def _spans(value: str, text: str) -> Iterator[tuple[int, int]]:
-    """The spans of the pattern of ``value``'s escaped forms (longest first); a value JSON leaves as it is (one form)
-    is found without compiling a pattern."""
-    forms = _escaped_forms(value)
-    if len(forms) == 1 and value.strip():
-        yield from literal_spans(value, text)
-        return
-    for m in re.finditer("|".join(_literal_pattern(f) for f in forms), text):
-        yield m.start(), m.end()
+        forms = {form: value for value in hinted for form in _escaped_forms(value)}
+        return [Finding(type=hinted[value], start=start, end=end, value=value, layer="keys",
+                        key=f"{hinted[value]}:{value}") for start, end, value in recurrences(text, forms)]

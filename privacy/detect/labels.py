@@ -27,9 +27,10 @@ from privacy.detect.keyhints import structured_pairs
 from privacy.detect.lexicon import Lexicon
 from privacy.detect.manifests import named_value_pairs
 from privacy.detect.normalise import canonical
+from privacy.detect.recurrence import recurrences
 from privacy.detect.references import business_reference
 from privacy.detect.secrets import _PLACEHOLDER_VALUES, CODE_VALUE
-from privacy.detect.units import _escaped_forms, _literal_pattern, literal_spans
+from privacy.detect.units import _escaped_forms
 
 _CURRENCY = r"(?:[¥$€£₹]|(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD)[\s.]?)"
 _CURRENCY_AFTER = r"(?:\s?(?:USD|EUR|GBP|CNY|RMB|JPY|CHF|INR|SGD|AUD|CAD|HKD|元|万元|万|k|K))"
@@ -141,7 +142,8 @@ _CONNECTOR = (r"(?:(?P<conn>(?:[ \t]*\([A-Za-z$€£¥%]{1,5}\))?[\"']?[ \t]*(?:
               r"[ \t]*)(?:(?P<q>[\"'])|\\\"|)"
               r"|[ \t]+(?:#[ \t]?)?(?=[A-Za-z]{0,4}[\-/]?\d))")
 _CHAR = r"(?:[^\s\"'<>{}\[\],;，；。、|()（）]|,(?=\d{3}(?!\d))|(?<=\w)['’](?=\w)|(?<=[A-Z0-9<])<|\\n ?)"
-_TEXT_VALUE = _CHAR + r"+(?:[ ]" + _CHAR + r"+){0,6}"
+_TEXT_VALUE = _CHAR + r"{1,300}(?:[ ]" + _CHAR + r"{1,300}){0,6}"  # no shape is longer: bounded, so that
+# a label costs what its value does, not the rest of the text
 _LINE_VALUE = r"(?:[^\n\"|;()（）<>{}\[\]。；.]|\.(?!\s+[A-Z]|\s*$)){1,160}"  # to the end of the line or sentence
 _LABEL_CACHE = 4096
 # The rest of a value wrapped onto the next line: a line that is no new field (nothing like ``key:`` or ``k=v``).
@@ -235,7 +237,10 @@ class LabelledValueDetector:
 
     def _in_text(self, text: str) -> Iterator[tuple[str, str, int, int, str]]:
         """(type, canonical value, start, end, label) for ``label <connector> value`` anywhere in the text."""
+        taken = 0  # the end of the last value read: a label inside it is part of it (``密码：密码：…``)
         for m in self._lexicon.phrase.finditer(text):
+            if m.start() < taken:
+                continue
             c = self._connector.match(text, m.end())
             if c is None:
                 continue
@@ -269,6 +274,7 @@ class LabelledValueDetector:
                     accepted = self._accept(types, text[start:more.end()], False)
             if accepted is not None:
                 type_, value, length = accepted
+                taken = start + length
                 yield type_, value, start, start + length, m.group(0)
 
     def find(self, text: str, label: str | None) -> list[Finding]:
@@ -295,14 +301,14 @@ class LabelledValueDetector:
                                key=f"{type_}:{value}"))
             hinted.setdefault(raw, type_)
             hinted.setdefault(value, type_)
-        lowered = text.lower() if text.isascii() else None
+        forms: dict[str, tuple[str, str]] = {}
         for value, type_ in hinted.items():
-            if len(value) < 2:
-                continue
-            key = f"{type_}:{' '.join(_readings(value)[0].split())}"
-            for start, end in _occurrences(text, lowered, value):
-                out.append(Finding(type=type_, start=start, end=end, value=text[start:end], layer="patterns",
-                                   key=key))
+            if len(value) >= 2:
+                key = f"{type_}:{' '.join(_readings(value)[0].split())}"
+                for form in _escaped_forms(value):
+                    forms.setdefault(form, (type_, key))
+        for start, end, (type_, key) in recurrences(text, forms, ignore_case=True):
+            out.append(Finding(type=type_, start=start, end=end, value=text[start:end], layer="patterns", key=key))
         return out
 
 
@@ -362,33 +368,6 @@ def _query_pairs(text: str) -> Iterator[tuple[str, str]]:
         return
     for m in _QUERY.finditer(text):
         yield urllib.parse.unquote(m.group(1)), urllib.parse.unquote(m.group(2))
-
-
-def _occurrences(text: str, lowered: str | None, value: str) -> Iterator[tuple[int, int]]:
-    """Spans of ``value`` in ``text`` as written, JSON-escaped, in any case (ASCII text) and with any whitespace
-    where it has some; not inside a longer word or number."""
-    for form in _escaped_forms(value):
-        if any(ch.isspace() for ch in form):
-            if lowered is not None and form.isascii() and form.strip():  # no pattern to compile for a new value
-                yield from literal_spans(form, text, lowered)
-                continue
-            for m in re.finditer(_literal_pattern(form), text, re.IGNORECASE):
-                yield m.start(), m.end()
-            continue
-        haystack, needle = (lowered, form.lower()) if lowered is not None and form.isascii() else (text, form)
-        head = form[:1].isascii() and form[:1].isalnum()
-        tail = form[-1:].isascii() and form[-1:].isalnum()
-        start = haystack.find(needle)
-        while start >= 0:
-            end = start + len(needle)
-            if not (head and start > 0 and _word_char(text[start - 1])) \
-                    and not (tail and end < len(text) and _word_char(text[end])):
-                yield start, end
-            start = haystack.find(needle, start + 1)
-
-
-def _word_char(ch: str) -> bool:
-    return ch == "_" or (ch.isascii() and ch.isalnum())
 
 
 # Types whose value may follow its label after a space alone (``MRN 0042117``, ``passport K5707355``).

@@ -12,6 +12,7 @@ wherever it recurs in the same text (``LayeredDetector``)."""
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import re
 import threading
@@ -103,9 +104,10 @@ class PeopleDetector:
             if _PAY_WORD.search(before):
                 yield m.start(), m.end()
         if people:
-            lines = {text.rfind("\n", 0, s) for s, _ in people}
+            breaks = [m.start() for m in re.finditer("\n", text)]
+            lines = {bisect.bisect(breaks, s) for s, _ in people}  # a line's number, not a search back to its start
             for m in _MONEY.finditer(text):
-                if text.rfind("\n", 0, m.start()) in lines:
+                if bisect.bisect(breaks, m.start()) in lines:
                     yield m.start(), m.end()
 
     def _addresses(self, text: str) -> Iterator[tuple[int, int]]:
@@ -119,8 +121,10 @@ class PeopleDetector:
         for code in _POSTCODE_RE.finditer(text):  # an address ends in a postcode: read back from each one
             if code.start() < end:
                 continue
-            eol = text.rfind("\n", 0, code.start())  # an address spans this line and at most the one before
-            window = max(end, code.start() - 120, text.rfind("\n", 0, eol) + 1 if eol > 0 else 0)
+            # an address spans this line and at most the one before, within 120 characters (looked for no further)
+            low = max(0, code.start() - 120)
+            eol = text.rfind("\n", low, code.start())
+            window = max(end, low, text.rfind("\n", low, eol) + 1 if eol > 0 else 0)
             for m in _EN_ADDRESS.finditer(text, window, code.end()):
                 if m.end() == code.end():
                     end = m.end()
@@ -182,8 +186,9 @@ class PeopleDetector:
         """Dates in a column under a birth word, and in a column without a header (its first row is a date too)
         whose every cell is a date at least ``_BIRTH_YEARS`` back, in rows that each name a person: an export of
         people without its header row. A column of recent dates (due, joined, last seen) stays."""
+        inside = _Spans(people)
         for rows in tables:
-            named = all(any(row[0][0] <= s and e <= row[-1][1] for s, e in people) for row in rows)
+            named = all(inside.any_within(row[0][0], row[-1][1]) for row in rows)
             for col, (hs, he) in enumerate(rows[0]):
                 if birth_label(text[hs:he]):
                     for row in rows[1:]:
@@ -195,6 +200,21 @@ class PeopleDetector:
                     dates = [_old_date(text, *row[col], self._born_by) for row in rows]
                     if all(dates):
                         yield from (span for span in dates if span is not None)
+
+
+class _Spans:
+    """Spans, asked whether one lies within a range in log time (a row per person made a table quadratic)."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        ordered = sorted(spans)
+        self._starts = [s for s, _ in ordered]
+        self._least_end = [e for _, e in ordered]  # from each span on, the least end
+        for i in range(len(ordered) - 2, -1, -1):
+            self._least_end[i] = min(self._least_end[i], self._least_end[i + 1])
+
+    def any_within(self, start: int, end: int) -> bool:
+        i = bisect.bisect_left(self._starts, start)
+        return i < len(self._starts) and self._least_end[i] <= end
 
 
 def _cells(line: str, start: int, sep: str) -> list[tuple[int, int]] | None:

@@ -74,9 +74,13 @@ RULES: tuple[SecretRule, ...] = (
 
 # Code, not a secret: a dotted name or call (``os.environ.get``, ``args.api_key``, ``load()``), a class name.
 CODE_VALUE = re.compile(r"^(?:[A-Za-z_]+(?:\.[A-Za-z_]+)+(?:\(.*)?|\w+\(.*|[A-Z][a-z]+(?:[A-Z][a-z]+)+)$")
+# A key is a whole run of key characters (a Chinese key word counts as one) holding a key word, read from the run's
+# start only: a pattern that let the key word float inside the run tried every start of a long dotted run (a JWT,
+# a path) and read it to its end from each, twice over — quadratic (issue 37).
+_KEY_CHAR = r"(?:[A-Za-z0-9_.\-]|密码|口令|密钥)"
 _ASSIGNMENT = re.compile(
-    r"(?i)(?<![A-Za-z0-9])([A-Za-z0-9_.\-]*(?:" + _KEY_WORDS + r")[A-Za-z0-9_.\-]*)" + _Q +
-    r"[ \t]*(?:[:=]|：|=>)[ \t]*" + _Q + r"([^\s\"'\\,;}{\]\[<>`]{4,200})")
+    r"(?i)(?<![A-Za-z0-9_.\-])(?<!密码)(?<!口令)(?<!密钥)(?=" + _KEY_CHAR + r"*?(?:" + _KEY_WORDS + r"))(" + _KEY_CHAR
+    + r"+)" + _Q + r"[ \t]*(?:[:=]|：|=>)[ \t]*" + _Q + r"([^\s\"'\\,;}{\]\[<>`]{4,200})")
 
 
 class SecretDetector:

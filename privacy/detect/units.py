@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,37 +115,6 @@ def _literal_pattern(form: str) -> str:
     prefix = r"(?<![A-Za-z0-9_])" if form[:1].isascii() and form[:1].isalnum() else ""
     suffix = r"(?![A-Za-z0-9_])" if form[-1:].isascii() and form[-1:].isalnum() else ""
     return prefix + body + suffix
-
-
-_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-
-
-def literal_spans(form: str, text: str, folded: str | None = None) -> Iterator[tuple[int, int]]:
-    """The spans ``re.finditer(_literal_pattern(form), text)`` yields, found by hand: no pattern to compile (a step
-    meets new values, a compile costs ~0.1 ms, and a cache of compiled values would be shared by every tenant).
-    ``folded``: ``text.lower()`` of an ASCII ``text``, with an ASCII ``form``: the spans of the pattern under
-    ``re.IGNORECASE`` (on ASCII both are one comparison of lower case). ``form`` holds a non-space character."""
-    words = (form.lower() if folded is not None else form).split()
-    haystack = text if folded is None else folded
-    guard_head = form[:1].isascii() and form[:1].isalnum()
-    guard_tail = form[-1:].isascii() and form[-1:].isalnum()
-    end = 0
-    pos = haystack.find(words[0])
-    while pos >= 0:
-        if pos >= end and not (guard_head and pos > 0 and text[pos - 1] in _WORD_CHARS):
-            i = pos + len(words[0])
-            for word in words[1:]:
-                j = i
-                while j < len(text) and text[j].isspace():
-                    j += 1
-                if j == i or not haystack.startswith(word, j):
-                    break
-                i = j + len(word)
-            else:
-                if not (guard_tail and i < len(text) and text[i] in _WORD_CHARS):
-                    yield pos, i
-                    end = i
-        pos = haystack.find(words[0], pos + 1)
 
 
 def _listed_pattern(form: str, value: str) -> str:

@@ -7,6 +7,7 @@ is 杨 + 建国, ``负责人：欧阳磊，`` is 欧阳 + 磊) and vetoes a cand
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 
@@ -45,6 +46,7 @@ _STOP_TOKENS = frozenset("谢谢 马上 高兴 胡说 孙子 林立 朱红 宋�
 _EN_BEFORE = re.compile(r"(?i)(?:\b(?:to|by|from|for|owner|assignee|reviewer|approver|claimant|tenant|employee|"
                         r"contact|customer|name|user|dear|hi|cc|attn)[ \t]*[:=]?|[:=])[ \t\"']*$")
 _CJK = re.compile(r"[\u4e00-\u9fff]+")
+_NEWLINE = re.compile("\n")
 _LINE_SPEAKER = re.compile(r"(?m)^[ \t]*(?:\[[^\]\n]{1,24}\][ \t]*|\d{1,2}:\d{2}(?::\d{2})?[ \t]+)?(?=[\u4e00-\u9fff])")
 
 
@@ -68,8 +70,9 @@ class ChineseNames:
         if not _CJK.search(text):
             return []
         spans: list[tuple[int, int]] = []
+        breaks = [m.start() for m in _NEWLINE.finditer(text)]  # where lines start, looked up (not searched back)
         for run in _CJK.finditer(text):
-            spans.extend(self._in_run(text, run.start(), run.end(), scope))
+            spans.extend(self._in_run(text, run.start(), run.end(), scope, breaks))
         return spans
 
     def whole(self, value: str, scope: str) -> bool:
@@ -81,7 +84,7 @@ class ChineseNames:
         return any(t.flag.startswith("nr") for t in tokens) and not any(len(t.word) > len(value) - 1 and
                                                                           not t.flag.startswith("nr") for t in tokens)
 
-    def _in_run(self, text: str, start: int, end: int, scope: str) -> Iterator[tuple[int, int]]:
+    def _in_run(self, text: str, start: int, end: int, scope: str, breaks: list[int]) -> Iterator[tuple[int, int]]:
         run = text[start:end]
         tokens: list[Token] | None = None
         if self.whole(run, scope):  # a run that is one name (``assigned to 黄强``, a cell)
@@ -93,7 +96,7 @@ class ChineseNames:
             if surname is None or i < found_end or _AFTER_RE.match(run, i + len(surname)):
                 continue  # inside a name found already; a surname and a title (``李经理``) is no full name
             before = text[max(0, start + i - 12):start + i]
-            speaker = _LINE_SPEAKER.search(text, _line_start(text, start + i))
+            speaker = _LINE_SPEAKER.match(text, _line_start(breaks, start + i))
             at_line_start = speaker is not None and speaker.end() == start + i
             context_before = bool(_BEFORE.search(before)) or bool(_EN_BEFORE.search(before))
             glued = start + i > 0 and _CJK.match(text[start + i - 1]) is not None  # another word right before
@@ -122,8 +125,10 @@ class ChineseNames:
                         break
 
 
-def _line_start(text: str, pos: int) -> int:
-    return text.rfind("\n", 0, pos) + 1
+def _line_start(breaks: list[int], pos: int) -> int:
+    """Where the line holding ``pos`` starts, from the text's line breaks."""
+    i = bisect.bisect_left(breaks, pos)
+    return breaks[i - 1] + 1 if i else 0
 
 
 def _segmented_as(tokens: list[Token], start: int, end: int) -> bool:

@@ -117,24 +117,31 @@ def test_a_private_address_is_not_sensitive(text: str) -> None:
     assert [f for f in PatternDetector().find(text) if f.type == "IP_ADDRESS"] == []
 
 
-def test_literal_spans_are_the_literal_patterns_matches() -> None:
-    """The detectors find a value's occurrences by hand (``literal_spans``) where they compiled
-    ``_literal_pattern``: the same spans, case-sensitive and under IGNORECASE on ASCII, on texts built to meet every
-    edge (words glued to letters, digits and ``_``, runs of mixed whitespace, overlapping repeats, case)."""
+def test_recurrences_are_the_literal_patterns_matches_at_every_position() -> None:
+    """The detectors find where many values recur in one pass (``recurrence``) where they compiled
+    ``_literal_pattern`` per value: at every position, the longest form whose pattern matches there — the same spans,
+    case-sensitive and under IGNORECASE, on texts built to meet every edge (words glued to letters, digits and ``_``,
+    runs of mixed whitespace, overlapping repeats, prefixes of one another, case)."""
     import random
     import re
 
-    from privacy.detect.units import _literal_pattern, literal_spans
+    from privacy.detect.recurrence import recurrences
+    from privacy.detect.units import _literal_pattern
 
     rng = random.Random(5)
     alphabet = ["a", "A", "b", "B", "1", "_", "-", ".", " ", "\t", "\n", "\u2003", "é", "ab", "Ab"]
-    for _ in range(4000):
-        form = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6)))
-        if not form.strip():
+    for _ in range(800):
+        forms = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))) for _ in range(rng.randint(1, 3))]
+        forms = [form.strip() for form in forms if form.strip()]  # a value is found without its edges' whitespace
+        if not forms:
             continue
-        text = "".join(rng.choice(alphabet + [form, form.upper()]) for _ in range(rng.randint(0, 14)))
-        expected = [m.span() for m in re.finditer(_literal_pattern(form), text)]
-        assert list(literal_spans(form, text)) == expected, (form, text)
-        if form.isascii() and text.isascii():
-            folded = [m.span() for m in re.finditer(_literal_pattern(form), text, re.IGNORECASE)]
-            assert list(literal_spans(form, text, text.lower())) == folded, (form, text)
+        text = "".join(rng.choice(alphabet + forms + [f.upper() for f in forms]) for _ in range(rng.randint(0, 14)))
+        for flags in (0, re.IGNORECASE):
+            patterns = [re.compile(_literal_pattern(form), flags) for form in forms]
+            expected = []
+            for pos in range(len(text)):
+                ends = [m.end() for p in patterns if (m := p.match(text, pos)) is not None]
+                if ends:
+                    expected.append((pos, max(ends)))
+            found = [(s, e) for s, e, _ in recurrences(text, {f: f for f in forms}, ignore_case=bool(flags))]
+            assert found == expected, (forms, text, flags)

@@ -1,0 +1,120 @@
+"""Where values found once recur in the same text, found in one pass over the text whatever the number of values:
+a search per value made a text of many repeated names or labels quadratic (issue 37).
+
+The values' forms are folded into one trie-shaped pattern (a common prefix is read once; at each position the
+regex engine follows one branch and gives up at the first character no form continues with), compiled per call —
+a cache of compiled values would be shared by every tenant (a fast answer would tell one that another sent a
+value). Time: linear in the text and in the forms' total length."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TypeVar
+
+from privacy.detect.findings import Finding, layer_rank
+
+T = TypeVar("T")
+_PROPAGATE = ("patterns", "keys", "people")
+_TYPES = ("PERSON", "LOCATION")
+_SPACE = " "  # a whitespace run of a word form: any whitespace run in the text
+_HEAD = r"(?<![A-Za-z0-9_])"
+_TAIL = r"(?![A-Za-z0-9_])"
+_Trie = dict[str, "_Trie"]
+
+
+def _glued(ch: str) -> bool:
+    """Whether a form that begins or ends with ``ch`` must not have a letter, digit or ``_`` glued there."""
+    return ch.isascii() and ch.isalnum()
+
+
+def _pattern(forms: Iterable[str], words: bool) -> str:
+    """One alternation of ``forms`` factored by common prefix, longest first. ``words``: a form's whitespace matches
+    any whitespace run, and no letter, digit or ``_`` may be glued to either end of a form that begins or ends with
+    one (``units._literal_pattern`` of each form). Nested only where forms part or end (a run of one child is
+    written out in a loop)."""
+    trie: _Trie = {}
+    for form in forms:
+        node = trie
+        for ch in form:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def atom(ch: str) -> str:
+        return r"\s+" if words and ch == _SPACE else re.escape(ch)
+
+    def branch(ch: str, child: _Trie) -> str:
+        out = [atom(ch)]
+        while len(child) == 1 and "" not in child:  # a run no form parts or ends in
+            ch, child = next(iter(child.items()))
+            out.append(atom(ch))
+        return "".join(out) + body(child, ch)
+
+    def body(node: _Trie, last: str) -> str:
+        options = [branch(ch, child) for ch, child in sorted(node.items()) if ch]
+        if "" in node:
+            options.append(_TAIL if words and _glued(last) else "")
+        return options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
+
+    heads = [(_HEAD if words and _glued(ch) else "") + branch(ch, child) for ch, child in sorted(trie.items())]
+    return "(?:" + "|".join(heads) + ")"
+
+
+def _compiled(keys: list[str], words: bool, flags: int) -> list[re.Pattern[str]]:
+    """The patterns of ``keys``: one, or — where forms nest deeper than the regex parser recurses (hundreds of forms
+    each the prefix of the next: ``a``, ``aa``, ``aaa``…) — one per half, halved again as needed."""
+    try:
+        return [re.compile("(?=(" + _pattern(keys, words) + "))", flags)]
+    except RecursionError:
+        if len(keys) == 1:
+            raise
+        half = len(keys) // 2
+        return _compiled(keys[:half], words, flags) + _compiled(keys[half:], words, flags)
+
+
+def _key(text: str, words: bool, ignore_case: bool) -> str:
+    text = _SPACE.join(text.split()) if words else text
+    if not ignore_case:
+        return text
+    lowered = text.lower()  # a letter whose lower case is longer (``İ``) stays as written, as one the engine folds
+    return lowered if len(lowered) == len(text) else "".join(ch if len(ch.lower()) > 1 else ch.lower() for ch in text)
+
+
+def recurrences(text: str, forms: Mapping[str, T], *, words: bool = True,
+                ignore_case: bool = False) -> Iterator[tuple[int, int, T]]:
+    """``(start, end, forms[form])`` wherever a form stands in ``text``, in order: at each position the longest form
+    that stands there, so overlapping occurrences are all found. A form is read without the whitespace at its
+    ends. ``words``: read each form as a word (its whitespace any whitespace run, nothing glued to an alphanumeric
+    end); else literally. ``ignore_case``: in any case (the rare letter whose lower case the regex engine folds
+    otherwise than ``str.lower``, ``ſ``, is read as written)."""
+    by_key: dict[str, T] = {}
+    for form, tag in forms.items():
+        if form.strip():
+            by_key.setdefault(_key(form.strip(), words, ignore_case), tag)
+    if not by_key:
+        return
+    patterns = _compiled(sorted(by_key), words, re.IGNORECASE if ignore_case else 0)
+    longest: dict[int, int] = {}
+    for pattern in patterns:
+        for m in pattern.finditer(text):
+            longest[m.start()] = max(longest.get(m.start(), 0), len(m.group(1)))
+    for start in sorted(longest) if len(patterns) > 1 else longest:
+        end = start + longest[start]
+        key = _key(text[start:end], words, ignore_case)
+        if key in by_key:
+            yield start, end, by_key[key]
+
+
+def everywhere(text: str, findings: list[Finding]) -> list[Finding]:
+    """``findings`` and a copy of each name or address (of the layers that read it from a label or a context)
+    wherever else its value recurs in ``text``: the copy of the value's finding that ``resolve_overlaps`` would
+    keep (the best layer, then the first)."""
+    best: dict[str, Finding] = {}
+    for f in findings:
+        if f.layer in _PROPAGATE and f.type in _TYPES and f.value:
+            kept = best.get(f.value)
+            if kept is None or layer_rank(f) < layer_rank(kept):
+                best[f.value] = f
+    extra = [Finding(type=f.type, start=start, end=end, value=f.value, layer=f.layer, key=f.key)
+             for start, end, f in recurrences(text, best, words=False) if start != f.start]
+    return findings + extra
