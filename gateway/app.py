@@ -38,12 +38,12 @@ from gateway.keys import Keys, load_keys
 from gateway.metrics import RequestMetrics, multiprocess_exposition
 from gateway.owner_migration import migrate_owners
 from gateway.pipeline import StepPipeline
-from gateway.policy_choice import PolicyChooser
+from gateway.policy_choice import build_router
 from gateway.privacy_routes import erase_endpoint, receipts_endpoint, session_privacy_endpoint, units_endpoint
 from gateway.reload import POLL_S, Reloader, on_sighup
-from gateway.sealing import SealBroken, SealedStore
+from gateway.sealing import SealBroken
 from gateway.service import Services
-from gateway.sessions import MemorySessionStore, SQLiteSessionStore
+from gateway.session_stores import build_session_store, session_store_kind
 from gateway.settings import CloudSettings, ConfigError, Settings, edge_endpoint
 from gateway.shadow import Shadows
 from gateway.snapshot import Configuration, Snapshot, SnapshotPart
@@ -61,42 +61,10 @@ from privacy import Protector
 from privacy.audit import SigningKeys
 from privacy.factory import build_protector
 from privacy.session_store import SessionStore, SessionStoreUnavailable
-from router.policies import builtin_policies
 from router.policies.random_matched import CloudRateSource
-from router.policy import PolicyRegistry
 from router.rates import ArmRates
 
 log = logging.getLogger("ecgw")
-
-
-def session_store_kind(settings: Settings) -> str:
-    store = settings.sessions.store
-    if store == "auto":
-        # `ecgw serve` sets server.workers in every worker it starts; an app built in-process is one worker.
-        store = ("redis" if settings.sessions.redis_url else
-                 "sqlite" if (settings.server.workers or 1) > 1 else "memory")
-    return store
-
-
-def build_session_store(settings: Settings, keys: Keys | None = None) -> SessionStore:
-    """In memory for one worker; a shared SQLite file as soon as several workers may serve one session; Redis
-    (shared by every replica) when ``sessions.redis_url`` is set. Every persistent store's values are encrypted
-    with the secrets key (``gateway.sealing``)."""
-    kind = session_store_kind(settings)
-    if kind == "memory":
-        return MemorySessionStore(ttl_s=settings.sessions.ttl_s)
-    keys = keys or load_keys(settings, persistent_sessions=True)
-    inner: SessionStore
-    if kind == "redis":
-        assert settings.sessions.redis_url is not None  # SessionSettings refuses store: redis without a URL
-        from gateway.redis_sessions import RedisSessionStore  # imports redis: only when it is used
-
-        inner = RedisSessionStore(settings.sessions.redis_url, ttl_s=settings.sessions.ttl_s,
-                                  pool_size=settings.sessions.redis_pool_size,
-                                  timeout_s=settings.sessions.redis_timeout_s)
-    else:
-        inner = SQLiteSessionStore(settings.sessions.sqlite_path, ttl_s=settings.sessions.ttl_s)
-    return SealedStore(inner, keys.derive("vault"))
 
 
 def check_secrets(settings: Settings) -> Keys:
@@ -142,27 +110,6 @@ def measured_rates(meter: Meter) -> CloudRateSource | None:
         return (int(rows[0]["requests"]), int(rows[0]["cloud_requests"])) if rows else None
 
     return ArmRates(counts_of)
-
-
-def build_router(settings: Settings, *, cloud_rates: CloudRateSource | None = None
-                 ) -> tuple[PolicyRegistry, PolicyChooser]:
-    """Every policy built with its knobs and every experiment arm checked; cheap (no litellm), so ``ecgw serve``
-    also calls it before it starts workers. A bad value raises ``ConfigError`` naming the key."""
-    registry = PolicyRegistry(builtin_policies(cloud_rates=cloud_rates), settings.policy.knobs)
-    for name in settings.policy.knobs:
-        if name not in registry:
-            raise ConfigError(f"policy.knobs.{name}: there is no policy {name!r}; the policies are "
-                              f"{', '.join(registry.names)}", param=f"policy.knobs.{name}")
-    try:
-        cloud = settings.cloud
-        chooser = PolicyChooser(registry, settings.policy.default, edge_model=settings.edge.members()[0].model,
-                                cloud_model=cloud.named_targets()[cloud.primary].model,
-                                experiments=settings.experiments, cloud_aliases=cloud.model_aliases)
-    except ConfigError:
-        raise
-    except ValueError as exc:  # the experiments' own checks (experiments.active, the arms' weights)
-        raise ConfigError(str(exc), param="experiments") from None
-    return registry, chooser
 
 
 def preflight(settings: Settings) -> None:

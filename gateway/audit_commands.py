@@ -36,8 +36,8 @@ def _store(settings: Any, database_url: str | None = None) -> Any:
     """The audit store on the configured database, with the signing key's generations derived from the secrets
     key (the same configuration finds the same keys)."""
     from accounting.database import make_engine
-    from gateway.app import session_store_kind
     from gateway.keys import load_keys
+    from gateway.session_stores import session_store_kind
     from privacy.audit import AuditStore, SigningKeys
 
     keys = load_keys(settings, persistent_sessions=session_store_kind(settings) != "memory")

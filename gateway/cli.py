@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import importlib
 import importlib.metadata
+import logging
 import os
 import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,8 @@ from gateway.offline import prepare_offline_environment
 from gateway.settings import ConfigError, Settings, load_settings, missing_cloud_key
 
 CONFIG_ENV = "ECGW_CONFIG_FILE"
+
+log = logging.getLogger("ecgw")
 
 # Packages that add sub-commands: each module has ``register(subparsers)``.
 COMMAND_MODULES: tuple[str, ...] = ("accounting.cli", "gateway.budget_commands", "gateway.privacy_commands",
@@ -59,16 +63,45 @@ def _supervise(args: argparse.Namespace, settings: Settings, workers: int) -> No
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
-    from gateway.reload import reload_supervised
-
     class Supervisor(Multiprocess):
         def handle_hup(self) -> None:
-            reload_supervised(settings, args.config, _overrides(args))
+            _reload_supervised(settings, args.config, _overrides(args))
 
     config = uvicorn.Config("gateway.cli:app_factory", factory=True, host=settings.server.host,
                             port=settings.server.port, workers=workers, **uvicorn_options())
     with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run
         Supervisor(config, sockets=[config.bind_socket()]).run()
+
+
+def _reload_supervised(running: Settings, path: str | None, overrides: Mapping[str, Any]) -> None:
+    """SIGHUP to ``ecgw serve`` with several workers, in the supervisor: validate the file whole and bump the
+    store-wide version, which every worker adopts at its next poll. The store is the running one (a new file naming
+    another store is a restart's business)."""
+    from gateway.budgets import check_limits
+    from gateway.policy_choice import build_router
+    from gateway.reload import POLL_S, bump_version, file_digest
+    from gateway.sealing import SealedStore
+    from gateway.session_stores import build_session_store
+
+    try:
+        settings = load_settings(path, **overrides)
+        build_router(settings)
+        check_limits(settings)
+    except ConfigError as exc:
+        log.error("configuration reload refused, the running configuration stays (bad key: %s): %s",
+                  exc.param or "?", exc)
+        return
+    store = build_session_store(running)
+    assert isinstance(store, SealedStore)  # several workers: a persistent store
+
+    async def bump() -> int:
+        try:
+            return await bump_version(store, file_digest(path))
+        finally:
+            await store.aclose()
+
+    version = asyncio.run(bump())
+    log.info("configuration version %d: the workers load it within %g s", version, POLL_S)
 
 
 def app_factory() -> Any:

@@ -35,8 +35,8 @@ def register(subparsers: Any) -> None:
 
 
 def _parts(settings: Settings) -> tuple[AdminDatabase, bytes]:
-    from gateway.app import session_store_kind
     from gateway.keys import load_keys
+    from gateway.session_stores import session_store_kind
 
     keys = load_keys(settings, persistent_sessions=session_store_kind(settings) != "memory")
     db = AdminDatabase.from_url(settings.database_url)
@@ -45,8 +45,8 @@ def _parts(settings: Settings) -> tuple[AdminDatabase, bytes]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gateway.app import build_router
     from gateway.cli import config_path
+    from gateway.policy_choice import build_router
 
     settings = load_settings(config_path(args.config))
     who = f"cli:{getpass.getuser()}"

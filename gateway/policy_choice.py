@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.errors import ClientError
-from gateway.settings import ConfigError
+from gateway.settings import ConfigError, Settings
 from router.experiments import Assignment, ExperimentsSettings, arm_of, assign
 from router.fleet import without_target
+from router.policies import builtin_policies
+from router.policies.random_matched import CloudRateSource
 from router.policy import PolicyRegistry
 from router.step import SessionState
 
@@ -152,3 +154,24 @@ class PolicyChooser:
 
     def model_ids(self) -> list[str]:
         return [ALIAS_PREFIX + name for name in self._registry.names] + list(self._direct)
+
+
+def build_router(settings: Settings, *, cloud_rates: CloudRateSource | None = None
+                 ) -> tuple[PolicyRegistry, PolicyChooser]:
+    """Every policy built with its knobs and every experiment arm checked; cheap (no litellm), so ``ecgw serve``
+    also calls it before it starts workers. A bad value raises ``ConfigError`` naming the key."""
+    registry = PolicyRegistry(builtin_policies(cloud_rates=cloud_rates), settings.policy.knobs)
+    for name in settings.policy.knobs:
+        if name not in registry:
+            raise ConfigError(f"policy.knobs.{name}: there is no policy {name!r}; the policies are "
+                              f"{', '.join(registry.names)}", param=f"policy.knobs.{name}")
+    try:
+        cloud = settings.cloud
+        chooser = PolicyChooser(registry, settings.policy.default, edge_model=settings.edge.members()[0].model,
+                                cloud_model=cloud.named_targets()[cloud.primary].model,
+                                experiments=settings.experiments, cloud_aliases=cloud.model_aliases)
+    except ConfigError:
+        raise
+    except ValueError as exc:  # the experiments' own checks (experiments.active, the arms' weights)
+        raise ConfigError(str(exc), param="experiments") from None
+    return registry, chooser

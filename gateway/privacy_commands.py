@@ -108,8 +108,8 @@ def _body_opener(config: str | None) -> Any:
         if not Sealer.is_sealed(call.body):
             return call.body
         if opener is None:
-            from gateway.app import session_store_kind
             from gateway.keys import load_keys
+            from gateway.session_stores import session_store_kind
             from gateway.settings import load_settings
 
             settings = load_settings(config)

@@ -30,10 +30,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from gateway.budgets import check_limits
 from gateway.errors import error_response
 from gateway.polling import Poller
-from gateway.sealing import SealedStore
 from gateway.settings import ConfigError, Settings, load_settings
 from gateway.settings_reference import restart_reason
 from gateway.snapshot import Configuration
@@ -168,33 +166,6 @@ def on_sighup(reloader: Reloader) -> None:
         task.add_done_callback(tasks.discard)
 
     loop.add_signal_handler(signal.SIGHUP, start)
-
-
-def reload_supervised(running: Settings, path: str | None, overrides: Mapping[str, Any]) -> None:
-    """SIGHUP to ``ecgw serve`` with several workers, in the supervisor: validate the file whole and bump the
-    store-wide version, which every worker adopts at its next poll. The store is the running one (a new file naming
-    another store is a restart's business)."""
-    from gateway.app import build_router, build_session_store  # the app's builders; this runs outside any app
-
-    try:
-        settings = load_settings(path, **overrides)
-        build_router(settings)
-        check_limits(settings)
-    except ConfigError as exc:
-        log.error("configuration reload refused, the running configuration stays (bad key: %s): %s",
-                  exc.param or "?", exc)
-        return
-    store = build_session_store(running)
-    assert isinstance(store, SealedStore)  # several workers: a persistent store
-
-    async def bump() -> int:
-        try:
-            return await bump_version(store, file_digest(path))
-        finally:
-            await store.aclose()
-
-    version = asyncio.run(bump())
-    log.info("configuration version %d: the workers load it within %g s", version, POLL_S)
 
 
 def reload_endpoint(reloader: Reloader) -> Any:

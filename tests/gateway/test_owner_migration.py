@@ -10,11 +10,12 @@ from typing import Any
 import httpx
 from sqlalchemy import create_engine, text
 
-from gateway.app import create_app, session_store_kind
+from gateway.app import create_app
 from gateway.keys import load_keys
 from gateway.owner_migration import migrate_owners, move_sessions
 from gateway.redis_sessions import RedisSessionStore
 from gateway.sealing import SealedStore
+from gateway.session_stores import session_store_kind
 from gateway.settings import Settings
 from gateway.tenancy import bare_owner
 from tests.conftest import settings_for

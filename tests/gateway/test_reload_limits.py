@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from gateway.app import build_session_store, create_app
+from gateway.app import create_app
 from gateway.service import Services
+from gateway.session_stores import build_session_store
 from gateway.settings import Settings, load_settings
 from tests.door import guarded_services
 from tests.fakes.model_server import Reply

@@ -168,9 +168,9 @@ async def test_an_unreachable_redis_raises_an_error_naming_it():
 
 
 def test_store_choice_redis_when_a_url_is_set(tmp_path):
-    from gateway.app import build_session_store
     from gateway.redis_sessions import RedisSessionStore
     from gateway.sealing import SealedStore
+    from gateway.session_stores import build_session_store
     from gateway.settings import ConfigError, load_settings
 
     store = build_session_store(load_settings(None, sessions={"redis_url": "redis://127.0.0.1:1/0"},

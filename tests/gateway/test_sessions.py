@@ -72,8 +72,8 @@ async def test_sqlite_store_is_shared_between_instances(tmp_path):
 
 
 def test_store_choice_follows_worker_count(tmp_path):
-    from gateway.app import build_session_store
     from gateway.sealing import SealedStore
+    from gateway.session_stores import build_session_store
     from gateway.sessions import MemorySessionStore, SQLiteSessionStore
     from gateway.settings import load_settings
 

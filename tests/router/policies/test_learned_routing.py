@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from benchmarks.learning import top_for_entropy
-from gateway.app import build_router
+from gateway.policy_choice import build_router
 from gateway.settings import ConfigError
 from router.learning.model import RouterModel
 from tests.conftest import RunningGateway, settings_for
