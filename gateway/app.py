@@ -261,11 +261,11 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
 
     request_metrics = RequestMetrics()
     tenancy = RequestTenancy(services.tenancy)
-    pipeline = StepPipeline(services)
+    pipeline = StepPipeline(services, request_metrics)
     reader = BodyReader(max_depth=services.settings.server.max_json_depth)  # every route's body goes through this one
-    chat = SurfaceEndpoint(ChatSurface(reader), pipeline, request_metrics).handle
+    chat = SurfaceEndpoint(ChatSurface(reader), pipeline).handle
     metering_metrics = metrics_endpoint(services.meter)
-    messages = SurfaceEndpoint(MessagesSurface(reader, native=native_anthropic(services)), pipeline, request_metrics).handle
+    messages = SurfaceEndpoint(MessagesSurface(reader, native=native_anthropic(services)), pipeline).handle
 
     async def targets() -> list[dict[str, Any]]:
         return await targets_report(services.settings, services.sessions)
@@ -288,7 +288,7 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/chat/completions", chat, methods=["POST"]),
-        Route("/v1/responses", responses_endpoint(services, pipeline, request_metrics, reader).handle, methods=["POST"]),
+        Route("/v1/responses", responses_endpoint(services, pipeline, reader).handle, methods=["POST"]),
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),

@@ -26,6 +26,7 @@ from privacy.audit import RECEIPT_HEADER
 from privacy.errors import PrivacyBlocked
 from router.budgets.errors import KEPT_ON_EDGE, OverBudget, fallback_of
 from router.budgets.limits import NO_SPEND, Spend
+from router.channels import EdgeChannel
 from router.chat_shapes import aclose, chunks_to_completion, completion_to_chunks
 from router.context import CallContext, RouteTracker
 from router.fleet import TARGET_KNOB, without_target
@@ -105,8 +106,12 @@ class Started:
 
 
 class StepPipeline:
-    def __init__(self, services: Services) -> None:
+    """One step, start to end, for every surface; the request's record (``Outcome``) is this pipeline's alone: it
+    makes it (``begin``), fills it in as the step runs (``start``) and closes it (``end``)."""
+
+    def __init__(self, services: Services, metrics: RequestMetrics) -> None:
         self.services = services
+        self._metrics = metrics
         self._edge_only = EdgeOnly()
 
     def _target(self, body: dict[str, Any], decision: PolicyDecision) -> str | None:
@@ -119,90 +124,137 @@ class StepPipeline:
         arm = decision.knobs.get(TARGET_KNOB)
         return arm if isinstance(arm, str) else self.services.policies.target(decision.policy)
 
+    def begin(self, request_id: str, span: Span = NO_SPAN) -> Outcome:
+        """The request's record, which this pipeline alone fills in (``start``) and closes (``end``)."""
+        return Outcome(request_id=request_id, span=span)
+
+    def end(self, outcome: Outcome, status: int, identity: Identity) -> None:
+        """The request is over (a stream: its last byte): its metrics, step record, log line and span, and its
+        settlement once every upstream call it caused is recorded (``accounting.settlement``). A request refused
+        before its session was known is settled too (no calls), in its owner's namespace (its owner may ask about
+        it, nobody else), or a client waiting on its id would wait for ever."""
+        outcome.observe(self._metrics, status)
+        self.services.meter.settle(outcome.request_id, outcome.session or identity.prefix)
+
     async def start(self, headers: Mapping[str, str], body: dict[str, Any], *, identity: Identity,
-                    request_id: str, outcome: Outcome, session_hint: str | None = None,
-                    relay: bool = False) -> Started:
-        """Run the step in ``body`` (chat-completions shape) for the authenticated caller. ``session_hint`` is a
-        surface's own session header (Claude Code's, Codex's), taken after ``X-Session-Id``. ``relay``: the
-        surface sends OpenAI's chat stream as it is, so an edge-only stream may come relayed (``Started.relayed``)."""
+                    outcome: Outcome, session_hint: str | None = None, relay: bool = False) -> Started:
+        """Run the step in ``body`` (chat-completions shape) for the authenticated caller, in named stages:
+        identify the session, decide the policy, admit it against the budgets, build the step, run it (on the edge
+        when privacy or a budget keeps it there), and say in the headers what happened. ``session_hint`` is a
+        surface's own session header (Claude Code's, Codex's), taken after ``X-Session-Id``. ``relay``: the surface
+        sends OpenAI's chat stream as it is, so an edge-only stream may come relayed (``Started.relayed``)."""
+        session, shown = self._identify(headers, body, identity, session_hint, outcome)
+        decision = await self._decide(headers, body, session, identity, outcome)
+        spend, limited = await self._admit(body, identity, session.session_id, decision)
+        step, edge = self._build(body, identity, session, decision, spend, outcome)
+        out_headers = {"x-ecgw-request-id": outcome.request_id, "x-ecgw-session": header_safe(shown),
+                       "x-ecgw-policy": decision.policy, **limited}
+        if decision.arm is not None:
+            out_headers["x-ecgw-arm"] = f"{decision.experiment}:{decision.arm}"
+        policy_span = self._policy_span(outcome.span, decision.policy, out_headers)
+        ticket = self.services.shadows.draw(step, allowed=identity.shadow, target=self._target(body, decision))
+        outcome.finish.append(_StepEnd(self.services, step, policy_span, out_headers, outcome, time.time(), ticket))
+        started = await self._run(step, edge, decision.policy, out_headers, relay=relay and ticket is None)
+        self._said(started, step, out_headers, outcome, ticket)
+        started.session_id = shown  # the client's id: naming it again (same key) reaches this session
+        return started
+
+    def _identify(self, headers: Mapping[str, str], body: dict[str, Any], identity: Identity, hint: str | None,
+                  outcome: Outcome) -> tuple[SessionState, str]:
+        """The session (owner-namespaced internally) and the id the client is shown (its own, or its keyed hash)."""
         s = self.services
-        # owner-namespaced internally; the client's own id (or its keyed hash) is what is echoed
-        session_id, shown = s.tenancy.session(identity, headers, body, hint=session_hint)
+        session_id, shown = s.tenancy.session(identity, headers, body, hint=hint)
         outcome.session = session_id
-        session = SessionState(session_id, s.sessions)
         outcome.session_hash = s.session_hash(session_id)
-        span = outcome.span
-        decision = await s.chooser.decide(headers, body, session)
-        policy_name = outcome.policy = decision.policy
-        if identity.policies is not None and policy_name not in identity.policies:
+        return SessionState(session_id, s.sessions), shown
+
+    async def _decide(self, headers: Mapping[str, str], body: dict[str, Any], session: SessionState,
+                      identity: Identity, outcome: Outcome) -> PolicyDecision:
+        """The policy and experiment arm for this step; a virtual key's allowed policies hold (403)."""
+        decision = await self.services.chooser.decide(headers, body, session)
+        outcome.policy = decision.policy
+        if identity.policies is not None and decision.policy not in identity.policies:
             raise ClientError(403, f"This key may use the policies {', '.join(identity.policies)}, not "
-                                   f"{policy_name} (chosen for this step); name one of them in 'model'.",
+                                   f"{decision.policy} (chosen for this step); name one of them in 'model'.",
                               type_="permission_error", param="model", code="policy_not_allowed")
         outcome.arm = decision.arm
-        context = CallContext(request_id=request_id, session_id=session_id, policy=policy_name,
-                              experiment=decision.experiment, arm=decision.arm, owner=identity.owner)
-        route = outcome.route = RouteTracker()
+        span = outcome.span
         if span.recording:  # tracing off: no attributes to set
             for key, value in (("ecgw.session", outcome.session_hash),
                                ("gen_ai.conversation.id", outcome.session_hash),  # the keyed hash, never the id
-                               ("ecgw.policy", policy_name), ("ecgw.experiment", decision.experiment),
+                               ("ecgw.policy", decision.policy), ("ecgw.experiment", decision.experiment),
                                ("ecgw.arm", decision.arm)):
                 span.set(key, value)
-        spend: Spend = NO_SPEND
-        limited: dict[str, str] = {}
-        if (budget := s.budgets.for_step(
-                key_name=key_name(identity), owner_prefix=identity.prefix, session_id=session_id,
-                experiment=decision.experiment, arm=decision.arm, key_limits=identity.limits)) is not None:
-            limited = await budget.admit(body)  # rpm/tpm: RateLimited (429) before anything runs
-            spend = budget
+        return decision
+
+    async def _admit(self, body: dict[str, Any], identity: Identity, session_id: str,
+                     decision: PolicyDecision) -> tuple[Spend, dict[str, str]]:
+        """The step's budgets (what every upstream call reserves and settles) and its rate-limit headers; over a
+        rate limit, ``RateLimited`` (429) before anything runs."""
+        budget = self.services.budgets.for_step(
+            key_name=key_name(identity), owner_prefix=identity.prefix, session_id=session_id,
+            experiment=decision.experiment, arm=decision.arm, key_limits=identity.limits)
+        if budget is None:
+            return NO_SPEND, {}
+        return budget, await budget.admit(body)
+
+    def _build(self, body: dict[str, Any], identity: Identity, session: SessionState, decision: PolicyDecision,
+               spend: Spend, outcome: Outcome) -> tuple[Step, EdgeChannel]:
+        """The step a policy runs: the request, the session's state, the two channels for this step's doors and
+        cloud target, the call context, and where the policy notes what it decided."""
+        s = self.services
+        context = CallContext(request_id=outcome.request_id, session_id=session.session_id, policy=decision.policy,
+                              experiment=decision.experiment, arm=decision.arm, owner=identity.owner)
+        route = outcome.route = RouteTracker()
         note = DecisionNote()
         arm = f"{decision.experiment}:{decision.arm}" if decision.arm is not None else None
-        spend = TargetCosts(spend, note, TargetTracker(s.sessions), s.call_cost, policy=policy_name, arm=arm)
-        doors, target = s.doors, self._target(body, decision)
+        spend = TargetCosts(spend, note, TargetTracker(s.sessions), s.call_cost, policy=decision.policy, arm=arm)
+        doors = s.doors
         edge = doors.edge(context, route, spend)
-        step = Step(
-            request=body,
-            context=context,
-            session=session,
-            edge=edge,
-            cloud=doors.cloud(context, route, spend, target=target),
-            route=route,
-            knobs=without_target(decision.knobs),
-            note=note,
-        )
-        out_headers = {"x-ecgw-request-id": request_id, "x-ecgw-session": header_safe(shown),
-                       "x-ecgw-policy": policy_name, **limited}
-        if decision.arm is not None:
-            out_headers["x-ecgw-arm"] = f"{decision.experiment}:{decision.arm}"
-        policy_span = NO_SPAN
-        if span.recording:
-            if span.trace_id is not None:
-                out_headers[s.settings.observability.trace_header] = span.trace_id
-            policy_span = span.child("ecgw.policy", **{"ecgw.policy": policy_name})
-            make_current(policy_span)  # the policy's channel calls, streamed ones included, are its children
-        ticket = s.shadows.draw(step, allowed=identity.shadow, target=target)
-        outcome.finish.append(_StepEnd(self.services, step, policy_span, out_headers, outcome, time.time(), ticket))
-        policy = s.policies.get(policy_name)
-        # An edge-only stream nobody else reads (no shadow call): the upstream's bytes, not its chunks round-tripped.
-        relayed = (edge.relay(body, usage=client_wants_usage(body))
-                   if relay and ticket is None and step.stream and isinstance(policy, EdgeOnly) else None)
+        return Step(request=body, context=context, session=session, edge=edge,
+                    cloud=doors.cloud(context, route, spend, target=self._target(body, decision)), route=route,
+                    knobs=without_target(decision.knobs), note=note), edge
+
+    def _policy_span(self, span: Span, policy: str, out_headers: dict[str, str]) -> Span:
+        if not span.recording:
+            return NO_SPAN
+        if span.trace_id is not None:
+            out_headers[self.services.settings.observability.trace_header] = span.trace_id
+        policy_span = span.child("ecgw.policy", **{"ecgw.policy": policy})
+        make_current(policy_span)  # the policy's channel calls, streamed ones included, are its children
+        return policy_span
+
+    async def _run(self, step: Step, edge: EdgeChannel, policy_name: str, out_headers: dict[str, str], *,
+                   relay: bool) -> Started:
+        """The policy's run to its first output; an edge-only stream nobody else reads (no shadow call) comes as the
+        upstream's bytes, not its chunks round-tripped. A finding whose action is ``block`` (or images: block, or
+        on_privacy_error: edge), a spent cloud budget, or one that cannot be read: whatever the policy wanted, the
+        step runs on the edge, and its record keeps what the policy decided."""
+        policy = self.services.policies.get(policy_name)
+        relayed = (edge.relay(step.request, usage=client_wants_usage(step.request))
+                   if relay and step.stream and isinstance(policy, EdgeOnly) else None)
         try:
             if relayed is not None:
                 step.decided("edge", "fixed")  # what EdgeOnly decides
-                started = await _relay_first(relayed, out_headers)
-            else:
-                started = await _run(policy, step, out_headers)
+                return await _relay_first(relayed, out_headers)
+            return await _run(policy, step, out_headers)
         except (PrivacyBlocked, *KEPT_ON_EDGE) as exc:
-            # A finding whose action is `block` (or images: block, or on_privacy_error: edge), a spent cloud budget,
-            # or one that cannot be read: whatever the policy wanted, this step stays on the edge.
             fallback = "privacy-blocked" if isinstance(exc, PrivacyBlocked) else fallback_of(exc)
-            log.info("request %s: %s; answering on the edge", request_id, exc)
+            log.info("request %s: %s; answering on the edge", step.context.request_id, exc)
             out_headers["x-ecgw-fallback"] = fallback
             if isinstance(exc, OverBudget):
                 step.note.signal["budget"] = f"{exc.name}/{exc.kind}/{exc.window}"
-            wanted = step.note.decision, step.note.reason  # the record keeps what the policy decided
+            wanted = step.note.decision, step.note.reason
             started = await _run(self._edge_only, step, out_headers)
             step.note.decision, step.note.reason = wanted
+            return started
+
+    @staticmethod
+    def _said(started: Started, step: Step, out_headers: dict[str, str], outcome: Outcome,
+              ticket: Ticket | None) -> None:
+        """What the step did, in its headers (the sides it used, the receipts of what left, who answered), and the
+        edge's answer handed to the shadow call's comparison."""
+        route = step.route
         out_headers["x-ecgw-route"] = route.route
         if route.receipts:  # each body that left before the headers (later ones: GET /v1/receipts/{request_id})
             out_headers[RECEIPT_HEADER] = ",".join(route.receipts)
@@ -216,8 +268,6 @@ class StepPipeline:
                 ticket.chunks.append(started.first)
             if started.rest is not None:
                 started.rest = ticket.collect(started.rest)
-        started.session_id = shown  # the client's id: naming it again (same key) reaches this session
-        return started
 
 
 class _StepEnd:

@@ -17,7 +17,6 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from gateway.failures import Failure, classify
-from gateway.metrics import RequestMetrics
 from gateway.pipeline import Outcome, Started, StepPipeline
 from gateway.tenancy import Identity
 from router.chat_shapes import aclose
@@ -65,10 +64,9 @@ class Surface(Protocol):
 class SurfaceEndpoint:
     """One surface's Starlette endpoint (``handle``)."""
 
-    def __init__(self, surface: Surface, pipeline: StepPipeline, metrics: RequestMetrics) -> None:
+    def __init__(self, surface: Surface, pipeline: StepPipeline) -> None:
         self._surface = surface
         self._pipeline = pipeline
-        self._metrics = metrics
 
     async def handle(self, request: Request) -> Response:
         request_id: str = request.state.request_id  # set by gateway.gatekeeper, echoed on every response
@@ -80,7 +78,7 @@ class SurfaceEndpoint:
             make_current(span)
         else:
             span = NO_SPAN
-        outcome = Outcome(request_id=request_id, span=span)
+        outcome = self._pipeline.begin(request_id, span)
         try:
             response = await self._handle(request, request_id, outcome)
         except ClientDisconnect:
@@ -91,23 +89,15 @@ class SurfaceEndpoint:
             if span.trace_id is not None:
                 headers[services.settings.observability.trace_header] = span.trace_id
             response = self._surface.error(failure, headers)
-        if not isinstance(response, StreamingResponse):  # a stream is observed (and settled) when it ends
-            outcome.observe(self._metrics, response.status_code)
-            self._settle(request_id, outcome, request.state.identity)
+        if not isinstance(response, StreamingResponse):  # a stream's request ends with its last byte
+            self._pipeline.end(outcome, response.status_code, request.state.identity)
         return response
-
-    def _settle(self, request_id: str, outcome: Outcome, identity: Identity) -> None:
-        """Mark the request finished once every upstream call it caused is recorded (``accounting.settlement``)."""
-        # a request refused before its session was known is settled too (no calls), in its owner's namespace (its
-        # owner may ask about it, nobody else), or a client waiting on its id would wait for ever
-        self._pipeline.services.meter.settle(request_id, outcome.session or identity.prefix)
 
     async def _handle(self, request: Request, request_id: str, outcome: Outcome) -> Response:
         identity: Identity = request.state.identity  # set by gateway.gatekeeper
         parsed = await self._parse(request, identity)
-        started = await self._pipeline.start(request.headers, parsed.body, identity=identity, request_id=request_id,
-                                             outcome=outcome, session_hint=parsed.session_hint,
-                                             relay=self._surface.relays)
+        started = await self._pipeline.start(request.headers, parsed.body, identity=identity, outcome=outcome,
+                                             session_hint=parsed.session_hint, relay=self._surface.relays)
         if started.completion is not None:
             return Response(await self._surface.render(started.completion, parsed, started),
                             media_type="application/json", headers=started.headers)
@@ -134,12 +124,11 @@ class SurfaceEndpoint:
             status = failure.status
             yield self._surface.stream_error(failure, parsed)
         finally:
-            outcome.observe(self._metrics, status)
             if started.rest is not None:
                 await aclose(started.rest)
             if started.relayed is not None:
                 await aclose(started.relayed)
-            self._settle(request_id, outcome, identity)
+            self._pipeline.end(outcome, status, identity)
 
     # A step a surface's endpoint may extend (the Responses surface reads stored responses here).
     async def _parse(self, request: Request, identity: Identity) -> Parsed:

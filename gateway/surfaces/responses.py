@@ -21,7 +21,6 @@ from gateway.body import BodyReader
 from gateway.errors import bad, error_body, error_response
 from gateway.failures import Failure
 from gateway.jsonio import dumps
-from gateway.metrics import RequestMetrics
 from gateway.pipeline import Started, StepPipeline
 from gateway.service import Services
 from gateway.surfaces import Parsed, SurfaceEndpoint, read_body
@@ -169,7 +168,6 @@ class ResponsesEndpoint(SurfaceEndpoint):
         return await self._surface.prepare(parsed, identity.owner)
 
 
-def responses_endpoint(services: Services, pipeline: StepPipeline, metrics: RequestMetrics,
-                       reader: BodyReader) -> ResponsesEndpoint:
+def responses_endpoint(services: Services, pipeline: StepPipeline, reader: BodyReader) -> ResponsesEndpoint:
     surface = ResponsesSurface(ResponseStore(services.sessions), reader)
-    return ResponsesEndpoint(surface, pipeline, metrics)
+    return ResponsesEndpoint(surface, pipeline)
