@@ -1,7 +1,8 @@
 """A cloud provider for ``benchmarks.faults`` whose health can be switched while it runs: ``benchmarks.upstream``'s
 fixed completion (streamed or not, with usage) in mode ``ok``; every chat request answered 429 or 500 in those
 modes; in mode ``hang`` accepted and never answered (held until the client gives up). ``POST /mode`` with
-``{"mode": ...}`` switches it; ``GET /stats`` counts the chat requests each mode saw.
+``{"mode": ...}`` switches it; ``GET /stats`` counts the chat requests each mode saw, and (``raw``) those whose body
+held an address at ``RAW`` as a client sent it: what a gateway must never let leave.
 
     python -m benchmarks.cloud_stub --port 9201
 """
@@ -15,7 +16,8 @@ from typing import Any
 from benchmarks import upstream
 
 MODES = ("ok", "429", "500", "hang")
-_state: dict[str, Any] = {"mode": "ok", "seen": {m: 0 for m in MODES}}
+RAW = "@example.com"  # the domain of the addresses benchmarks.faults' sessions name
+_state: dict[str, Any] = {"mode": "ok", "seen": {m: 0 for m in MODES}, "raw": 0}
 
 
 async def _body(receive: Any) -> bytes:
@@ -67,6 +69,7 @@ async def app(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
     mode = _state["mode"] if path.endswith("/chat/completions") else "ok"
     if path.endswith("/chat/completions"):
         _state["seen"][mode] += 1
+        _state["raw"] += RAW.encode() in raw
     if mode == "hang":
         while (await receive())["type"] != "http.disconnect":
             pass

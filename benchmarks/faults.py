@@ -8,14 +8,23 @@ Each fault in turn, on fresh sessions: ``WARM_S`` of normal load, the fault for 
 
 - edge kill -9: one edge stub SIGKILLed (then started again on its port, to be readmitted);
 - PostgreSQL restart: the server stopped (fast shutdown, data kept) and started again on the same port;
-- the primary cloud target answering 429, then 500, then accepting requests and never answering.
+- the primary cloud target answering 429, then 500, then accepting requests and never answering;
+- gateway kill -9: one ``ecgw serve`` replica SIGKILLed (then started again on its port, with its configuration:
+  it writes what the killed process journaled). The client retries a connection the dead replica refuses on the
+  other one, as a load balancer does; a request the replica had already taken fails;
+- Redis restart: the session store shut down (``redis-cli shutdown``: its append-only file kept) and started again
+  on the same port. Every request fails closed while it is down (a vault that cannot be read sends nothing).
 
 Per fault: requests sent; non-streamed requests that failed (target 0: each fault happens before the first byte, so
 the gateway retries another replica or falls back); streams broken (only those already streaming from the killed
 replica may); metering lost — of the requests that completed, those whose records in PostgreSQL do not add up to the
 count their settlement mark says (``UsageStore.settlement``; target 0), read once every replica's buffer is empty;
 time to recover: the fault until the last failure and the recovery signal (a killed replica's sessions answered by
-the other; the fallback target answering; metering written again after PostgreSQL is back).
+the other; the fallback target answering; metering written again after PostgreSQL is back; the restarted gateway
+answering; a request answered after Redis is back); receipts a client holds whose audit row is missing — of the
+egress receipts the clients received, those whose ``privacy_receipt`` row or whose call's ``privacy_call`` row the
+audit database does not hold (target 0), read once every replica has written what it holds; raw values out: chat
+bodies the cloud stubs received holding a session's e-mail address as the client sent it (target 0).
 
     python -m benchmarks.faults            # appends to benchmarks/RESULTS.md (--no-write: print only)
 """
@@ -41,12 +50,16 @@ from typing import Any
 
 import httpx
 import yaml
+from sqlalchemy import bindparam, text
 
+from accounting.database import make_engine
 from accounting.store import UsageStore
+from benchmarks.cloud_stub import RAW
 from benchmarks.contenders import ROOT, Server, _spawn, free_port
 from benchmarks.fleet import SYSTEM, _task, _tool_result, wait_healthy
-from benchmarks.replicas import start_redis, stop_redis
+from benchmarks.replicas import stop_redis
 from benchmarks.results import append
+from privacy.audit.receipts import parse
 
 SESSIONS = 32
 PACE_S = 1.0  # a session's mean pause between steps (the agent running its tools): ~25 requests/s in all
@@ -54,8 +67,11 @@ WARM_S, FAULT_S, AFTER_S = 4.0, 10.0, 8.0
 PRIMARY_TIMEOUT_S = 3.0  # the primary target's timeout_s and first_token_timeout_s: a hang costs this, then falls back
 COOLDOWN_S = 5.0
 VICTIM = "b"  # the edge replica killed
-FAULTS = ("edge kill -9", "PostgreSQL restart", "cloud 429", "cloud 500", "cloud hang")
+GATEWAY_VICTIM = 1  # the gateway replica killed
+FAULTS = ("edge kill -9", "PostgreSQL restart", "cloud 429", "cloud 500", "cloud hang", "gateway kill -9",
+          "Redis restart")
 POSTGRES = ROOT / "scripts" / "postgres.sh"
+REDIS = ROOT / "scripts" / "redis.sh"
 
 
 @dataclass
@@ -71,6 +87,8 @@ class Call:
     edge: str | None = None
     target: str | None = None
     error: str | None = None  # what the client saw instead of an answer
+    replica: int | None = None  # the gateway replica that answered (or was asked last)
+    receipts: list[str] = field(default_factory=list)  # the egress receipts the response carried
 
 
 @dataclass
@@ -89,6 +107,9 @@ class Figures:
     signal_s: float | None  # when it was seen, from the fault (None: never)
     median_s: float  # the median and the slowest step that started within the fault
     slowest_s: float
+    receipts: int | None = None  # egress receipts the clients received (None: not read)
+    missing_receipts: int | None = None  # of them, those whose receipt or call row the audit does not hold
+    raw_out: int | None = None  # chat bodies that reached the cloud stubs holding a raw address (None: not read)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -128,6 +149,12 @@ def moved(calls: Sequence[Call], victim: str) -> float | None:
     return first_after(calls, 0.0, lambda c: c.session in served and c.edge not in (None, victim))
 
 
+def missing_receipts(receipts: Sequence[str], stored_receipts: set[str], stored_calls: set[str]) -> int:
+    """How many of ``receipts`` (tokens a client holds) lack their row, or their call's row, in the audit."""
+    return sum(token not in stored_receipts or str(parse(token)[1].get("call")) not in stored_calls
+               for token in receipts)
+
+
 def figures(fault: str, calls: Sequence[Call], samples: Sequence[tuple[float, list[tuple[float, float]]]],
             cleared_at: float, lost: tuple[int, int, int] | None) -> Figures:
     """One fault's row: its calls (times from the fault), the replicas' metering samples, when the fault was
@@ -135,6 +162,12 @@ def figures(fault: str, calls: Sequence[Call], samples: Sequence[tuple[float, li
     failed, plain, broken, streams, last = failures(calls)
     if fault.startswith("edge"):
         signal_name, signal_s = "the killed replica's sessions answered by the other", moved(calls, VICTIM)
+    elif fault.startswith("gateway"):
+        back = first_after(calls, cleared_at, lambda c: c.replica == GATEWAY_VICTIM)
+        signal_name, signal_s = f"the killed gateway answering again (restarted at {cleared_at:.1f} s)", back
+    elif fault.startswith("Redis"):
+        signal_name = f"a request answered after Redis was back (at {cleared_at:.1f} s)"
+        signal_s = first_after(calls, cleared_at, lambda c: True)
     elif fault.startswith("PostgreSQL"):
         signal_name = f"metering written again (PostgreSQL back at {cleared_at:.1f} s)"
         signal_s = written_again(samples, cleared_at)
@@ -146,12 +179,14 @@ def figures(fault: str, calls: Sequence[Call], samples: Sequence[tuple[float, li
     during = sorted(c.end - c.start for c in calls if 0 <= c.start < cleared_at) or [0.0]
     checked, unsettled, missing = lost if lost is not None else (None, None, None)
     in_flight = [c for c in calls if c.start < 0 < c.end]
+    on_victim = [c for c in in_flight if c.replica == GATEWAY_VICTIM] if fault.startswith("gateway") else []
     slowest = max((c for c in calls if 0 <= c.start < cleared_at), key=lambda c: c.end - c.start, default=None)
     return Figures(fault, len(calls), failed, plain, broken, streams, checked, unsettled, missing, last, signal_name,
                    signal_s, during[len(during) // 2], during[-1],
                    extra={"in_flight": len(in_flight), "slowest": vars(slowest) if slowest else None,
                           "failures": [vars(c) for c in calls if not c.ok],
-                          "streams_in_flight_on_victim": sum(c.streamed and c.edge == VICTIM for c in in_flight)})
+                          "streams_in_flight_on_victim": sum(c.streamed and c.edge == VICTIM for c in in_flight),
+                          "in_flight_on_killed_gateway": len(on_victim)})
 
 
 # the processes -----------------------------------------------------------------------------------------------------
@@ -211,12 +246,27 @@ def start_gateway(workdir: Path, index: int, config: dict[str, Any], port: int) 
 
 
 # the load ----------------------------------------------------------------------------------------------------------
-async def _step(client: httpx.AsyncClient, url: str, n: int, session: str, messages: list[dict[str, Any]],
-                streamed: bool, t0: float) -> tuple[Call, str]:
+async def _step(client: httpx.AsyncClient, urls: Sequence[str], first: int, n: int, session: str,
+                messages: list[dict[str, Any]], streamed: bool, t0: float) -> tuple[Call, str]:
+    """One step, sent to ``urls[first]``; a connection refused there (a replica that is down) goes to the next, as a
+    load balancer would send it."""
+    start = time.monotonic() - t0
+    for tried in range(len(urls)):
+        replica = (first + tried) % len(urls)
+        try:
+            return await _exchange(client, urls[replica], replica, n, session, messages, streamed, t0, start)
+        except httpx.ConnectError:
+            continue
+    call = Call(session=n, streamed=streamed, start=start, end=time.monotonic() - t0, ok=False,
+                error="every replica refused the connection")
+    return call, ""
+
+
+async def _exchange(client: httpx.AsyncClient, url: str, replica: int, n: int, session: str,
+                    messages: list[dict[str, Any]], streamed: bool, t0: float, start: float) -> tuple[Call, str]:
     body = {"model": "agent", "stream": streamed, "messages": messages}
     headers = {"X-Session-Id": session, "connection": "close"}
-    start = time.monotonic() - t0
-    call = Call(session=n, streamed=streamed, start=start, end=start, ok=False)
+    call = Call(session=n, streamed=streamed, start=start, end=start, ok=False, replica=replica)
     text: list[str] = []
     try:
         if not streamed:
@@ -245,6 +295,10 @@ async def _step(client: httpx.AsyncClient, url: str, n: int, session: str, messa
         call.request_id = response.headers.get("x-ecgw-request-id")
         call.edge = response.headers.get("x-ecgw-edge-deployment")
         call.target = response.headers.get("x-ecgw-cloud-target")
+        if call.ok and response.headers.get("x-ecgw-egress-receipt"):
+            call.receipts = response.headers["x-ecgw-egress-receipt"].split(",")
+    except httpx.ConnectError:
+        raise  # nothing was sent: the caller tries another replica
     except httpx.HTTPError as exc:
         call.ok, call.error = False, f"{type(exc).__name__}: {exc}"
     call.end = time.monotonic() - t0
@@ -253,13 +307,14 @@ async def _step(client: httpx.AsyncClient, url: str, n: int, session: str, messa
 
 async def _session(client: httpx.AsyncClient, urls: list[str], n: int, tag: str, t0: float, stop: asyncio.Event,
                    out: list[Call]) -> None:
-    task = _task(n) + (" Rework the architecture of the module loader." if n % 2 == 0 else "")
+    task = (_task(n) + f" Send the report to owner{n}.{tag}{RAW}."
+            + (" Rework the architecture of the module loader." if n % 2 == 0 else ""))
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
     pauses = random.Random(n)  # sessions out of step with each other, as agents are, the same in every run
     step = 0
     await asyncio.sleep(pauses.uniform(0, PACE_S))
     while not stop.is_set():
-        call, reply = await _step(client, urls[(n + step) % len(urls)], n, f"{tag}-{n}", messages,
+        call, reply = await _step(client, urls, (n + step) % len(urls), n, f"{tag}-{n}", messages,
                                   (n + step) % 2 == 1, t0)
         out.append(call)
         messages += [{"role": "assistant", "content": reply or "(no reply)"},
@@ -286,7 +341,8 @@ async def metering_state(client: httpx.AsyncClient, gateways: Sequence[Server]) 
 
 
 class Phase:
-    """One fault's run: inject at t=0 (``WARM_S`` after the load started), clear at ``FAULT_S``."""
+    """One fault's run: inject at t=0 (``WARM_S`` after the load started), clear at ``FAULT_S`` (a gateway's
+    restart takes until it answers), then ``AFTER_S`` more."""
 
     def __init__(self, name: str, inject: Callable[[], Awaitable[None]], clear: Callable[[], Awaitable[None]]) -> None:
         self.name, self.inject, self.clear = name, inject, clear
@@ -306,7 +362,7 @@ class Phase:
             await asyncio.sleep(max(t0 + FAULT_S - time.monotonic(), 0))
             await self.clear()
             self.cleared_at = time.monotonic() - t0
-            await asyncio.sleep(max(t0 + FAULT_S + AFTER_S - time.monotonic(), 0))
+            await asyncio.sleep(max(t0 + self.cleared_at + AFTER_S - time.monotonic(), 0))  # a slow clear too
             stop.set()
             await asyncio.gather(*sessions)
             await sampler
@@ -349,6 +405,46 @@ def written_again(samples: Sequence[tuple[float, list[tuple[float, float]]]], up
     return None
 
 
+def audit_missing(database_url: str, calls: Sequence[Call], *, wait_s: float = 60.0) -> tuple[int, int]:
+    """(receipts the clients hold, those whose audit rows are missing): read again until none is missing or
+    ``wait_s`` passed (the replicas' audit writers write in the background)."""
+    receipts = [token for c in calls for token in c.receipts]
+    request_ids = sorted({str(parse(token)[1].get("rid")) for token in receipts})
+    call_ids = sorted({str(parse(token)[1].get("call")) for token in receipts})
+    if not receipts:
+        return 0, 0
+    engine = make_engine(database_url)
+    deadline = time.monotonic() + wait_s
+    try:
+        while True:
+            with engine.connect() as conn:
+                tokens = {row[0] for row in conn.execute(
+                    text("SELECT token FROM privacy_receipt WHERE request_id IN :ids").bindparams(
+                        bindparam("ids", expanding=True)), {"ids": request_ids})}
+                stored = {row[0] for row in conn.execute(
+                    text("SELECT id FROM privacy_call WHERE id IN :ids").bindparams(
+                        bindparam("ids", expanding=True)), {"ids": call_ids})}
+            missing = missing_receipts(receipts, tokens, stored)
+            if not missing or time.monotonic() > deadline:
+                return len(receipts), missing
+            time.sleep(1.0)
+    finally:
+        engine.dispose()
+
+
+async def raw_seen(clouds: dict[str, Server]) -> int:
+    """Chat bodies the cloud stubs received that held an address as the client sent it."""
+    async with httpx.AsyncClient() as client:
+        stats = [(await client.get(s.url.removesuffix("/v1") + "/stats", timeout=5)).json() for s in clouds.values()]
+    return sum(int(stat.get("raw", 0)) for stat in stats)
+
+
+def start_redis(workdir: Path, port: int) -> str:
+    """A Redis that keeps its data across a restart (append-only file), as a deployment's does."""
+    return subprocess.run([str(REDIS), "start", str(port), str(workdir / "redis"), "--appendonly", "yes"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
 def settle(database_url: str, calls: Sequence[Call]) -> tuple[int, int, int]:
     store = UsageStore.from_url(database_url)
     try:
@@ -371,7 +467,8 @@ def run(only: Sequence[str] = FAULTS) -> dict[str, Any]:
     key.write_text(secrets.token_hex(32))
     key.chmod(0o600)
     database_url, pg_port, pg_data = start_postgres(workdir)
-    redis_url = start_redis(workdir)[0]
+    redis_port = free_port()
+    redis_url = start_redis(workdir, redis_port)
     ports = {"a": free_port(), "b": free_port()}
     edges = {n: start_edge(workdir, n, p) for n, p in ports.items()}
     clouds = {n: start_cloud(workdir, n) for n in ("primary", "backup")}
@@ -379,11 +476,13 @@ def run(only: Sequence[str] = FAULTS) -> dict[str, Any]:
     report: dict[str, Any] = {"sessions": SESSIONS, "pace_s": PACE_S, "fault_s": FAULT_S, "rows": [],
                               "load_before": os.getloadavg()}
     all_calls: list[Call] = []
+    configs: list[tuple[dict[str, Any], int]] = []
     try:
         for i in range(2):
             port = free_port()
-            gateways.append(start_gateway(workdir, i, gateway_config(
-                workdir, port, edges, clouds, redis_url=redis_url, database_url=database_url, index=i), port))
+            configs.append((gateway_config(workdir, port, edges, clouds, redis_url=redis_url,
+                                           database_url=database_url, index=i), port))
+            gateways.append(start_gateway(workdir, i, *configs[i]))
         for g in gateways:
             wait_healthy(g)
         urls = [g.url + "/chat/completions" for g in gateways]
@@ -401,16 +500,39 @@ def run(only: Sequence[str] = FAULTS) -> dict[str, Any]:
         def cloud_mode(mode: str) -> Callable[[], Awaitable[None]]:
             return lambda: _post(mode_url, {"mode": mode})
 
+        async def kill_gateway() -> None:
+            process = gateways[GATEWAY_VICTIM].process
+            assert process is not None
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+
+        def restart_gateway() -> None:
+            server = start_gateway(workdir, GATEWAY_VICTIM, *configs[GATEWAY_VICTIM])
+            gateways[GATEWAY_VICTIM] = server
+            wait_healthy(server)
+
+        def redis(command: str) -> None:
+            if command == "down":
+                subprocess.run(["redis-cli", "-p", str(redis_port), "shutdown"], check=False, capture_output=True)
+            else:
+                start_redis(workdir, redis_port)
+
         phases = [Phase(FAULTS[0], kill_edge, restart_edge),
                   Phase(FAULTS[1], lambda: asyncio.to_thread(postgres, "down", pg_port, pg_data),
                         lambda: asyncio.to_thread(postgres, "up", pg_port, pg_data)),
                   *(Phase(name, cloud_mode(mode), cloud_mode("ok"))
-                    for name, mode in zip(FAULTS[2:], ("429", "500", "hang"), strict=True))]
+                    for name, mode in zip(FAULTS[2:5], ("429", "500", "hang"), strict=True)),
+                  Phase(FAULTS[5], kill_gateway, lambda: asyncio.to_thread(restart_gateway)),
+                  Phase(FAULTS[6], lambda: asyncio.to_thread(redis, "down"),
+                        lambda: asyncio.to_thread(redis, "up"))]
         for index, phase in enumerate(p for p in phases if p.name in only):
+            raw_before = asyncio.run(raw_seen(clouds))
             calls = asyncio.run(phase.run(urls, gateways, f"fault{index}"))
             all_calls += calls
             empty = asyncio.run(phase.drained(gateways))
             row = figures(phase.name, calls, phase.samples, phase.cleared_at, settle(database_url, calls))
+            row.receipts, row.missing_receipts = audit_missing(database_url, calls)
+            row.raw_out = asyncio.run(raw_seen(clouds)) - raw_before
             row.extra.update(drained=empty, cleared_at=round(phase.cleared_at, 2),
                              peak_buffered=max((sum(b for _, b in s) for _, s in phase.samples), default=0),
                              by_edge=_count(c.edge for c in calls), by_target=_count(c.target for c in calls))
@@ -418,9 +540,10 @@ def run(only: Sequence[str] = FAULTS) -> dict[str, Any]:
     finally:
         for g in gateways:
             g.stop()  # SIGTERM: each flushes its metering buffer
-        final = None
+        final = final_receipts = None
         try:
             final = settle(database_url, all_calls)[1:] if all_calls else None
+            final_receipts = audit_missing(database_url, all_calls, wait_s=0) if all_calls else None
         finally:
             for server in [*edges.values(), *clouds.values()]:
                 server.stop()
@@ -431,6 +554,7 @@ def run(only: Sequence[str] = FAULTS) -> dict[str, Any]:
     else:
         shutil.rmtree(workdir, ignore_errors=True)  # kept (with the logs) when the run failed, too
     report["after_shutdown"] = final
+    report["receipts_after_shutdown"] = final_receipts
     report["load_after"] = os.getloadavg()
     return report
 
@@ -456,13 +580,19 @@ def render(report: dict[str, Any]) -> str:
              f"to the cloud by task-routing); each fault lasts {report['fault_s']:g} s on fresh sessions. Time to "
              "recover: from the fault to the later of the last failure and the recovery signal.", "",
              "| fault | requests | failed (non-streamed) | streams broken | metering lost (requests / records) | "
+             "receipts a client holds whose audit row is missing | raw values out | "
              "time to recover | recovery signal | step in the fault: median / slowest |",
-             "|---|---:|---:|---:|---:|---:|---|---:|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     for row in report["rows"]:
         lost = "not read" if row.unsettled is None else f"{row.unsettled} / {row.lost_records} (of {row.checked})"
+        receipts = "not read" if row.missing_receipts is None else f"{row.missing_receipts} (of {row.receipts})"
+        raw = "not read" if row.raw_out is None else str(row.raw_out)
         lines.append(f"| {row.fault} | {row.requests} | {row.failed} of {row.plain} | {row.broken} of {row.streams} | "
-                     f"{lost} | {_s(row.recover_s)} | {row.signal} at {_s(row.signal_s)} | {row.median_s:.2f} / {row.slowest_s:.1f} s |")
+                     f"{lost} | {receipts} | {raw} | {_s(row.recover_s)} | {row.signal} at {_s(row.signal_s)} | "
+                     f"{row.median_s:.2f} / {row.slowest_s:.1f} s |")
     kills = [r for r in report["rows"] if r.fault.startswith("edge")]
+    gateway_kills = [r for r in report["rows"] if r.fault.startswith("gateway")]
+    receipts_final = report.get("receipts_after_shutdown")
     outages = [r for r in report["rows"] if r.fault.startswith("PostgreSQL")]
     final = report["after_shutdown"]
     load_after = " / ".join(f"{x:.1f}" for x in report["load_after"])
@@ -472,6 +602,11 @@ def render(report: dict[str, Any]) -> str:
                  if final else "."),
               *(f"At the kill -9, {r.extra['streams_in_flight_on_victim']} streams were in flight on the killed "
                 f"replica ({r.extra['in_flight']} requests in flight in all)." for r in kills),
+              *(f"At the gateway's kill -9, {r.extra['in_flight_on_killed_gateway']} requests were in flight on it "
+                f"({r.extra['in_flight']} in all): those fail, and theirs is all the metering it may lose; the "
+                "requests it had answered are metered from its journal when it starts again." for r in gateway_kills),
+              *([f"Receipts after the replicas shut down, over every phase: {receipts_final[1]} of "
+                 f"{receipts_final[0]} without their audit rows."] if receipts_final else []),
               *(f"While PostgreSQL was down the replicas held up to {r.extra['peak_buffered']:g} metering records "
                 f"between them; writes resumed {_s(None if r.signal_s is None else r.signal_s - r.extra['cleared_at'])} "
                 "after it was back (the writer's back-off, accounting.writer.retry_max_s)." for r in outages),

@@ -8,7 +8,9 @@ value's SHA-1 is still what ``fn`` saw (one round trip); on a conflict — anoth
 returns the newer value and ``fn`` runs again on it. So an update from the worker that wrote last (a budget counter,
 a session's state between its steps) costs one round trip, and a stale memory only costs the retry it would have
 cost anyway. A value ``fn`` leaves alone is not written, and is read from Redis before it is returned. Redis unreachable or failing
-→ ``SessionStoreUnavailable`` naming the server; the pool reconnects by itself on the next call once it is back.
+→ ``SessionStoreUnavailable`` naming the server; the pool reconnects by itself on the next call once it is back (a
+command that meets a connection the restarted server closed is sent again on a new one, so no step is refused
+once Redis answers again).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from redis.asyncio import BlockingConnectionPool, Redis
-from redis.exceptions import RedisError
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError, RedisError
 
 from gateway.jsonio import dumps, loads
 from privacy.session_store import SessionStoreUnavailable
@@ -85,8 +89,12 @@ class RedisSessionStore:
     def __init__(self, url: str, *, ttl_s: float = 7 * 86400, pool_size: int = 32, timeout_s: float = 5.0,
                  prefix: str = "ecgw:session:") -> None:
         # Blocking pool: a burst waits up to timeout_s for a free connection instead of opening unbounded ones.
+        # A pooled connection a restarted Redis closed fails its next command with ConnectionError: that command is
+        # sent once more on a fresh connection (one retry, no wait), so the first steps after a restart are not
+        # refused. A timeout is not retried (a hung Redis would cost twice timeout_s).
         self._pool = BlockingConnectionPool.from_url(url, max_connections=pool_size, timeout=timeout_s,
-                                                     socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+                                                     socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
+                                                     retry=Retry(NoBackoff(), 1), retry_on_error=[ConnectionError])
         self._redis = Redis(connection_pool=self._pool)
         self._cas = self._redis.register_script(_CAS)
         self._ttl_ms = max(1, int(ttl_s * 1000))

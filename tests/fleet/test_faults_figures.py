@@ -8,12 +8,15 @@ import asyncio
 import httpx
 
 from benchmarks import cloud_stub
-from benchmarks.faults import Call, figures, lost_metering, written_again
+from benchmarks.faults import GATEWAY_VICTIM, Call, figures, lost_metering, missing_receipts, written_again
+from privacy.audit import ChainSigner
+from privacy.audit.receipts import sign
 
 
 def _call(session: int, start: float, end: float, *, ok: bool = True, streamed: bool = False,
-          edge: str | None = None, target: str | None = None) -> Call:
-    return Call(session=session, streamed=streamed, start=start, end=end, ok=ok, edge=edge, target=target)
+          edge: str | None = None, target: str | None = None, replica: int | None = None) -> Call:
+    return Call(session=session, streamed=streamed, start=start, end=end, ok=ok, edge=edge, target=target,
+                replica=replica)
 
 
 def test_a_failed_request_and_a_broken_stream_count_apart_and_the_last_failure_bounds_recovery() -> None:
@@ -49,6 +52,38 @@ def test_a_cloud_fault_recovers_when_the_fallback_answers_and_says_when_the_prim
     assert row.signal_s == 1.2 and row.recover_s == 1.2  # the earliest fallback answer
     assert "primary again 0.4 s" in row.signal
     assert (row.median_s, row.slowest_s) == (3.1, 3.1)
+
+
+def test_a_killed_gateway_recovers_when_it_answers_again_and_counts_what_was_in_flight_on_it() -> None:
+    other = 1 - GATEWAY_VICTIM
+    calls = [_call(1, -1.0, -0.5, replica=GATEWAY_VICTIM), _call(2, -0.2, 0.1, ok=False, replica=GATEWAY_VICTIM),
+             _call(3, -0.1, 0.3, replica=other), _call(1, 1.0, 1.2, replica=other),
+             _call(2, 12.5, 13.0, replica=GATEWAY_VICTIM)]
+    row = figures("gateway kill -9", calls, [], 12.0, (4, 0, 0))
+    assert (row.failed, row.signal_s, row.recover_s) == (1, 13.0, 13.0)
+    assert row.extra["in_flight"] == 2 and row.extra["in_flight_on_killed_gateway"] == 1
+
+
+def test_a_receipt_is_missing_when_its_row_or_its_calls_row_is() -> None:
+    signer = ChainSigner(bytes(32))
+    held = [sign({"rid": f"r{n}", "call": f"c{n}"}, signer) for n in range(3)]
+    assert missing_receipts(held, set(held), {"c0", "c1", "c2"}) == 0
+    assert missing_receipts(held, {held[0], held[1]}, {"c0", "c1", "c2"}) == 1  # the receipt's row
+    assert missing_receipts(held, set(held), {"c0"}) == 2  # the calls' rows
+
+
+def test_the_cloud_stub_counts_bodies_that_hold_a_raw_address() -> None:
+
+    async def exchange() -> int:
+        transport = httpx.ASGITransport(app=cloud_stub.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://stub") as client:
+            before = (await client.get("/stats")).json()["raw"]
+            for content in ("mail [EMAIL_ADDRESS_001]", f"mail owner1{cloud_stub.RAW}"):
+                await client.post("/v1/chat/completions", json={"model": "m", "messages": [
+                    {"role": "user", "content": content}]})
+            return int((await client.get("/stats")).json()["raw"]) - before
+
+    assert asyncio.run(exchange()) == 1
 
 
 def test_the_cloud_stub_answers_as_its_mode_says_until_switched_back() -> None:
