@@ -22,6 +22,7 @@ from privacy.detect import (
     TextDetector,
     shared_people,
 )
+from privacy.detect.realtext import shared_realtext
 from privacy.hook import PassThroughProtector, Protector
 from privacy.inbound import InboundScanner
 from privacy.lastcheck import EgressCheck, LastCheck
@@ -72,7 +73,8 @@ def build_detector(settings: PrivacySettings, *, edge: EdgeEndpoint | None = Non
                            max_segment_chars=settings.ner.max_segment_chars,
                            edge=lister or build_edge_lister(settings, edge),
                            edge_segment_chars=settings.edge_detector.max_segment_chars,
-                           people=shared_people() if settings.layers.people else None)
+                           people=shared_people() if settings.layers.people else None,
+                           realtext=shared_realtext() if settings.layers.people else None)
 
 
 def _audit(settings: PrivacySettings, database_url: str, hash_key: bytes | None,

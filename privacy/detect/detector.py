@@ -17,6 +17,7 @@ from privacy.detect.normalise import fold
 from privacy.detect.phones import PhoneDetector
 from privacy.detect.profile import Profile, ProfileRules, rules_of
 from privacy.detect.prose import prose_segments, without_spans
+from privacy.detect.realtext import RealTextDetector
 from privacy.detect.recurrence import everywhere, recurrences
 from privacy.detect.units import UnitMatcher, _escaped_forms
 from privacy.settings import LayerSettings
@@ -79,7 +80,7 @@ class LayeredDetector:
     def __init__(self, layers: LayerSettings, *, secrets: TextDetector, patterns: TextDetector,
                  ner: EntityRecognizer | None, max_segment_chars: int = 4000,
                  edge: EntityRecognizer | None = None, edge_segment_chars: int = 600,
-                 people: LabelledTextDetector | None = None) -> None:
+                 people: LabelledTextDetector | None = None, realtext: RealTextDetector | None = None) -> None:
         self._layers = layers
         self._secrets = secrets
         self._patterns = patterns
@@ -88,6 +89,7 @@ class LayeredDetector:
         self._edge = edge  # the edge model as a detector (privacy.edge_detector), after every other layer
         self._edge_segment_chars = edge_segment_chars
         self._people = people if layers.people else None
+        self._realtext = realtext if layers.people else None  # issue 38's layers for real user text
         self._keys = KeyHintDetector()
         self._labels = LabelledValueDetector()
         self._identifiers = IdentifierDetector()
@@ -105,8 +107,10 @@ class LayeredDetector:
             self._people.warm()
         if self._edge is not None:
             self._edge.warm()
+        if self._realtext is not None:
+            self._realtext.warm()
         for text in _WARM_TEXTS:
-            self._shaped(Target(text, label="note"), _WARM_SCOPE)
+            self._shaped(Target(text, label="note"), _WARM_SCOPE, rules_of("strict"))
         if self._ner is not None:
             self._ner.entities(list(_WARM_TEXTS), scope=_WARM_SCOPE)
 
@@ -139,7 +143,7 @@ class LayeredDetector:
             raise DetectionError(f"{type(exc).__name__}: {exc}") from exc
 
     def _detect(self, targets: list[Target], scope: str, rules: ProfileRules) -> list[list[Finding]]:
-        found: list[list[Finding]] = [self._shaped(target, scope) for target in targets]
+        found: list[list[Finding]] = [self._shaped(target, scope, rules) for target in targets]
         if self._ner is not None and rules.ner_types:
             self._add_entities(targets, found, scope)
         if self._edge is not None and rules.keeps_layer("edge"):
@@ -147,7 +151,7 @@ class LayeredDetector:
         return [resolve_overlaps(everywhere(target.text, _emitted(f, rules)))
                 for target, f in zip(targets, found, strict=True)]
 
-    def _shaped(self, target: Target, scope: str) -> list[Finding]:
+    def _shaped(self, target: Target, scope: str, rules: ProfileRules) -> list[Finding]:
         """What every layer before NER finds in one text."""
         text = fold(target.text)  # full-width digits and letters read as ASCII, offsets kept
         shaped: list[Finding] = []
@@ -162,6 +166,8 @@ class LayeredDetector:
             shaped.extend(self._manifests.find(text))
         if self._people is not None:
             shaped.extend(self._people.find(text, target.label, scope))
+        if self._realtext is not None:
+            shaped.extend(self._realtext.find(text, rules))
         if text != target.text:
             shaped = [replace(f, value=target.text[f.start:f.end]) for f in shaped]
         return shaped

@@ -14,7 +14,7 @@ class Finding:
     start: int
     end: int
     value: str
-    layer: str  # units | secrets | patterns | keys | people | ner | edge | images
+    layer: str  # units | secrets | patterns | links | keys | people | ids | special | ner | anchored | edge | images
     key: str  # the vault key: equal keys get the same placeholder (normalised value, or the unit's id)
     unit_id: str | None = None
     field: str | None = None
@@ -27,7 +27,8 @@ class Finding:
         return replace(self, location=location)
 
 
-_LAYER_RANK = {"units": 0, "secrets": 1, "patterns": 2, "keys": 3, "people": 3, "ner": 4}
+_LAYER_RANK = {"units": 0, "secrets": 1, "patterns": 2, "links": 2, "keys": 3, "people": 3, "ids": 3, "special": 3,
+               "ner": 4, "anchored": 4}
 
 
 def layer_rank(finding: Finding) -> int:

@@ -50,11 +50,12 @@ _NOT_A_NAME = re.compile(r"[0-9/\\_@#$%{}<>=|:;]")
 
 
 def _plausible(entity: Entity) -> bool:
-    """Not a code-like span, and not an organisation, a product or a business (``Allianz Partners``, ``Focus Mode``,
-    ``Westfield Stratford City``): the small model tags those PERSON or LOCATION, and agents need them."""
+    """Not a code-like span, and (for a person or a place) not an organisation, a product or a business (``Allianz
+    Partners``, ``Focus Mode``, ``Westfield Stratford City``): the small model tags those PERSON or LOCATION, and
+    agents need them; as ORGANIZATION they are what the strict profile asks for."""
     value = entity.value.strip()
     return len(value) >= 3 and not _NOT_A_NAME.search(value) and any(ch.isupper() for ch in value) \
-        and value.split()[-1].casefold() not in ORG_WORDS
+        and (entity.type in ("ORGANIZATION", "NRP") or value.split()[-1].casefold() not in ORG_WORDS)
 
 
 def ner_only(nlp: Any) -> Any:

@@ -44,7 +44,9 @@ class ProfileRules:
 _RULES: dict[Profile, ProfileRules] = {
     "strict": ProfileRules(layers=None, ner_types=frozenset({"PERSON", "LOCATION", "ORGANIZATION", "NRP"}),
                            special=True, anchored=True, unanchored=True, link_segments=True, whole_links=True),
-    "balanced": ProfileRules(layers=None, ner_types=frozenset({"PERSON", "LOCATION", "NRP"}),
+    # NER's NRP reads every nationality adjective as a group (``Japanese food``): balanced takes groups from the
+    # special-category layer, which asks that the word say who someone is.
+    "balanced": ProfileRules(layers=None, ner_types=frozenset({"PERSON", "LOCATION"}),
                              special=True, anchored=True, unanchored=False, link_segments=True, whole_links=False),
     "minimal": ProfileRules(layers=frozenset({"units", "secrets"}), ner_types=frozenset(),
                             special=False, anchored=False, unanchored=False, link_segments=False, whole_links=False),

@@ -15,7 +15,7 @@ from typing import TypeVar
 from privacy.detect.findings import Finding, layer_rank
 
 T = TypeVar("T")
-_PROPAGATE = ("patterns", "keys", "people")
+_PROPAGATE = ("patterns", "keys", "people", "anchored")
 _TYPES = ("PERSON", "LOCATION")
 _SPACE = " "  # a whitespace run of a word form: any whitespace run in the text
 _HEAD = r"(?<![A-Za-z0-9_])"

@@ -16,13 +16,13 @@ from benchmarks.recall.real.corpus import FAMILIES, Prompt, load
 from benchmarks.recall.real.presidio_baseline import PresidioDefaults
 from benchmarks.recall.real.score import Tally
 from gateway.sessions import MemorySessionStore
-from privacy.detect import PROFILES
+from privacy.detect import PROFILES, Profile
 from privacy.errors import PrivacyBlocked
 from privacy.factory import build_privacy_protector
 from privacy.settings import PrivacySettings
 
 
-async def ecgw(prompts: list[Prompt], profiles: list[str]) -> dict[str, Tally]:
+async def ecgw(prompts: list[Prompt], profiles: list[Profile]) -> dict[str, Tally]:
     protector = build_privacy_protector(PrivacySettings(), database_url=None, sessions=MemorySessionStore())
     tallies: dict[str, Tally] = {}
     for profile in profiles:
@@ -62,7 +62,8 @@ def main() -> None:
     parser.add_argument("--leaks", action="store_true", help="list what leaked (dev split only)")
     args = parser.parse_args()
     prompts = load(args.split)
-    tallies = asyncio.run(ecgw(prompts, args.profiles.split(",")))
+    wanted = args.profiles.split(",")
+    tallies = asyncio.run(ecgw(prompts, [p for p in PROFILES if p in wanted]))
     if not args.no_presidio:
         presidio, tally = PresidioDefaults(), Tally()
         for prompt in prompts:

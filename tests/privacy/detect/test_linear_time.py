@@ -25,6 +25,8 @@ from privacy.detect import (
     variants,
 )
 from privacy.detect.keyhints import KeyHintDetector
+from privacy.detect.profile import rules_of
+from privacy.detect.realtext import shared_realtext
 from privacy.detect.recurrence import everywhere
 from privacy.factory import build_detector, build_egress_check
 from privacy.settings import PrivacySettings
@@ -62,6 +64,11 @@ def _last_check() -> Callable[[str], object]:
     check, session = build_egress_check(PrivacySettings()), _scope()
     return lambda text: check.read({"model": "m", "messages": [{"role": "user", "content": text}]}, None, Vault(),
                                    session_id=session)
+
+
+def _real_text(text: str) -> object:
+    """Issue 38's layers (links, identifiers by context, special categories, anchored mentions) as strict runs them."""
+    return shared_realtext().find(text, rules_of("strict"))
 
 
 def _recurrence(text: str) -> object:
@@ -110,6 +117,17 @@ LAYERS = [
     Layer("escapes", _once(lambda t: list(variants(t)) + list(encoded_segments(t))), _repeat("\\u0041%41\\n\\\\"),
           chars=8000),
     Layer("recurring names", _once(_recurrence), _repeat("Mary Jonab ")),
+    Layer("links and paths", _once(_real_text), _repeat(
+        "C:\\Users\\a b c /home/x/ github.com/u com.a.b.c. @a www.a- x.github.io ?user=u ")),
+    Layer("identifiers by context", _once(_real_text), _repeat(
+        "student number is no no # card ending 12 AB-12 ABC123 abc12345 1234567 order # ref ")),
+    Layer("special categories", _once(_real_text), _repeat("type 2 early onset i'm as a the Croats diabetes 抑郁症 ")),
+    Layer("anchored mentions", _once(_real_text), _repeat(
+        "I work at the The A B C my son my friend dr. ask Tomas said (Jo 我在在 和小 I live in ")),
+    Layer("real text: one run of letters", _once(_real_text), _repeat("a")),
+    Layer("real text: a path's segments", _once(_real_text), _repeat("x/")),
+    Layer("real text: dotted segments", _once(_real_text), _repeat("a.")),
+    Layer("real text: capitalised words", _once(_real_text), _repeat("Aa ")),
     Layer("detector: zh names", _detector, _repeat("客户：王建国 联系人 李娜 "), chars=2000),
     Layer("detector: en names", _detector, _repeat("assignee: Mary Jones\n")),
     Layer("detector: NER", _ner, lambda i: f"Yesterday Sofia Brandt{chr(97 + i % 26)} met Grace in Berlin. ",
@@ -143,6 +161,7 @@ def _cost(layer: Layer, text: str) -> float:
 @pytest.fixture(scope="module", autouse=True)
 def _warm() -> None:
     shared_people().warm()  # jieba and the given names: seconds, once
+    shared_realtext().warm()
 
 
 @pytest.mark.parametrize("layer", LAYERS, ids=[layer.name for layer in LAYERS])

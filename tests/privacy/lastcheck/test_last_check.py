@@ -251,8 +251,8 @@ async def test_an_audited_phone_in_parentheses_leaves_as_it_is():
         {"field": "phone", "value": "+1 415-555-0137", "dimension": "contact", "weight": 1}]}]}
     p = protector(database_url=None, actions={"contact": "audit"}, layers={"ner": False})
     await p.register_units("s", UnitsDocument.model_validate(units))
-    sent = (await p.scrub(_user("Call Dana (phone +1 415-555-0137) today."), session_id="s")).body
-    assert sent["messages"][0]["content"] == "Call Dana (phone +1 415-555-0137) today."
+    sent = (await p.scrub(_user("Call them (phone +1 415-555-0137) today."), session_id="s")).body
+    assert sent["messages"][0]["content"] == "Call them (phone +1 415-555-0137) today."
 
 
 async def test_the_vault_is_read_again_only_when_the_last_check_needs_a_new_placeholder():
