@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from privacy.detect import Finding, TextDetector, UnitMatcher
+from privacy.detect.recurrence import present, present_in
 from privacy.lastcheck.forms import LabelledDetector, TextScan
 from privacy.lastcheck.leaves import Leaves, body_parts, body_seams, content_hash
 from privacy.lastcheck.spread import START, Spread, State, spread_findings, spread_texts
@@ -61,17 +62,14 @@ class _Part:
         than remembering."""
         joined = self.text()
         if len(joined) < _REMEMBER_FROM:
-            return [value for value in values if value in joined]
-        found = []
-        for value in values:
-            known = self.held.get(value)
-            if known is None:
-                known = value in joined
-                if len(self.held) < _HELD_MAX:
-                    self.held[value] = known
-            if known:
-                found.append(value)
-        return found
+            inside = present(values, joined)
+            return [value for value in values if value in inside]
+        unknown = [value for value in values if value not in self.held]
+        inside = present(unknown, joined)
+        for value in unknown:
+            if len(self.held) < _HELD_MAX:
+                self.held[value] = value in inside
+        return [value for value in values if self.held.get(value, value in inside)]
 
 
 @dataclass
@@ -228,8 +226,13 @@ class EgressCheck:
         checked, found = self._vault_seen.get(key, (0, ())) if key is not None else (0, ())
         if checked < len(ordered):
             fresh = part.holding(ordered[checked:])
-            found = (*found, *((suffix, v, v in text) for v in fresh for suffix, text, normal in part.leaves
-                               if v in text or v in normal))
+            if fresh:  # which leaf holds each, as written or only in its canonical form: all leaves in one pass
+                texts = [t for _, text, normal in part.leaves for t in (text, normal)]
+                inside = present_in(fresh, texts)
+                rank = {v: i for i, v in enumerate(fresh)}
+                found = (*found, *sorted(((suffix, v, v in inside[2 * i]) for i, (suffix, _, _) in
+                                          enumerate(part.leaves) for v in inside[2 * i] | inside[2 * i + 1]),
+                                         key=lambda hit: rank[hit[1]]))
             if key is not None:
                 self._vault_seen[key] = (len(ordered), found)
                 if len(self._vault_seen) > self._entries:

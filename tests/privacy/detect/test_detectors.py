@@ -145,3 +145,22 @@ def test_recurrences_are_the_literal_patterns_matches_at_every_position() -> Non
                     expected.append((pos, max(ends)))
             found = [(s, e) for s, e, _ in recurrences(text, {f: f for f in forms}, ignore_case=bool(flags))]
             assert found == expected, (forms, text, flags)
+
+
+def test_values_present_in_one_pass_are_those_in_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last check asks which vault values stand in a body's texts in one pass when many values meet long texts
+    (``recurrence.present_in``): the same answer as ``value in text`` for each, a value that only begins a longer
+    one found there (``Mary`` in ``Mary Jones``) and values with whitespace at their ends included."""
+    import random
+
+    from privacy.detect import recurrence
+
+    monkeypatch.setattr(recurrence, "_PER_VALUE", 0)  # always the one pass
+    rng = random.Random(3)
+    alphabet = ["a", "b", "ab", "c", " ", "Ma", "ry", "\n"]
+    for _ in range(2000):
+        values = list({"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 4))) for _ in range(6)})
+        texts = ["".join(rng.choice(alphabet + values) for _ in range(rng.randint(0, 10))) for _ in range(3)]
+        expected = [{v for v in values if v in text} for text in texts]
+        assert recurrence.present_in(values, texts) == expected, (values, texts)
+        assert recurrence.present(values, texts[1]) == expected[1], (values, texts)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,6 +72,22 @@ def _real_text(text: str) -> object:
     return shared_realtext().find(text, rules_of("strict"))
 
 
+def _last_check_vault() -> Callable[[str], object]:
+    """The last check of a body whose every name the session's vault already holds (each looked for in it)."""
+    check, session = build_egress_check(PrivacySettings()), _scope()
+
+    def run(text: str) -> object:
+        vault = Vault()
+        for name in re.findall(r"Mary Jon\w+", text):
+            vault.placeholder("PERSON", f"PERSON:{name}", name)
+        return check.read({"model": "m", "messages": [{"role": "user", "content": text}]}, None, vault,
+                          session_id=session)
+    return run
+
+
+_NAMES = ["".join(letters) for letters in itertools.product("abcdefghijklmnopqrstuvwxyz", repeat=3)]
+
+
 def _recurrence(text: str) -> object:
     from privacy.detect import Finding
 
@@ -133,6 +150,7 @@ LAYERS = [
     Layer("detector: NER", _ner, lambda i: f"Yesterday Sofia Brandt{chr(97 + i % 26)} met Grace in Berlin. ",
           chars=300),
     Layer("last check", _last_check, lambda i: f"passport: K{1000000 + i} 密码：x{i} ", chars=2000),
+    Layer("last check: vault values", _last_check_vault, lambda i: f"assignee: Mary Jon{_NAMES[i]}\n"),
 ]
 
 
