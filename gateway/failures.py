@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass, field
 
 from gateway.errors import ClientError
+from privacy.detect import ScanOverBudget
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
 from privacy.session_store import SessionStoreUnavailable
 from router.budgets.errors import BudgetUnavailable, OverBudget, RateLimited
@@ -40,6 +41,10 @@ def classify(exc: BaseException, request_id: str, *, mid_stream: bool = False) -
         return Failure(503, f"The session store ({exc.store}) is unavailable, so this step was not served and nothing "
                             f"was sent to the cloud: {exc.reason}. Retry shortly; the gateway reconnects by itself "
                             "when the store is back.", "session_store_unavailable", code="session_store_unavailable")
+    if isinstance(exc, ScanOverBudget):
+        return Failure(413, f"This request is too large for the privacy scan, so nothing was sent to the cloud: "
+                            f"{exc.reason}. Send less new text in one request, or raise {exc.setting} in the "
+                            f"gateway's configuration.", "privacy_scan_too_large", code="privacy_scan_too_large")
     if isinstance(exc, PrivacyUnavailable):
         return Failure(503, f"Privacy protection is unavailable, so nothing was sent to the cloud: {exc.reason}",
                        "privacy_unavailable", code="privacy_unavailable")

@@ -25,7 +25,18 @@ from privacy.audit import (
     seal_body,
 )
 from privacy.audit.receipts import verdict
-from privacy.detect import DEFAULT_PROFILE, DetectionError, Finding, Profile, Unit, UnitsDocument, is_credential_type
+from privacy.detect import (
+    DEFAULT_PROFILE,
+    DetectionError,
+    Finding,
+    Profile,
+    ScanMeter,
+    ScanOverBudget,
+    Unit,
+    UnitsDocument,
+    check_bytes,
+    is_credential_type,
+)
 from privacy.errors import PrivacyBlocked, PrivacyFailedToEdge, PrivacyUnavailable
 from privacy.guard import AnswerGuard, Found
 from privacy.hook import Protection, ReceiptSource, StreamRestorer
@@ -48,8 +59,8 @@ T = TypeVar("T")
 SlotFindings = tuple[str, Sequence[Applied], dict[str, list[dict[str, Any]]] | None]
 log = logging.getLogger("ecgw.privacy")
 
-_INLINE_CHARS = 256  # detect inline below this many new characters; above it, off the event loop (NER on a
-# few KB holds the loop for ~100 ms; a thread hop costs ~0.1 ms)
+_INLINE_CHARS = 256  # detect and last-check inline below this many new characters; above it, off the event loop
+# (NER on a few KB holds the loop for ~100 ms; a thread hop costs ~0.1 ms)
 
 
 class ScrubbedRequest:
@@ -191,14 +202,18 @@ class PrivacyProtector:
                 misses.append(i)
         prepared: list[Prepared] = []
         found: list[list[list[Finding]]] = []
+        budget = self._settings.scan_budget
+        meter = ScanMeter(budget.max_cpu_s)  # this request's detection and last check, on whichever thread
+        size = sum(len(slots[i].text) for i in misses)
         if misses:
+            check_bytes(sum(len(slots[i].text.encode("utf-8", "surrogatepass")) for i in misses), budget.max_bytes)
             prepared = [prepare(slots[i].text, slots[i].kind, all_numbers=matcher is not None) for i in misses]
-            size = sum(len(slots[i].text) for i in misses)
-            if size > _INLINE_CHARS:
-                found = await asyncio.to_thread(self._scrubber.detect, prepared, matcher, scope=scope,
-                                                profile=profile)
-            else:
-                found = self._scrubber.detect(prepared, matcher, scope=scope, profile=profile)
+
+            def detect() -> list[list[list[Finding]]]:
+                with meter.running():
+                    return self._scrubber.detect(prepared, matcher, scope=scope, profile=profile, meter=meter)
+
+            found = await asyncio.to_thread(detect) if size > _INLINE_CHARS else detect()
 
         def apply(vault: Vault) -> list[ScrubResult]:
             return [self._scrubber.apply(p, f, vault) for p, f in zip(prepared, found, strict=True)]
@@ -228,15 +243,16 @@ class PrivacyProtector:
             audited = {a.finding.value for _, done, _ in by_slot for a in done if a.action == "audit"}
 
             def settle(fresh: Vault) -> Settled:
-                return last_check.settle(scanned, matcher, fresh, units_version=version, session_id=session_id,
-                                         owner=scope, audited=audited)
+                with meter.running():
+                    return last_check.settle(scanned, matcher, fresh, units_version=version, session_id=session_id,
+                                             owner=scope, audited=audited, meter=meter)
 
             # First against the vault just written: a settlement that hands out no new placeholder is the one the
             # store's update would give (a placeholder, once written, never changes or goes to another value), so
             # it needs no second read, decryption and parse of the session's vault. One that does takes its
             # placeholders from the freshest vault, in one atomic update like the above.
             trial = Vault(vault.to_json())
-            settled = settle(trial)
+            settled = await asyncio.to_thread(settle, trial) if size > _INLINE_CHARS else settle(trial)
             if trial.changed:
                 vault, settled = await allocate(self._sessions, session_id, settle)
             last_check.count(settled)
@@ -262,6 +278,11 @@ class PrivacyProtector:
         try:
             scrubbed = await self.scrub(body, session_id=session_id)
         except (PrivacyBlocked, SessionStoreUnavailable):  # the latter: no vault, no placeholders, a 503
+            raise
+        except ScanOverBudget as exc:  # nothing leaves: the step stays on the edge, or the client hears a 413
+            log.warning("privacy scan over budget for request %s: %s", request_id, exc)
+            if self._settings.on_privacy_error == "edge":
+                raise PrivacyFailedToEdge(f"{exc}; privacy.on_privacy_error is 'edge'") from exc
             raise
         except Exception as exc:  # any failure: nothing leaves (fail closed)
             reason = exc.reason if isinstance(exc, PrivacyUnavailable) else (  # e.g. session state that won't open

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from privacy.detect import Finding, LayeredDetector, Profile, Target, UnitMatcher, replace_spans
+from privacy.detect import UNMETERED, Checkpoint, Finding, LayeredDetector, Profile, Target, UnitMatcher, replace_spans
 from privacy.settings import Action, PrivacySettings
 from privacy.vault import Vault
 from privacy.walk import Kind
@@ -169,16 +169,17 @@ class Scrubber:
         self._detector.warm()
 
     def detect(self, prepared: list[Prepared], units: UnitMatcher | None, *, scope: str,
-               profile: Profile) -> list[list[list[Finding]]]:
+               profile: Profile, meter: Checkpoint = UNMETERED) -> list[list[list[Finding]]]:
         """Runs the detector under ``profile`` on what no session of ``scope`` scanned yet under it, then adds the
-        session's listed units (CPU-bound: call it off the event loop for large inputs)."""
+        session's listed units (CPU-bound: call it off the event loop for large inputs). ``meter``: the request's
+        scan budget (``ScanOverBudget`` past it)."""
         keys = [SharedDetections.key(p, "json" if p.leaves is not None else "text", units is not None, scope,
                                      profile) for p in prepared]
         shared = [self._shared.get(key) for key in keys]
         todo = [i for i, found in enumerate(shared) if found is None]
         if todo:
             targets = [t for i in todo for t in prepared[i].targets]
-            flat = self._detector.detect_shared(targets, scope=scope, profile=profile)
+            flat = self._detector.detect_shared(targets, scope=scope, profile=profile, meter=meter)
             pos = 0
             for i in todo:
                 fresh = flat[pos:pos + len(prepared[i].targets)]

@@ -88,6 +88,19 @@ class ResponseGuardSettings(_Section):
         return "off" if value is False else value  # YAML reads a bare ``off`` as false
 
 
+class ScanBudgetSettings(_Section):
+    """What detecting one request may cost: past either limit nothing leaves and the step fails as
+    ``on_privacy_error`` says (fail: HTTP 413 privacy_scan_too_large naming the limit; edge: the step stays on the
+    edge). Every layer is linear in its input, so the bytes bound the time; the CPU time is the backstop."""
+
+    max_bytes: int = Field(1024 * 1024, gt=0, description=(
+        "new text one request brings to detection, in UTF-8 bytes (what no earlier step of the session already had "
+        "scanned: a long history costs only its new part); 1 MiB of prose and markdown is ~4-14 s of CPU"))
+    max_cpu_s: float = Field(15.0, gt=0, description=(
+        "CPU seconds one request's detection and last check may spend (the request's own threads only, checked "
+        "between texts, NER batches and body parts)"))
+
+
 class ClassRule(_Section):
     """One data class's action per target tier (``privacy.classes.<class>``): allow = the value leaves as it is
     (recorded as ``audit``) | pseudonymise = it leaves as privacy.default_action says | block = it may not reach
@@ -175,6 +188,9 @@ class PrivacySettings(_Section):
         "a credential's or key's placeholder the cloud puts into a tool call's arguments:"))
     response_guard: ResponseGuardSettings = Field(default_factory=lambda: ResponseGuardSettings(), description=(
         "what a cloud answer carries that its call never did (not a placeholder's value, not in the request)"))
+    scan_budget: ScanBudgetSettings = Field(default_factory=lambda: ScanBudgetSettings(),
+                                            json_schema_extra=reloads(DOORS), description=(
+        "what detecting one request may cost (bytes of new text, CPU seconds); past it the step does not leave"))
     last_check: bool = Field(True, json_schema_extra=reloads(DOORS), description=(
         "scan the exact outgoing body once more (keys, numbers, decoded forms, values split across parts/messages) "
         "with units, secrets and patterns; replace what it finds, or keep the step on the edge when it cannot be "

@@ -7,11 +7,13 @@ keeps the business references agents need), prose (``prose``), what each privacy
 names by NER (``ner``), people no label states (``people``: Chinese names through ``segmenter`` and ``zh_names``,
 English ones through ``en_names``, ``given_names`` and ``org_words``, dates of birth through ``birthdates``, pay and
 home addresses) and the optional edge model (``edge_detector``), run in order by the layered detector (``detector``);
-what one layer found is found wherever it recurs in one pass over the text (``recurrence``). ``normalise`` holds the surface forms a
+what one layer found is found wherever it recurs in one pass over the text (``recurrence``); what a request's
+detection may cost is metered by ``budget``. ``normalise`` holds the surface forms a
 value may take (full width, look-alikes, invisible characters, escapes,
 encodings). Code outside this folder imports the names below from here.
 """
 
+from privacy.detect.budget import UNMETERED, Checkpoint, ScanMeter, ScanOverBudget, check_bytes
 from privacy.detect.checksums import cn_resident_id_ok, iban_ok, luhn_ok
 from privacy.detect.detector import DetectionError, LayeredDetector, Target, TextDetector
 from privacy.detect.edge_detector import EdgeEndpoint, EdgeSpanLister, HttpEdgeChat, spans_in
@@ -30,6 +32,7 @@ from privacy.detect.secrets import SecretDetector, is_credential_type
 from privacy.detect.units import SPREAD_MIN, Unit, UnitMatcher, UnitsDocument, squeezed, units_of
 
 __all__ = [
+    "UNMETERED", "Checkpoint", "ScanMeter", "ScanOverBudget", "check_bytes",
     "DEFAULT_PROFILE", "PROFILES", "SPREAD_MIN", "DetectionError", "EdgeEndpoint", "EdgeSpanLister", "Entity", "EntityRecognizer", "Finding",
     "HttpEdgeChat", "IdentifierDetector", "LabelledValueDetector", "LayeredDetector", "Lexicon", "PatternDetector",
     "PeopleDetector", "PhoneDetector", "Profile", "ProfileRules", "SecretDetector", "SpacyRecognizer", "Target", "TextDetector", "Unit",

@@ -7,12 +7,13 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from accounting.errors import EcgwError
+from privacy.detect.budget import UNMETERED, Checkpoint, ScanOverBudget
 from privacy.detect.findings import Finding, resolve_overlaps
 from privacy.detect.identifiers import IdentifierDetector
 from privacy.detect.keyhints import KeyHintDetector
 from privacy.detect.labels import LabelledValueDetector
 from privacy.detect.manifests import SecretManifestDetector
-from privacy.detect.ner import EntityRecognizer
+from privacy.detect.ner import Entity, EntityRecognizer
 from privacy.detect.normalise import fold
 from privacy.detect.phones import PhoneDetector
 from privacy.detect.profile import Profile, ProfileRules, rules_of
@@ -63,6 +64,7 @@ _WARM_TEXTS = ("Hello from Alice Martin in Berlin; reviewer Sofia Brandt, dob 19
                "客户：王建国，出生日期：1990年5月3日，家住望京西园四区27号楼2单元1095，电话１３８。",
                "name,dob,net pay\nGrace Nakamura,1987-03-14,$3,200.00\naisha whitfield,1990-05-03,$2,950.10")
 _WARM_SCOPE = "\x00warm-up"
+_NER_BATCH = 16  # segments read by NER between two looks at the scan budget (~64 KB of prose)
 
 def _emitted(findings: list[Finding], rules: ProfileRules) -> list[Finding]:
     """The findings a profile emits: of the layers it keeps, and of NER only the types it names."""
@@ -115,18 +117,20 @@ class LayeredDetector:
             self._ner.entities(list(_WARM_TEXTS), scope=_WARM_SCOPE)
 
     def detect(self, targets: list[Target], units: UnitMatcher | None, *, scope: str,
-               profile: Profile) -> list[list[Finding]]:
-        """Findings per target, non-overlapping and sorted. Raises ``DetectionError``."""
-        return self.with_units(targets, self.detect_shared(targets, scope=scope, profile=profile), units)
+               profile: Profile, meter: Checkpoint = UNMETERED) -> list[list[Finding]]:
+        """Findings per target, non-overlapping and sorted. Raises ``DetectionError``, or ``ScanOverBudget``."""
+        return self.with_units(targets, self.detect_shared(targets, scope=scope, profile=profile, meter=meter), units)
 
-    def detect_shared(self, targets: list[Target], *, scope: str, profile: Profile) -> list[list[Finding]]:
+    def detect_shared(self, targets: list[Target], *, scope: str, profile: Profile,
+                      meter: Checkpoint = UNMETERED) -> list[list[Finding]]:
         """What every layer but the listed units finds under ``profile`` (``privacy.detect.profile``): the same for
         every session, so it may be cached by content and profile and shared across the sessions of one ``scope``
         (an owner: the layers' caches are keyed by it, so no tenant learns from a fast answer that another sent a
-        text). Raises ``DetectionError``."""
+        text). ``meter``: the request's scan budget, checked between texts and batches of NER segments. Raises
+        ``DetectionError``, or ``ScanOverBudget``."""
         try:
-            return self._detect(targets, scope, rules_of(profile))
-        except DetectionError:
+            return self._detect(targets, scope, rules_of(profile), meter)
+        except (DetectionError, ScanOverBudget):
             raise
         except Exception as exc:
             raise DetectionError(f"{type(exc).__name__}: {exc}") from exc
@@ -142,10 +146,14 @@ class LayeredDetector:
         except Exception as exc:
             raise DetectionError(f"{type(exc).__name__}: {exc}") from exc
 
-    def _detect(self, targets: list[Target], scope: str, rules: ProfileRules) -> list[list[Finding]]:
-        found: list[list[Finding]] = [self._shaped(target, scope, rules) for target in targets]
+    def _detect(self, targets: list[Target], scope: str, rules: ProfileRules,
+                meter: Checkpoint) -> list[list[Finding]]:
+        found: list[list[Finding]] = []
+        for target in targets:
+            meter.check()
+            found.append(self._shaped(target, scope, rules))
         if self._ner is not None and rules.ner_types:
-            self._add_entities(targets, found, scope)
+            self._add_entities(targets, found, scope, meter)
         if self._edge is not None and rules.keeps_layer("edge"):
             self._add_edge_spans(targets, found, scope)
         return [resolve_overlaps(everywhere(target.text, _emitted(f, rules)))
@@ -172,7 +180,8 @@ class LayeredDetector:
             shaped = [replace(f, value=target.text[f.start:f.end]) for f in shaped]
         return shaped
 
-    def _add_entities(self, targets: list[Target], found: list[list[Finding]], scope: str) -> None:
+    def _add_entities(self, targets: list[Target], found: list[list[Finding]], scope: str,
+                      meter: Checkpoint) -> None:
         assert self._ner is not None
         owners: list[int] = []
         segments: list[str] = []
@@ -185,7 +194,10 @@ class LayeredDetector:
                 segments.append(segment)
         if not segments:
             return
-        per_segment = self._ner.entities(segments, scope=scope)
+        per_segment: list[list[Entity]] = []
+        for batch in range(0, len(segments), _NER_BATCH):
+            meter.check()
+            per_segment += self._ner.entities(segments[batch:batch + _NER_BATCH], scope=scope)
         values: dict[int, dict[str, tuple[str, float]]] = {}
         for owner, entities in zip(owners, per_segment, strict=True):
             for entity in entities:

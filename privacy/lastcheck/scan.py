@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from privacy.detect import Finding, TextDetector, UnitMatcher
+from privacy.detect import UNMETERED, Checkpoint, Finding, TextDetector, UnitMatcher
 from privacy.detect.recurrence import present, present_in
 from privacy.lastcheck.forms import LabelledDetector, TextScan
 from privacy.lastcheck.leaves import Leaves, body_parts, body_seams, content_hash
@@ -101,7 +101,7 @@ class EgressCheck:
         self._entries = cache_entries
 
     def _part(self, digest: bytes | None, leaves: Leaves, prefix: str,
-              units: UnitMatcher | None, scope: str) -> _Part:
+              units: UnitMatcher | None, scope: str, meter: Checkpoint) -> _Part:
         key = (digest, scope) if digest is not None else None
         part = self._parts.get(key) if key is not None else None
         if part is not None:
@@ -109,6 +109,7 @@ class EgressCheck:
             return part
         part = _Part([], [])
         for path, text, label in leaves():
+            meter.check()
             scanned = self._texts.scan(text, label, units, scope)
             suffix = path[len(prefix):]
             part.hits += [(suffix, finding, literal) for finding, literal in scanned.findings]
@@ -120,9 +121,10 @@ class EgressCheck:
         return part
 
     def read(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
-             session_id: str = "", owner: str = "") -> EgressScan:
+             session_id: str = "", owner: str = "", meter: Checkpoint = UNMETERED) -> EgressScan:
         """What is left in ``body``, with each message's part as it read it. ``owner``: whose session this is (the
-        gateway's tenant): cached results are shared within one owner."""
+        gateway's tenant): cached results are shared within one owner. ``meter``: the request's scan budget, checked
+        between the strings it reads (``ScanOverBudget`` past it)."""
         hits: list[EgressHit] = []
         messages: list[_Part] = []
         raw_to_key = self._searchable(session_id, vault)
@@ -140,7 +142,7 @@ class EgressCheck:
         state, spread_hits = START, frozenset[int]()
         for prefix, hashed, leaves in body_parts(body):
             digest = content_hash(hashed)
-            part = self._part(digest, leaves, prefix, units, scope)
+            part = self._part(digest, leaves, prefix, units, scope, meter)
             if hashed[0] == "message":  # body_parts' tag of each message of the messages list, in order
                 messages.append(part)
             if spread is not None:

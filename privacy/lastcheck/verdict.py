@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from privacy.detect import Finding, UnitMatcher
+from privacy.detect import UNMETERED, Checkpoint, Finding, UnitMatcher
 from privacy.errors import PrivacyBlocked
 from privacy.lastcheck.place import place
 from privacy.lastcheck.scan import EgressCheck, EgressHit
@@ -51,14 +51,15 @@ class LastCheck:
 
     def settle(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
                session_id: str = "", owner: str = "", audited: set[str] | frozenset[str] = frozenset(),
-               ) -> Settled:
+               meter: Checkpoint = UNMETERED) -> Settled:
         """The body with every placeable hit replaced. ``audited``: values an earlier layer let through on purpose
         (action ``audit``), left alone whatever type this check gives them, and so is a hit lying inside one (a
         phone's digits read by another detector inside an audited phone: replacing them would alter what the
-        operator chose to send as it is); a hit that contains an audited value and more is another value. Raises ``PrivacyBlocked``. Free of side
+        operator chose to send as it is); a hit that contains an audited value and more is another value. ``meter``: the request's
+        scan budget. Raises ``PrivacyBlocked``, or ``ScanOverBudget``. Free of side
         effects but the vault's (an atomic store may run it more than once): ``count`` the result once it is kept."""
         scan = self._check.read(body, units, vault, units_version=units_version, session_id=session_id,
-                                owner=owner)
+                                owner=owner, meter=meter)
         hits = scan.hits
         if not hits:
             return Settled(body)

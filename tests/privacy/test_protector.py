@@ -92,9 +92,9 @@ async def test_detection_runs_once_per_content(monkeypatch):
     calls = []
     real = p._scrubber.detect
 
-    def counting(prepared, matcher, *, scope, profile):
+    def counting(prepared, matcher, *, scope, profile, meter):
         calls.append(len(prepared))
-        return real(prepared, matcher, scope=scope, profile=profile)
+        return real(prepared, matcher, scope=scope, profile=profile, meter=meter)
 
     monkeypatch.setattr(p._scrubber, "detect", counting)
     history = [{"role": "user", "content": f"step {i}: mail user{i}@x.org"} for i in range(3)]
