@@ -71,6 +71,7 @@ class RecordBuilder:
             "provider": call.provider,
             "model": call.model,
             "deployment": call.deployment,
+            "key_label": call.key_label,
             "streamed": call.streamed,
             "status": call.status,
             "latency_s": call.latency_s,

@@ -27,6 +27,7 @@ class UpstreamCall:
     experiment: str | None = None
     arm: str | None = None
     deployment: str | None = None  # the configured edge deployment or cloud target that made the call
+    key_label: str | None = None  # the API key it was made for (``Identity.label``, never a secret): key budgets
     usage: Mapping[str, Any] | None = None  # the upstream's usage object, OpenAI-shaped
     # Only for estimating tokens when the upstream reported no usage; never stored.
     request_body: Mapping[str, Any] | None = field(default=None, repr=False)

@@ -129,6 +129,12 @@ def _v6_step_features(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE ecgw_step_records ADD COLUMN label TEXT"))
 
 
+def _v7_usage_key(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE ecgw_usage_records ADD COLUMN key_label VARCHAR(64)"))
+    conn.execute(text("CREATE INDEX IF NOT EXISTS ix_ecgw_usage_records_key_label ON ecgw_usage_records "
+                      "(key_label, started_at)"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "usage records", _v1_usage_records),
     Migration(2, "request marks: how many upstream calls each finished request caused", _v2_request_marks),
@@ -136,6 +142,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "session grades", _v4_session_grades),
     Migration(5, "usage records name the edge deployment or cloud target that made the call", _v5_usage_deployment),
     Migration(6, "step records keep numeric features and a shadow call's agreement label", _v6_step_features),
+    Migration(7, "usage records name the API key they were made for (its label), so a key's budget counts it alone",
+              _v7_usage_key),
 )
 
 

@@ -24,6 +24,9 @@ class UsageRecord(SQLModel, table=True):
     provider: str = Field(max_length=64)
     model: str = Field(max_length=256)
     deployment: str | None = Field(default=None, max_length=64)  # the edge deployment or cloud target by name
+    # the API key the call was made for, by its label (a named key's name, a virtual key's id, a bare key's keyed
+    # hash; never a secret); None without keys, and on rows older than migration 7
+    key_label: str | None = Field(default=None, max_length=64)
     streamed: bool
     status: int
     latency_s: float

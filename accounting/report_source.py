@@ -22,9 +22,11 @@ class UsageReports(Protocol):
         ``until``) (of that one session, when ``session_id`` is given), after what is buffered is written."""
         ...
 
-    async def settlement(self, request_ids: list[str], *, session_prefix: str | None = None) -> dict[str, Any]:
+    async def settlement(self, request_ids: list[str], *, session_prefix: str | None = None,
+                         session_id: str | None = None) -> dict[str, Any]:
         """``accounting.settlement.settlement_report`` of these requests (those of sessions whose id starts with
-        ``session_prefix``, when given), after this worker's buffer is written."""
+        ``session_prefix``, and of that one session when ``session_id`` is given), after this worker's buffer is
+        written."""
         ...
 
     async def query(self, read: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -23,12 +23,13 @@ from accounting.store import UsageStore
 MAX_REQUEST_IDS = 2000  # per question; an agent run makes tens of requests
 
 
-def settlement_report(store: UsageStore, request_ids: list[str], *,
-                      session_prefix: str | None = None) -> dict[str, Any]:
-    """``session_prefix``: the caller's own sessions (``gateway.tenancy``); another owner's request is unknown."""
-    state = store.settlement(request_ids, session_prefix=session_prefix)
+def settlement_report(store: UsageStore, request_ids: list[str], *, session_prefix: str | None = None,
+                      session_id: str | None = None) -> dict[str, Any]:
+    """``session_prefix``: the caller's own sessions (``gateway.tenancy``), ``session_id``: its one session (a key
+    bound to it); another owner's or session's request is unknown."""
+    state = store.settlement(request_ids, session_prefix=session_prefix, session_id=session_id)
     pending = [{"request_id": rid, "expected_calls": expected, "recorded_calls": recorded}
                for rid, (expected, recorded) in state.items() if expected is None or expected != recorded]
-    usage = derive(store.totals(list(state), session_prefix=session_prefix)) if state else None
+    usage = derive(store.totals(list(state), session_prefix=session_prefix, session_id=session_id)) if state else None
     return {"object": "usage.requests", "requests": len(state), "settled": not pending, "pending": pending,
             "usage": usage}

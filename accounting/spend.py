@@ -22,8 +22,7 @@ def _table() -> Table:
     return table
 
 
-def spend(store: UsageStore, *, since: float | None, where: Sequence[tuple[str, str]] = (),
-          session_prefix: str | None = None) -> dict[str, float]:
+def spend(store: UsageStore, *, since: float | None, where: Sequence[tuple[str, str]] = ()) -> dict[str, float]:
     t = _table()
     cloud, edge = t.c.side == "cloud", t.c.side == "edge"
 
@@ -40,8 +39,6 @@ def spend(store: UsageStore, *, since: float | None, where: Sequence[tuple[str, 
         query = query.where(t.c[column] == value)
     if not any(column == "purpose" for column, _ in where):  # shadow calls are the operator's (limits.shadow)
         query = query.where(t.c.purpose != SHADOW)
-    if session_prefix is not None:
-        query = query.where(t.c.session_id.startswith(session_prefix, autoescape=True))
     with store.engine.connect() as conn:
         row = conn.execute(query).one()._mapping
     return {"usd": float(row["usd"] or 0.0), "tokens": float(row["tokens"] or 0), "calls": float(row["calls"] or 0),

@@ -179,13 +179,16 @@ class UsageStore:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
-    def totals(self, request_ids: Sequence[str], *, session_prefix: str | None = None) -> dict[str, Any]:
+    def totals(self, request_ids: Sequence[str], *, session_prefix: str | None = None,
+               session_id: str | None = None) -> dict[str, Any]:
         """The same raw sums as ``aggregate``, over the records of these requests, as one row (group None);
-        ``session_prefix``: only records of sessions whose id starts with it."""
+        ``session_prefix``: only records of sessions whose id starts with it; ``session_id``: of that session."""
         t = _table()
         query = select(null().label("group"), *_sums(t)).where(t.c.request_id.in_(list(request_ids)))
         if session_prefix is not None:
             query = query.where(t.c.session_id.startswith(session_prefix, autoescape=True))
+        if session_id is not None:
+            query = query.where(t.c.session_id == session_id)
         with self.engine.connect() as conn:
             return dict(conn.execute(query).one()._mapping)
 
@@ -193,11 +196,12 @@ class UsageStore:
         """Append request marks (``accounting.records.RequestMark``); one already stored is skipped."""
         insert_new(conn or self.engine, _marks_table(), marks, key="request_id")
 
-    def settlement(self, request_ids: Sequence[str], *, session_prefix: str | None = None
-                   ) -> dict[str, tuple[int | None, int]]:
+    def settlement(self, request_ids: Sequence[str], *, session_prefix: str | None = None,
+                   session_id: str | None = None) -> dict[str, tuple[int | None, int]]:
         """Per request id: (upstream calls its mark says it caused — None while unmarked, records stored).
-        ``session_prefix``: only marks and records of sessions whose id starts with it; another owner's request
-        reads like an id never seen (unmarked, nothing recorded)."""
+        ``session_prefix``: only marks and records of sessions whose id starts with it (``session_id``: of that
+        one session); another owner's (or session's) request reads like an id never seen (unmarked, nothing
+        recorded)."""
         ids = list(dict.fromkeys(request_ids))
         t, m = _table(), _marks_table()
         marks = select(m.c.request_id, m.c.upstream_calls).where(m.c.request_id.in_(ids))
@@ -205,6 +209,9 @@ class UsageStore:
         if session_prefix is not None:
             marks = marks.where(m.c.session_id.startswith(session_prefix, autoescape=True))
             records = records.where(t.c.session_id.startswith(session_prefix, autoescape=True))
+        if session_id is not None:
+            marks = marks.where(m.c.session_id == session_id)
+            records = records.where(t.c.session_id == session_id)
         with self.engine.connect() as conn:
             expected: dict[str, int] = {str(rid): int(n) for rid, n in conn.execute(marks)}
             stored: dict[str, int] = {str(rid): int(n) for rid, n in conn.execute(records.group_by(t.c.request_id))}

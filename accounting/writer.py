@@ -179,9 +179,11 @@ class StoreMeter:
         await self.flush()
         return await asyncio.to_thread(read, self.store, *args, **kwargs)
 
-    async def settlement(self, request_ids: list[str], *, session_prefix: str | None = None) -> dict[str, Any]:
+    async def settlement(self, request_ids: list[str], *, session_prefix: str | None = None,
+                         session_id: str | None = None) -> dict[str, Any]:
         await self.flush()  # this worker's own buffer; the others' show up as pending until they write
-        return await asyncio.to_thread(settlement_report, self.store, request_ids, session_prefix=session_prefix)
+        return await asyncio.to_thread(settlement_report, self.store, request_ids, session_prefix=session_prefix,
+                                       session_id=session_id)
 
     def exposition(self) -> bytes:
         return self.metrics.exposition()

@@ -92,7 +92,7 @@ async def reservation_cost(store: SessionStore, limits: str = "key", calls: int 
     builder = build_record_builder(AccountingSettings(prices=table, litellm_fallback=False))
     budgets = Budgets(settings, store=store, seeder=no_seed, hash_key=b"k" * 32,
                       estimator=Estimator(Pricer(table, fallback=None), builder, default_max_tokens=512))
-    step = budgets.for_step(key_name="k", owner_prefix=None, session_id="s", experiment=None, arm=None)
+    step = budgets.for_step(key_name="k", key_label=None, session_id="s", experiment=None, arm=None)
     assert step is not None
     body = {"messages": [{"role": "user", "content": "word " * 2000}], "max_tokens": 256}
     call = UpstreamCall(request_id="r", session_id="s", policy="p", purpose="step", side="cloud", provider="p",

@@ -20,7 +20,7 @@ async def budget_overview(budgets: Budgets, keys: Sequence[Identity]) -> list[di
     ``BudgetUnavailable`` when the counters cannot be read."""
     rows: list[dict[str, Any]] = []
     for identity in keys or [Identity()]:  # no keys configured: the one anonymous caller
-        scopes = budgets.scopes(key_name=key_name(identity), owner_prefix=identity.prefix, session_id=None,
+        scopes = budgets.scopes(key_name=key_name(identity), key_label=identity.label, session_id=None,
                                 key_limits=identity.limits)
         for row in await budgets.report(scopes, None):
             rows.append({"scope": "key", **row, "name": identity.label or "anonymous"})

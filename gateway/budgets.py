@@ -4,7 +4,7 @@ at start and by every reload: ``LimitsPart``), and ``GET /v1/budget``."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ from accounting.pricing import Pricer, bundled_litellm_cost_map
 from accounting.reloading import LIMITS
 from accounting.spend import spend
 from accounting.store import UsageStore
-from gateway.errors import error_response
+from gateway.errors import ClientError, error_response
 from gateway.jsonio import dumps
 from gateway.settings import ConfigError, Settings
 from gateway.settings_reference import reload_paths
@@ -28,7 +28,7 @@ from privacy.session_store import SessionStore, SessionStoreUnavailable
 from router.budgets.errors import BudgetUnavailable
 from router.budgets.ledger import Rows, Seeder, no_seed
 from router.budgets.limits import Budgets
-from router.budgets.measures import Estimator, Prices
+from router.budgets.measures import BadOutputLimit, Estimator, Prices, check_output_limits
 from router.budgets.settings import Limits
 from router.experiments import ExperimentsSettings
 from router.target_costs import CallCost
@@ -39,6 +39,15 @@ def key_name(identity: Identity) -> str | None:
     """The name limits know a caller by: a named key's ``name``, a bare key itself, a virtual key's id (None: no
     keys configured)."""
     return identity.name if identity.owner is not None else None
+
+
+def checked_output_limits(body: Mapping[str, Any]) -> None:
+    """A step's ``max_tokens``, ``max_completion_tokens`` and ``n``, or 400 naming the one that is no whole number:
+    a budget reserves from them, so what cannot be counted honestly is refused, not guessed at."""
+    try:
+        check_output_limits(body)
+    except BadOutputLimit as exc:
+        raise ClientError(400, str(exc), param=exc.name, code="invalid_value") from None
 
 
 def prices_of(settings: Settings) -> Prices:
@@ -112,8 +121,7 @@ def usage_seeder(store: UsageStore) -> Seeder:
     """Counters seeded from this metering database."""
 
     async def seed(rows: Rows, since: float | None) -> dict[str, float]:
-        return await asyncio.to_thread(spend, store, since=since, where=rows.where,
-                                       session_prefix=rows.session_prefix)
+        return await asyncio.to_thread(spend, store, since=since, where=rows.where)
 
     return seed
 
@@ -191,9 +199,11 @@ def budget_endpoint(budgets_now: Callable[[], Budgets], session_of: Callable[[Re
         identity: Identity = request.state.identity
         budgets = budgets_now()
         try:
-            client_session = request.headers.get("x-session-id") or request.query_params.get("session")
+            # a bound key's session is its own, whatever the request names (as on the chat routes)
+            client_session = identity.bound_session or request.headers.get("x-session-id") or (
+                request.query_params.get("session"))
             session_id = session_of(request, client_session) if client_session else None
-            scopes = budgets.scopes(key_name=key_name(identity), owner_prefix=identity.prefix,
+            scopes = budgets.scopes(key_name=key_name(identity), key_label=identity.label,
                                     session_id=session_id, key_limits=identity.limits)
             rows = await budgets.report(scopes, session_id)
             body: dict[str, Any] = {"limits": rows}

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from accounting.calls import StepRecord
-from gateway.budgets import key_name
+from gateway.budgets import checked_output_limits, key_name
 from gateway.errors import ClientError
 from gateway.logs import log_request
 from gateway.metrics import RequestMetrics
@@ -163,6 +163,7 @@ class StepPipeline:
                   outcome: Outcome) -> tuple[SessionState, str]:
         """The session (owner-namespaced internally) and the id the client is shown (its own, or its keyed hash)."""
         s = self.services
+        checked_output_limits(body)  # 400 before anything runs: budgets reserve from them
         session_id, shown = s.tenancy.session(identity, headers, body, hint=hint)
         outcome.session = session_id
         outcome.session_hash = s.session_hash(session_id)
@@ -192,7 +193,7 @@ class StepPipeline:
         """The step's budgets (what every upstream call reserves and settles) and its rate-limit headers; over a
         rate limit, ``RateLimited`` (429) before anything runs."""
         budget = self.services.budgets.for_step(
-            key_name=key_name(identity), owner_prefix=identity.prefix, session_id=session_id,
+            key_name=key_name(identity), key_label=identity.label, session_id=session_id,
             experiment=decision.experiment, arm=decision.arm, key_limits=identity.limits)
         if budget is None:
             return NO_SPEND, {}
@@ -204,7 +205,8 @@ class StepPipeline:
         cloud target, the call context, and where the policy notes what it decided."""
         s = self.services
         context = CallContext(request_id=outcome.request_id, session_id=session.session_id, policy=decision.policy,
-                              experiment=decision.experiment, arm=decision.arm, owner=identity.owner)
+                              experiment=decision.experiment, arm=decision.arm, owner=identity.owner,
+                              key_label=identity.label)
         route = outcome.route = RouteTracker()
         note = DecisionNote()
         arm = f"{decision.experiment}:{decision.arm}" if decision.arm is not None else None

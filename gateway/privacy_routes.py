@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse, Response
 
 from gateway.body import BodyReader
 from gateway.errors import ClientError, error_response
+from gateway.tenancy import Reads
 from privacy import Protector, SessionPrivacy
 from privacy.audit import request_receipts
 from privacy.detect import UnitsDocument
@@ -82,20 +83,21 @@ def session_privacy_endpoint(protector: Protector, *, session_of: SessionOf = _a
     return get_privacy
 
 
-ScopeOf = Callable[[Request], str | None]
+ScopeOf = Callable[[Request], Reads]  # the sessions the caller may see (``gateway.tenancy.RequestTenancy.reads``)
 
 
 def receipts_endpoint(protector: Protector, *, scope: ScopeOf) -> Callable[[Request], Awaitable[Response]]:
     """``GET /v1/receipts/{request_id}``: every egress receipt of one request — those of cloud calls made after its
-    response headers had left (an advisor or a delegate mid-stream) included. ``scope``: the caller's owner prefix
-    (None: an admin, or single-tenant); another owner's request is not found, exactly like one that never was."""
+    response headers had left (an advisor or a delegate mid-stream) included. ``scope``: the sessions the caller may
+    see (its owner's; a bound key's one session; every owner's for an admin); another owner's or session's request
+    is not found, exactly like one that never was."""
 
     async def get_receipts(request: Request) -> Response:
         request_id = request.path_params["request_id"]
         if not isinstance(protector, SessionPrivacy):
             return _error(409, "The privacy audit is off, so no receipts are kept.", "audit_disabled")
         try:
-            found = await protector.read_audit(request_receipts, request_id, scope(request))
+            found = await protector.read_audit(request_receipts, request_id, scope(request).allows)
         except Exception as exc:
             return _error(503, f"The receipts cannot be read now ({type(exc).__name__}). Retry later.",
                           "audit_unavailable")

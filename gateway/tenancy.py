@@ -8,7 +8,10 @@ and session ids are used as sent.
   tenant; since that name is the secret, its owner is a keyed hash of it, ``o.<hash>`` (as before tenants existed).
   ``owner_moves`` lists what ``gateway.owner_migration`` moves when a bare key becomes a named one.
 
-- A virtual key (``server.session_keys``) always works in its bound session, whatever the request names.
+- A key bound to a session (``server.session_keys``, or a virtual key created with ``session``) always works in
+  that session, whatever the request names, and is confined to it on every route: naming another session in a path
+  or a query is refused (403 ``session_not_allowed``), and reads across sessions (usage, settlement, receipts) see
+  that one session only (``Reads``).
 - Session ids taken from ``user`` or ``metadata.session_id`` are personal data more often than not (an e-mail,
   a user name): they are always replaced by a keyed hash (``u-…``), which is what is stored and echoed in
   ``x-ecgw-session``. An ``X-Session-Id`` header is the client's own label and is kept as sent.
@@ -73,6 +76,25 @@ class Identity:
     @property
     def prefix(self) -> str:
         return f"{self.owner}/" if self.owner else ""
+
+    @property
+    def confined_to(self) -> str | None:
+        """The internal id of the one session a bound key may touch; None for every other caller."""
+        return self.prefix + self.bound_session if self.bound_session is not None else None
+
+
+@dataclass(frozen=True)
+class Reads:
+    """Which sessions a caller's reads across sessions (usage, settlement, receipts) may see: those under ``prefix``
+    (an owner's namespace; None: every owner's), and only ``session`` (an internal id) for a key bound to it."""
+
+    prefix: str | None = None
+    session: str | None = None
+
+    def allows(self, session_id: str) -> bool:
+        if self.session is not None:
+            return session_id == self.session
+        return self.prefix is None or session_id.startswith(self.prefix)
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:
@@ -198,18 +220,24 @@ class Tenancy:
 
     def named(self, identity: Identity, client_id: str) -> str:
         """The internal id of a session a request names in its path (units, privacy report): always the caller's
-        own, so naming another owner's id reaches an independent, empty session."""
+        own, so naming another owner's id reaches an independent, empty session. A bound key may name its own
+        session only (403 otherwise)."""
+        if identity.bound_session is not None and client_id != identity.bound_session:
+            raise ClientError(403, f"This key is bound to the session {identity.bound_session!r} and may name no "
+                                   "other; use a key of the tenant that is not bound to a session.",
+                              type_="permission_error", param="session_id", code="session_not_allowed")
         return identity.prefix + checked_id(client_id)
 
     def readable(self, identity: Identity, client_id: str) -> str:
         """Like ``named``, except that an admin names any session by its internal id."""
         return client_id if identity.admin else self.named(identity, client_id)
 
-    def usage_scope(self, identity: Identity) -> str | None:
-        """The prefix of the session ids this caller may see in usage reports; None: all of them."""
+    def reads(self, identity: Identity) -> Reads:
+        """The sessions this caller may see in reads across sessions: all (an admin, single-tenant mode), its
+        owner's, or its one bound session."""
         if identity.owner is None or identity.admin:
-            return None
-        return identity.prefix
+            return Reads()
+        return Reads(identity.prefix, identity.confined_to)
 
 
 class RequestTenancy:
@@ -225,5 +253,5 @@ class RequestTenancy:
     def readable(self, request: Request, session_id: str) -> str:
         return self._t.readable(request.state.identity, session_id)
 
-    def usage_scope(self, request: Request) -> str | None:
-        return self._t.usage_scope(request.state.identity)
+    def reads(self, request: Request) -> Reads:
+        return self._t.reads(request.state.identity)

@@ -21,21 +21,23 @@ from accounting.settlement import MAX_REQUEST_IDS
 from accounting.store import GROUPS
 from gateway.body import BodyReader
 from gateway.errors import ClientError, error_response
+from gateway.tenancy import Reads
 
 Handler = Callable[[Request], Awaitable[Response]]
+ReadsOf = Callable[[Request], Reads]  # the sessions the caller may see (``gateway.tenancy.RequestTenancy.reads``)
+EVERY = Reads()
 
 
 def _error(status: int, message: str, type_: str, param: str | None = None) -> Response:
     return error_response(status, message, type_, param=param)
 
 
-def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time,
-                   scope: Callable[[Request], str | None] | None = None) -> Handler:
+def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time, scope: ReadsOf | None = None) -> Handler:
     """``GET /v1/usage?by=policy&since=7d&until=…&session=…&format=json`` — the rows of ``ecgw usage`` (``until``:
     calls started before it, as ``ecgw privacy-report --until`` counts them; ``session``: only that one of the
-    caller's sessions, e.g. ``by=purpose`` to see its ``shadow`` calls apart). ``scope`` gives the prefix
-    of the session ids the caller may see (its own, as the gateway namespaces them), None for all; rows grouped by
-    session show ids without that prefix."""
+    caller's sessions, e.g. ``by=purpose`` to see its ``shadow`` calls apart). ``scope`` gives the sessions the
+    caller may see (its owner's, as the gateway namespaces them; a bound key's one session); rows grouped by
+    session show ids without the owner's prefix."""
 
     async def handle(request: Request) -> Response:
         if not isinstance(meter, UsageReports):
@@ -55,10 +57,16 @@ def usage_endpoint(meter: Meter, *, clock: Callable[[], float] = time.time,
             return _error(400, str(exc).replace("--since", "since"), "invalid_request_error", "since")
         try:
             until = parse_since(request.query_params.get("until"), now=clock())
-            prefix = scope(request) if scope is not None else None
-            session = request.query_params.get("session")
-            rows = await meter.report(by, since=since, until=until, session_prefix=prefix,
-                                      session_id=None if session is None else (prefix or "") + session)
+            reads = scope(request) if scope is not None else EVERY
+            prefix = reads.prefix
+            named = request.query_params.get("session")
+            session = None if named is None else (prefix or "") + named
+            if reads.session is not None:  # a bound key: its one session, whatever the query names
+                if session is not None and session != reads.session:
+                    return error_response(403, "This key is bound to one session and may read no other's usage.",
+                                          "permission_error", param="session", code="session_not_allowed")
+                session = reads.session
+            rows = await meter.report(by, since=since, until=until, session_prefix=prefix, session_id=session)
         except BadReportRequest as exc:
             return _error(400, str(exc).replace("--since", "until"), "invalid_request_error", "until")
         except StoreUnavailable as exc:
@@ -97,7 +105,7 @@ REQUEST_IDS_EXPECT = ('{"request_ids": ["req-…", …]}: the x-ecgw-request-id 
                       f"{MAX_REQUEST_IDS}")
 
 
-def usage_requests_endpoint(meter: Meter, reader: BodyReader, *, scope: Callable[[Request], str | None] | None = None) -> Handler:
+def usage_requests_endpoint(meter: Meter, reader: BodyReader, *, scope: ReadsOf | None = None) -> Handler:
     """``POST /v1/usage/requests`` — settlement and usage of the given requests: the caller's own (``scope``, as
     for ``usage_endpoint``); another owner's request id reads like one never seen."""
 
@@ -110,7 +118,8 @@ def usage_requests_endpoint(meter: Meter, reader: BodyReader, *, scope: Callable
         except ClientError as exc:
             return _error(400, exc.message, "invalid_request_error", "request_ids")
         try:
-            report = await meter.settlement(ids, session_prefix=scope(request) if scope is not None else None)
+            reads = scope(request) if scope is not None else EVERY
+            report = await meter.settlement(ids, session_prefix=reads.prefix, session_id=reads.session)
         except Exception as exc:  # the database went away
             return _error(503, str(meter.unavailable(exc)), "metering_unavailable")
         return Response(json.dumps(report), media_type="application/json")

@@ -17,6 +17,7 @@ from privacy import Protection, Protector
 from router import genai
 from router.budgets.ledger import Hold
 from router.budgets.limits import NO_SPEND, Spend
+from router.budgets.measures import one_cap
 from router.context import CallContext, RouteTracker
 from router.errors import UpstreamError
 from router.fleet import Call, Member, Pool, cache_salt, first_token_within, relayed_token, retryable
@@ -116,7 +117,7 @@ class _MeteredChannel:
         call = UpstreamCall(
             request_id=ctx.request_id, session_id=ctx.session_id, policy=ctx.policy, experiment=ctx.experiment,
             arm=ctx.arm, purpose=purpose, side=upstream.side, provider=upstream.provider, model=upstream.model,
-            deployment=member.name, streamed=streamed, status=status, started_at=started_at,
+            deployment=member.name, key_label=ctx.key_label, streamed=streamed, status=status, started_at=started_at,
             latency_s=time.perf_counter() - t0, ttft_s=ttft, usage=usage, request_body=sent,
             output_text=output_text)
         if not span.recording:  # tracing off: no attributes, no meter span
@@ -317,8 +318,8 @@ class CloudChannel(_MeteredChannel):
         first = self._pool.plan(self._call)[0]
         return UpstreamCall(request_id=ctx.request_id, session_id=ctx.session_id, policy=ctx.policy,
                             purpose=purpose, side="cloud", provider=first.upstream.provider, model=first.upstream.model,
-                            deployment=first.name, streamed=False, status=403, started_at=time.time(),
-                            latency_s=0.0)
+                            deployment=first.name, key_label=ctx.key_label, streamed=False, status=403,
+                            started_at=time.time(), latency_s=0.0)
 
     def _prepare(self, member: Member, body: dict[str, Any], plan: Sequence[Member]) -> dict[str, Any]:
         # The same protected body (the session's placeholders unchanged) for every target, less what only another
@@ -351,12 +352,15 @@ class CloudChannel(_MeteredChannel):
         if reason is not None:
             self._route.stopped_by(reason)
 
-    async def _reserve(self, body: dict[str, Any]) -> Hold | None:
+    async def _reserve(self, body: dict[str, Any]) -> tuple[dict[str, Any], Hold | None]:
+        """The body as it will be sent — one output cap, the one its reservation counted — and the reservation."""
+        body = one_cap(body)
         try:
-            return await self._spend.reserve("cloud", body, self.model)
+            hold = await self._spend.reserve("cloud", body, self.model)
         except BaseException as exc:
             self._stopped(exc)
             raise
+        return (one_cap(body, hold.cap) if hold is not None else body), hold
 
     async def _protected(self, body: dict[str, Any], purpose: str, span: Span, hold: Hold | None) -> Protection:
         """``body`` protected, in the call's span; protection that fails (or blocks) settles the hold as unsent."""
@@ -370,7 +374,7 @@ class CloudChannel(_MeteredChannel):
 
     async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
         # The budgets first: a call they refuse is neither protected nor audited, since it never leaves.
-        hold = await self._reserve(body)
+        body, hold = await self._reserve(body)
         with ending(self._open(purpose)) as span:
             protection = await self._protected(body, purpose, span, hold)
             response = await self._complete(protection.body, purpose, span, hold, self._receipts(protection))
@@ -378,7 +382,7 @@ class CloudChannel(_MeteredChannel):
                 return protection.restore(response)
 
     async def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]:
-        hold = await self._reserve(body)
+        body, hold = await self._reserve(body)
         with ending(self._open(purpose)) as span:
             protection = await self._protected(body, purpose, span, hold)
             restorer = protection.stream_restorer()

@@ -17,6 +17,7 @@ class CallContext:
     experiment: str | None = None
     arm: str | None = None
     owner: str | None = None  # the tenant (a keyed hash; None in single-tenant mode): the edge's cache salt
+    key_label: str | None = None  # the API key's label (never a secret): metering rows name it for key budgets
 
 
 @dataclass

@@ -77,8 +77,9 @@ class ResponsesSurface:
         """Without ``previous_response_id``; ``prepare`` completes the step with the stored history."""
         return Parsed({}, session_hint=headers.get("session-id") or None, extra=ResponsesRequest(_check(self._reader.object(raw, expect=EXPECT))))
 
-    async def prepare(self, parsed: Parsed, owner: str | None) -> Parsed:
-        """``owner``: the caller's (``Identity.owner``; None in single-tenant mode)."""
+    async def prepare(self, parsed: Parsed, owner: str | None, confined_to: str | None = None) -> Parsed:
+        """``owner``: the caller's (``Identity.owner``; None in single-tenant mode); ``confined_to``: the one
+        session a bound key may continue responses of (``Identity.confined_to``)."""
         request: ResponsesRequest = parsed.extra
         raw = request.raw
         request.owner = owner or "anonymous"
@@ -86,7 +87,7 @@ class ResponsesSurface:
         hint = parsed.session_hint
         previous = raw.get("previous_response_id")
         if previous:
-            found = await self._store.history(previous, owner=request.owner)
+            found = await self._store.history(previous, owner=request.owner, session=confined_to)
             history = found.items
             hint = hint or found.session_id
         conversion = to_chat(raw, history)
@@ -165,7 +166,7 @@ class ResponsesEndpoint(SurfaceEndpoint):
 
     async def _parse(self, request: Request, identity: Identity) -> Parsed:
         parsed = self._surface.parse(await read_body(request), request.headers)
-        return await self._surface.prepare(parsed, identity.owner)
+        return await self._surface.prepare(parsed, identity.owner, identity.confined_to)
 
 
 def responses_endpoint(services: Services, pipeline: StepPipeline, reader: BodyReader) -> ResponsesEndpoint:

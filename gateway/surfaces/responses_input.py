@@ -56,8 +56,12 @@ def to_chat(request: dict[str, Any], history: list[dict[str, Any]]) -> Conversio
     for key in _PASSED_THROUGH:
         if request.get(key) is not None:
             body[key] = request[key]
-    if request.get("max_output_tokens") is not None:
-        body["max_completion_tokens"] = request["max_output_tokens"]
+    cap = request.get("max_output_tokens")
+    if cap is not None:
+        if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+            raise bad(f"'max_output_tokens' must be a whole number of at least 1 (it is {cap!r}).",
+                      "max_output_tokens")
+        body["max_completion_tokens"] = cap
     if tools:
         body["tools"] = tools
     choice = chat_tool_choice(request.get("tool_choice"))

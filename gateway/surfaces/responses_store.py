@@ -40,14 +40,15 @@ class ResponseStore:
                   "output": output}
         await self._store.set(_session(response_id), STORED_RESPONSE_KEY, record)
 
-    async def history(self, response_id: str, *, owner: str) -> History:
+    async def history(self, response_id: str, *, owner: str, session: str | None = None) -> History:
         """Every item of the chain ending at ``response_id``, oldest first; 404 when it is unknown, expired,
-        or another key's."""
+        another key's, or (``session``: a key bound to that one session) of another session."""
         chain: list[dict[str, Any]] = []
         current: str | None = response_id
         while current is not None and len(chain) < MAX_CHAIN:
             record = await self._store.get(_session(current), STORED_RESPONSE_KEY)
-            if not isinstance(record, dict) or record.get("owner") != owner:
+            if not isinstance(record, dict) or record.get("owner") != owner or (
+                    session is not None and record.get("session") != session):
                 raise ClientError(404, f"Previous response {current!r} is not stored here (unknown, expired, or "
                                        "created with store: false or another key). Send the whole conversation "
                                        "in 'input' instead.", param="previous_response_id",

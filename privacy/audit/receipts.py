@@ -177,14 +177,15 @@ class ReceiptIssuer:
         return token
 
 
-def request_receipts(engine: Engine, open_body: object, request_id: str, scope: str | None) -> list[dict[str, Any]]:
+def request_receipts(engine: Engine, open_body: object, request_id: str,
+                     scope: Callable[[str], bool] | None) -> list[dict[str, Any]]:
     """Every receipt of one request, oldest first, as ``GET /v1/receipts/{request_id}`` lists them: only those of
-    sessions under ``scope`` (an owner's prefix; None: every owner's). ``open_body`` is unused (receipts hold no
-    body): the signature of the audit's reads."""
+    sessions ``scope`` allows (an owner's, or a bound key's one session; None: every owner's). ``open_body`` is
+    unused (receipts hold no body): the signature of the audit's reads."""
     table = PrivacyReceipt.__table__  # type: ignore[attr-defined]
     with engine.connect() as conn:
         rows = [dict(r._mapping) for r in conn.execute(
             select(table).where(table.c.request_id == request_id).order_by(table.c.created_at, table.c.id))]
     return [{"id": r["id"], "call_id": r["call_id"], "target": r["target"], "created_at": r["created_at"],
              "receipt": r["token"], "claims": parse(r["token"])[1]}
-            for r in rows if scope is None or str(r["session_id"]).startswith(scope)]
+            for r in rows if scope is None or scope(str(r["session_id"]))]

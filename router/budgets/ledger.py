@@ -32,9 +32,9 @@ _EPSILON = 1e-9  # float sums of prices: a reservation that lands exactly on the
 
 @dataclass(frozen=True)
 class Rows:
-    """Which metering rows make up a scope's spend: sessions under an owner's prefix, and equality filters."""
+    """Which metering rows make up a scope's spend: equality filters on their columns (a key's ``key_label``, a
+    session's ``session_id``, an arm's ``experiment`` and ``arm``); none: every row."""
 
-    session_prefix: str | None = None
     where: tuple[tuple[str, str], ...] = ()
 
 
@@ -84,7 +84,7 @@ def counters_of(scope: Scope, session_id: str, now: float, hasher: Callable[[str
     for window, budgets in by_window.items():
         if window == "session":
             where = f"~budget/{scope.store_id}/session/{hasher(session_id)}"
-            rows = Rows(scope.rows.session_prefix, (*scope.rows.where, ("session_id", session_id)))
+            rows = Rows((*scope.rows.where, ("session_id", session_id)))
             since = None
         else:
             start = window_start(window, now)
@@ -171,11 +171,13 @@ class Ledger:
 
 @dataclass
 class Hold:
-    """The reservations of one call, settled when it ends."""
+    """The reservations of one call, settled when it ends. ``cap``: the output cap the estimate assumed for a call
+    whose body names none, which the door then sends (``measures.one_cap``)."""
 
     counters: list[Counter]
     estimate: Measures
     settled: bool = False
+    cap: int | None = None
 
 
 def refusal_error(counter: Counter, refusal: Refusal, now: float) -> OverBudget:

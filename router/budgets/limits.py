@@ -2,7 +2,7 @@
 
 A step's scopes: its API key (``limits.keys.<name>``, else ``limits.default_key``), its session
 (``limits.sessions``) and its experiment arm (``limits.arms."<experiment>:<arm>"``). The cloud door reserves every
-cloud call's estimate against their cloud budgets and settles the actual; the edge channel checks ``edge_pflops``
+cloud call's estimate (of the body it sends: ``measures``) against their cloud budgets and settles the actual; the edge channel checks ``edge_pflops``
 before an edge call and adds the call's FLOPs after it; the pipeline counts the request against ``rpm``/``tpm``.
 """
 
@@ -18,7 +18,7 @@ from accounting.calls import UpstreamCall
 from privacy.session_store import SessionStore
 from router.budgets.errors import BudgetUnavailable, CloudBudgetSpent, CloudBudgetUnavailable, OverBudget, iso
 from router.budgets.ledger import Counter, Hold, Ledger, Rows, Scope, Seeder, counters_of, keyed, reserve, settle
-from router.budgets.measures import CLOUD_KINDS, EDGE_KINDS, MEASURE, Estimator, output_cap, prompt_tokens
+from router.budgets.measures import CLOUD_KINDS, EDGE_KINDS, MEASURE, Estimator, output_cap, prompt_tokens, stated_cap
 from router.budgets.rates import RateLimits
 from router.budgets.settings import Limits, LimitsSettings
 
@@ -69,7 +69,10 @@ class StepBudget:
             return None
         estimate = self._b.estimator.cloud_estimate(body, model) if side == "cloud" else {"pflops": 0.0}
         try:
-            return await reserve(self._b.ledger, counters, estimate, kinds)
+            hold = await reserve(self._b.ledger, counters, estimate, kinds)
+            if side == "cloud" and stated_cap(body) is None:
+                hold.cap = self._b.settings.default_max_tokens  # what the estimate assumed: the door sends it
+            return hold
         except OverBudget as exc:
             if side == "cloud" and self._b.settings.on_exceed == "edge":
                 raise CloudBudgetSpent.like(exc) from None
@@ -122,14 +125,15 @@ class Budgets:
             return self.settings.keys[key_name]
         return self.settings.default_key
 
-    def scopes(self, *, key_name: str | None, owner_prefix: str | None, session_id: str | None,
+    def scopes(self, *, key_name: str | None, key_label: str | None, session_id: str | None,
                experiment: str | None = None, arm: str | None = None, key_limits: Limits | None = None) -> list[Scope]:
         scopes: list[Scope] = []
         name = key_name or "anonymous"
         limits = self.key_limits(key_name, key_limits)
         if limits is not None and not limits.empty:
-            scopes.append(Scope("key", name, "k." + self.hasher(name), Rows(session_prefix=owner_prefix or None),
-                                limits))
+            # the key's own calls, whatever its tenant's other keys spent (every row when no key is configured)
+            rows = Rows(where=(("key_label", key_label),)) if key_label is not None else Rows()
+            scopes.append(Scope("key", name, "k." + self.hasher(name), rows, limits))
         if session_id is not None and self.settings.sessions is not None and not self.settings.sessions.empty:
             scopes.append(Scope("session", "session", "s." + self.hasher(session_id),
                                 Rows(where=(("session_id", session_id),)), self.settings.sessions))
@@ -146,13 +150,13 @@ class Budgets:
         out = []
         for name in self.settings.arms:
             experiment, _, arm = name.rpartition(":")
-            out += [s for s in self.scopes(key_name=None, owner_prefix=None, session_id=None, experiment=experiment,
+            out += [s for s in self.scopes(key_name=None, key_label=None, session_id=None, experiment=experiment,
                                            arm=arm) if s.kind == "arm"]
         return out
 
-    def for_step(self, *, key_name: str | None, owner_prefix: str | None, session_id: str,
+    def for_step(self, *, key_name: str | None, key_label: str | None, session_id: str,
                  experiment: str | None, arm: str | None, key_limits: Limits | None = None) -> StepBudget | None:
-        scopes = self.scopes(key_name=key_name, owner_prefix=owner_prefix, session_id=session_id,
+        scopes = self.scopes(key_name=key_name, key_label=key_label, session_id=session_id,
                              experiment=experiment, arm=arm, key_limits=key_limits)
         return StepBudget(self, scopes, session_id) if scopes else None
 

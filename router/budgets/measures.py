@@ -2,8 +2,11 @@
 ``pflops`` of the edge. An estimate before the call (the reservation), the actual after it (the settlement).
 
 The estimate is an upper bound on purpose: prompt tokens counted generously (a token per 3 bytes of the request's
-messages and tools, no cache credit), plus ``max_tokens`` × ``n`` (or the target's default cap) at the output
-price. The actual is what metering records for the call (``accounting.builder``: the upstream's usage with cache
+messages and tools, no cache credit), plus the output cap × ``n`` at the output price. It is an upper bound of what
+the door sends, not of what a request says: ``max_tokens``, ``max_completion_tokens`` and ``n`` are whole numbers
+or refused (``check_output_limits``: a float such as ``100000.0`` or ``n: 5.0`` cannot be reserved honestly), the
+door sends one output cap (``one_cap``: the smaller of the two, which both ask for), and a call whose request names
+none is sent with the cap its reservation assumed (``limits.default_max_tokens``). The actual is what metering records for the call (``accounting.builder``: the upstream's usage with cache
 reads at their own price, else the tokenizer's estimate), so a counter settles to the metering database's figures.
 """
 
@@ -46,10 +49,51 @@ def prompt_tokens(body: Mapping[str, Any]) -> int:
     return size // _BYTES_PER_TOKEN + 1
 
 
+CAPS = ("max_completion_tokens", "max_tokens")  # OpenAI's output caps, the current name first
+SENT_CAP = CAPS[0]  # the name the door sends one cap under: every current OpenAI model takes it, litellm maps it
+
+
+class BadOutputLimit(ValueError):
+    """An output cap or ``n`` that is not a whole number of at least 1 (the gateway answers 400 naming it)."""
+
+    def __init__(self, name: str, value: Any) -> None:
+        super().__init__(f"'{name}' must be a whole number of at least 1 (it is {value!r}); budgets reserve a "
+                         "call's output from it, so it cannot be a fraction, a float or a string.")
+        self.name = name
+
+
+def check_output_limits(body: Mapping[str, Any]) -> None:
+    """``BadOutputLimit`` for the first of ``max_completion_tokens``, ``max_tokens`` and ``n`` that is set (not
+    null) but is no whole number ≥ 1."""
+    for name in (*CAPS, "n"):
+        value = body.get(name)
+        if value is not None and _whole(value) is None:
+            raise BadOutputLimit(name, value)
+
+
+def stated_cap(body: Mapping[str, Any]) -> int | None:
+    """The one output cap a body states: the smaller of ``max_completion_tokens`` and ``max_tokens`` (a call that
+    names both is held to both); None when it states none."""
+    caps = [cap for name in CAPS if (cap := _whole(body.get(name))) is not None]
+    return min(caps) if caps else None
+
+
+def one_cap(body: dict[str, Any], default: int | None = None) -> dict[str, Any]:
+    """``body`` with a single output cap, as the door sends it: ``stated_cap`` (else ``default``, the cap a
+    reservation assumed, when given) under one name — ``max_tokens`` when that is the only one the body names,
+    else ``max_completion_tokens``; ``body`` itself when nothing changes."""
+    cap = stated_cap(body) or default
+    named = [name for name in CAPS if name in body]
+    if cap is None or (len(named) == 1 and body[named[0]] == cap):
+        return body
+    out = {name: value for name, value in body.items() if name not in CAPS}
+    out[CAPS[1] if named == [CAPS[1]] else SENT_CAP] = cap
+    return out
+
+
 def output_cap(body: Mapping[str, Any], default_max_tokens: int) -> int:
-    """``max_completion_tokens`` or ``max_tokens`` (else the default cap), times ``n``."""
-    cap = _whole(body.get("max_completion_tokens")) or _whole(body.get("max_tokens")) or default_max_tokens
-    return cap * (_whole(body.get("n")) or 1)
+    """``stated_cap`` (else the default cap), times ``n``."""
+    return (stated_cap(body) or default_max_tokens) * (_whole(body.get("n")) or 1)
 
 
 class Estimator:

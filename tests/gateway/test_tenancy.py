@@ -166,8 +166,9 @@ def test_a_bound_virtual_key_works_only_in_its_session(tenants, cloud):
     cloud.script(Reply(content=" ".join(placeholders)))
     r = _chat(tenants, BOUND, "echo", model="ecgw/cloud-only")
     assert not any(raw in r.text for raw in RAW)
-    report = _get(tenants, BOUND, "/sessions/s1/privacy").json()
-    assert report["units_known"] == 0
+    refused = _get(tenants, BOUND, "/sessions/s1/privacy")  # a bound key names no other session
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "session_not_allowed"
+    assert _get(tenants, BOUND, "/sessions/run-9/privacy").status_code == 200
 
 
 def _a_protected_step_placeholders(cloud: ModelServer) -> set[str]:
