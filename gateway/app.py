@@ -16,6 +16,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from accounting.calls import Meter
 from accounting.database import StoreUnavailable
@@ -44,7 +45,7 @@ from gateway.reload import POLL_S, Reloader, on_sighup
 from gateway.sealing import SealBroken
 from gateway.service import Services
 from gateway.session_stores import build_session_store, session_store_kind
-from gateway.settings import CloudSettings, ConfigError, Settings, edge_endpoint
+from gateway.settings import CloudSettings, ConfigError, ServerSettings, Settings, edge_endpoint
 from gateway.shadow import Shadows
 from gateway.snapshot import Configuration, Snapshot, SnapshotPart
 from gateway.surfaces import SurfaceEndpoint
@@ -223,6 +224,14 @@ def freeze_startup_heap() -> tuple[int, int, int]:
     return before
 
 
+def forwarded(server: ServerSettings) -> list[Middleware]:
+    """``X-Forwarded-For``/``-Proto`` applied only to connections from ``server.forwarded_allow_ips`` (uvicorn's own
+    handling is off: ``gateway.logs.uvicorn_options``); nothing when none is named."""
+    if not server.forwarded_allow_ips:
+        return []
+    return [Middleware(ProxyHeadersMiddleware, trusted_hosts=list(server.forwarded_allow_ips))]
+
+
 def create_app(settings: Settings, *, services: Services | None = None, config_path: str | None = None,
                overrides: Mapping[str, Any] | None = None, reload_on_sighup: bool = False) -> Starlette:
     """``reload_on_sighup``: this process is ``ecgw serve`` with one worker, so SIGHUP is its to take."""
@@ -305,7 +314,7 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
               methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/usage/requests", usage_requests_endpoint(services.meter, reader, scope=tenancy.reads), methods=["POST"]),
-        *dashboard_routes(services, reader, UiSessions(services.dashboard_key)),
+        *dashboard_routes(services, reader, UiSessions(services.dashboard_key, services.sessions)),
         # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", CountTokens(reader).handle, methods=["POST"]),
@@ -314,7 +323,8 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
     # Plain Starlette: the chat route is the hot path of every agent step, and FastAPI's extra per-request
     # middleware (telemetry, body limit, exit stacks) buys nothing for raw-Request endpoints.
     app = Starlette(routes=routes, lifespan=lifespan,
-                    middleware=[Middleware(Gatekeeper, config=services.config,
+                    middleware=[*forwarded(services.settings.server),
+                                Middleware(Gatekeeper, config=services.config,
                                            max_body_bytes=services.settings.server.max_body_bytes, render=refusal)],
                     exception_handlers={HTTPException: http_error, ClientError: refused, Exception: unexpected})
     app.state.services = services

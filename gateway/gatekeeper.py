@@ -52,7 +52,7 @@ class Gatekeeper:
                 if declared and declared.isdigit() and int(declared) > self._limit:
                     raise too_large(self._limit, int(declared))
                 if not path.startswith(OPEN):
-                    state["identity"] = snapshot.tenancy.authenticate(headers)
+                    state["identity"] = await snapshot.tenancy.resolve(headers)
             except ClientError as exc:
                 await self._render(path, client_failure(exc))(scope, receive, send)
                 return

@@ -8,13 +8,14 @@ import argparse
 import getpass
 import json
 import sys
+import time
 from typing import Any
 
 from pydantic import ValidationError
 
 from gateway.admin.database import AdminDatabase
 from gateway.admin.routes import NewKey
-from gateway.admin.virtual_keys import key_hash, new_secret
+from gateway.admin.virtual_keys import POLL_S, key_hash, new_secret, stale_after
 from gateway.settings import ConfigError, Settings, load_settings
 
 
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
             if not done:
                 print(f"ecgw keys: no active key {args.id} (ecgw keys list shows them)", file=sys.stderr)
                 return 1
+            time.sleep(stale_after(POLL_S))  # until every serving worker has read it or refuses virtual keys
             print(json.dumps({"id": args.id, "revoked": True}))
             return 0
         try:

@@ -147,9 +147,11 @@ def adopt_library_loggers() -> None:
 
 
 def uvicorn_options() -> dict[str, Any]:
-    """What ``uvicorn.run``/``uvicorn.Config`` get for logging: no dictConfig of their own (it replaced the
-    configured handlers with uvicorn's text formatters), warnings and up."""
-    return {"log_config": None, "log_level": "warning"}
+    """What ``uvicorn.run``/``uvicorn.Config`` get: for logging, no dictConfig of their own (it replaced the
+    configured handlers with uvicorn's text formatters), warnings and up; and no proxy headers of uvicorn's own (it
+    believes ``X-Forwarded-For`` from loopback by default): the app applies them, from ``server.forwarded_allow_ips``
+    only (``gateway.app.forwarded``)."""
+    return {"log_config": None, "log_level": "warning", "proxy_headers": False}
 
 
 def configure_logging(log_format: str) -> None:

@@ -5,6 +5,7 @@ Built once (``load_settings``) and passed down; nothing reads the environment af
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -141,6 +142,10 @@ class ServerSettings(_Section):
         "request bodies nested deeper (arrays/objects in arrays/objects) get HTTP 400"))
     behind_tls_proxy: bool = Field(False, description=(
         "true when a proxy in front ends TLS: the dashboard's sign-in cookie is then Secure"))
+    forwarded_allow_ips: list[str] = Field(default_factory=list, description=(
+        "the proxies (IP addresses or networks, e.g. 10.0.0.0/8) whose X-Forwarded-For and X-Forwarded-Proto are "
+        "believed; from any other peer they are ignored. Empty (the default): the connection's peer is the client, "
+        "as the dashboard's sign-in throttle counts it"))
     workers: int | None = Field(None, ge=1, description=(
         "worker processes for `ecgw serve`; null = one per core, at most 4 (docs/fleet.md)"))
     log_format: Literal["text", "json"] = Field("text", description=(
@@ -156,6 +161,17 @@ class ServerSettings(_Section):
 
     def admins(self) -> list[ApiKey]:
         return [parse_key(e) for e in self.admin_keys]
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or network (e.g. 10.0.0.1 or 10.0.0.0/8); name "
+                                 "the proxies whose X-Forwarded-For to believe") from None
+        return value
 
     @model_validator(mode="after")
     def _distinct_keys(self) -> ServerSettings:

@@ -53,7 +53,13 @@ class RuntimeKey:
 
 
 class RuntimeKeys(Protocol):
-    def find(self, secret: str) -> RuntimeKey | None: ...
+    def find(self, secret: str) -> RuntimeKey | None:
+        """The key among those this worker holds (``ClientError`` 503 when it cannot tell)."""
+        ...
+
+    async def fetch(self, secret: str) -> bool:
+        """Whether a key this worker does not hold is active where keys are kept (then it holds it from now on)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -203,6 +209,19 @@ class Tenancy:
             raise ClientError(401, "Invalid API key: use a key listed in server.api_keys.",
                               type_="authentication_error", code="invalid_api_key")
         return identity
+
+    async def resolve(self, headers: Mapping[str, str]) -> Identity:
+        """``authenticate``, except that a key this worker does not hold is first looked for where virtual keys are
+        kept: one created a moment ago on another worker or replica works at once."""
+        try:
+            return self.authenticate(headers)
+        except ClientError as exc:
+            key = presented_key(headers)
+            if exc.code != "invalid_api_key" or key is None or self._runtime is None:
+                raise
+            if not await self._runtime.fetch(key):
+                raise
+        return self.authenticate(headers)
 
     def session(self, identity: Identity, headers: Mapping[str, str], body: Mapping[str, Any], *,
                 hint: str | None = None) -> tuple[str, str]:

@@ -129,6 +129,13 @@ class AdminDatabase:
         with self.engine.connect() as db:
             return [_row(r) for r in db.execute(query)]
 
+    def active_key(self, key_hash: str) -> VirtualKey | None:
+        """The active key with this hash, if there is one (one indexed read)."""
+        query = select(VIRTUAL_KEYS).where(VIRTUAL_KEYS.c.key_hash == key_hash, VIRTUAL_KEYS.c.revoked_at.is_(None))
+        with self.engine.connect() as db:
+            row = db.execute(query).first()
+        return _row(row) if row is not None else None
+
     def revoke(self, key_id: str) -> bool:
         with self.engine.begin() as db:
             done = db.execute(update(VIRTUAL_KEYS).where(VIRTUAL_KEYS.c.id == key_id,

@@ -128,6 +128,8 @@ def keys_routes(db: AdminDatabase, keys: VirtualKeys, config: Configuration, rea
             return error_response(404, f"No active virtual key {key_id}; GET /admin/v1/keys lists them.",
                                   "invalid_request_error", param="id", code="not_found")
         keys.revoked(key_id)
+        # at once here; the answer waits until every other worker and replica has read it or refuses virtual keys
+        await asyncio.sleep(keys.stale_after_s)
         return JSONResponse({"id": key_id, "revoked": True})
 
     return [

@@ -18,7 +18,7 @@ from accounting.database import StoreUnavailable
 from accounting.reports import BadReportRequest
 from gateway.body import BodyReader
 from gateway.dashboard import charts
-from gateway.dashboard.access import UiSessions, allowed, login, login_page, logout
+from gateway.dashboard.access import UiSessions, allowed, hardened, login, login_page, logout
 from gateway.dashboard.data import Dashboard, MeteringOff
 from gateway.errors import ClientError, error_response
 from gateway.service import Services
@@ -57,7 +57,10 @@ def dashboard_routes(services: Services, reader: BodyReader, ui: UiSessions,
 
     def admin(handler: Handler, *, page: bool = False) -> Handler:
         async def endpoint(request: Request) -> Response:
-            if not allowed(services.settings, ui, request):  # the request's snapshot: admin keys reload
+            return hardened(await guarded(request))
+
+        async def guarded(request: Request) -> Response:
+            if not await allowed(services.settings, ui, request):  # the request's snapshot: admin keys reload
                 if page:
                     return login_page()
                 return error_response(401, "The dashboard needs an admin key (server.admin_keys): send it as "
@@ -113,10 +116,10 @@ def dashboard_routes(services: Services, reader: BodyReader, ui: UiSessions,
         return Response(svg, media_type="image/svg+xml", headers={"cache-control": "no-store"})
 
     async def sign_in(request: Request) -> Response:
-        return await login(services.settings, ui, request)
+        return hardened(await login(services.settings, ui, request))
 
     async def sign_out(request: Request) -> Response:
-        return await logout(services.settings, request)
+        return hardened(await logout(services.settings, ui, request))
 
     async def grade(request: Request) -> Response:
         try:

@@ -17,7 +17,9 @@ class ThreadedServer:
         self._sock.bind((host, 0))
         self.port: int = self._sock.getsockname()[1]
         self.url = f"http://{host}:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+        # no proxy headers of uvicorn's own, as ``ecgw serve`` runs (the gateway applies server.forwarded_allow_ips)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2,
+                                proxy_headers=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
 
