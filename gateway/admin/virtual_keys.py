@@ -92,7 +92,13 @@ class VirtualKeys:
         missed = self._misses.get(digest)
         if missed is not None and now - missed < MISS_TTL_S:
             return False
-        found = await asyncio.to_thread(self.db.active_key, digest)
+        try:
+            found = await asyncio.to_thread(self.db.active_key, digest)
+        except Exception as exc:  # the database is down: the key can be neither found nor ruled out
+            log.warning("cannot look up a virtual key in the metering database: %s", exc)
+            raise ClientError(503, "Virtual keys cannot be checked now (the metering database is unreadable). Retry "
+                                   "shortly; keys from server.api_keys still work.", type_="api_error",
+                              code="keys_unavailable") from None
         if self._loaded_at is not None and now < self._loaded_at:
             # a full read began after this one: it is the fresher word (it drops a key revoked meanwhile)
             return digest in self._active

@@ -53,7 +53,8 @@ class LimitsSettings(_Section):
     on_exceed: Literal["edge", "reject"] = Field("edge", description=(
         "a spent cloud budget: answer on the edge (x-ecgw-fallback: budget), or reject (429)"))
     default_max_tokens: int = Field(4096, gt=0, description=(
-        "the output a reservation assumes when a request names no max_tokens"))
+        "the output a reservation assumes for a cloud call whose request names no max_tokens; with a budget in "
+        "scope the call is sent with this cap, so the reservation holds"))
 
     @model_validator(mode="after")
     def _arm_names(self) -> LimitsSettings:

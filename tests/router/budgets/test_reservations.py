@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
-from tests.router.budgets.test_budgets import KEY, budget_of, chat, limited, start_gateway
 from tests.fakes.model_server import Reply
+from tests.router.budgets.test_budgets import KEY, budget_of, chat, limited, start_gateway
 
 __all__ = ["start_gateway"]  # the fixture, used by name
 
