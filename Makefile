@@ -56,13 +56,14 @@ clean: ## remove .venv and the tool caches (not ~/.cache/ecgw)
 
 # Gateway overhead against a direct call and LiteLLM's proxy, the edge pool (affinity vs round-robin, a replica
 # killed), faults under load (an edge replica, PostgreSQL, the primary cloud); each appends to benchmarks/RESULTS.md.
-bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy; the edge pool's affinity and failover; faults under load; receipts
+bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy; the edge pool's affinity and failover; faults under load; receipts; the data-class check
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.fleet
 	$(PY) -m benchmarks.faults
 	$(PY) -m benchmarks.targets
 	$(PY) -m benchmarks.receipts
 	$(PY) -m benchmarks.guard
+	$(PY) -m benchmarks.classes
 
 .PHONY: help
 help: ## list the targets

@@ -57,7 +57,8 @@ def _request_path_us(store: AuditStore, body: dict[str, Any], calls: int,
             data = body_bytes(body)
             CallReceipts(issuer, call_id=f"c{n}", request_id=f"r{n}", session_id="t.bench/s", body=body, data=data,
                          placeholders=placeholder_counts(vault), raw_units=(),
-                         verdict="replaced").issue("primary", body)
+                         verdict="replaced", classes={"contact": {"pseudonymised": 2, "raw": 0}}
+                         ).issue("primary", body, tier="standard")
             each.append((time.perf_counter() - started) * 1e6)
         cpu.append((time.thread_time() - c0) / calls * 1e6)
         wall.append((time.perf_counter() - t0) / calls * 1e6)

@@ -1,6 +1,7 @@
 """``ecgw audit public-key`` (the checkpoints' Ed25519 key, PEM), ``ecgw audit rotate-key``, ``ecgw audit verify`` (walk the audit's
 chain and checkpoints, name every break, exit 1 on any) and ``ecgw audit verify-receipt`` (an egress receipt's
-signature and, given the body, its hash; exit 1 on a forged receipt or a body that does not match).
+signature and, given the body, its hash; exit 1 on a forged receipt or a body that does not match) and ``ecgw audit
+query`` (did a data class reach a tier: from the receipts' claims, with the period's chain verified).
 
 The keys are derived from the gateway's secrets key (``audit-sign``, then ``audit-sign-N`` per rotation), so the
 same configuration finds the same keys; an auditor without the secrets key verifies with ``--public-key`` (the
@@ -15,6 +16,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from privacy.classes.names import CLASSES, TIERS
 
 EXIT_BROKEN = 1
 EXIT_INVALID = 2
@@ -134,6 +137,68 @@ def verify(args: argparse.Namespace) -> int:
     return 0 if report.intact else EXIT_BROKEN
 
 
+def query(args: argparse.Namespace) -> int:
+    """``ecgw audit query --class C --tier T``: did any body holding class C reach a target of tier T (over the
+    period, for the owner)? The count, the receipts, and whether the chain over the period verified."""
+    import time
+
+    from accounting.database import StoreUnavailable
+    from gateway.report_commands import moment, owner_prefix
+    from gateway.settings import ConfigError
+    from privacy.report import Scope
+    from privacy.report.build import trail
+    from privacy.report.classes import matching
+    from privacy.report.reads import receipt_claims
+
+    now = time.time()
+    try:
+        prefix = owner_prefix(args.owner)
+        since = moment(args.since, now=now, name="--since")
+        until = moment(args.until, now=now, name="--until") or now
+        if since is not None and since >= until:
+            raise ValueError("--since must come before --until")
+        store = _store(_settings(args.config), args.database_url)
+        scope = Scope(owner=args.owner if prefix is None else prefix[:-1], prefix=prefix, since=since, until=until)
+        with store.engine.connect() as conn:
+            found = matching(receipt_claims(conn, scope), args.data_class, args.tier)
+        chain = trail(store.engine, _trusted(store, args.public_key), scope)
+    except (ConfigError, OSError, ValueError, StoreUnavailable) as exc:
+        return _fail(str(exc))
+    answer: dict[str, Any] = {"question": {"class": args.data_class, "tier": args.tier, "owner": scope.owner,
+                           "since": since, "until": until},
+              "count": len(found), "receipts": found,
+              "chain": {"verified": bool(chain.get("verified") and chain.get("intact")),
+                        **{k: chain[k] for k in ("entries", "checkpoints", "anchored", "breaks") if k in chain}}}
+    if args.format == "json":
+        sys.stdout.write(json.dumps(answer, indent=2) + "\n")
+    else:
+        sys.stdout.write(_query_markdown(answer))
+    return 0 if answer["chain"]["verified"] else EXIT_BROKEN
+
+
+def _query_markdown(answer: dict[str, Any]) -> str:
+    q, chain = answer["question"], answer["chain"]
+    when = (f"{datetime.datetime.fromtimestamp(q['since'], datetime.UTC):%Y-%m-%d %H:%M} UTC" if q["since"] is not None
+            else "the first record")
+    lines = [f"# Did {q['class']} data reach a {q['tier']} target?", "",
+             f"Owner {q['owner']}, from {when} to "
+             f"{datetime.datetime.fromtimestamp(q['until'], datetime.UTC):%Y-%m-%d %H:%M} UTC.", "",
+             f"**{answer['count']}** bodies holding {q['class']} data were handed to a {q['tier']} target.", "",
+             f"The audit chain over the period {'verified' if chain['verified'] else 'did NOT verify'}"
+             + (f" ({chain.get('entries')} records, {chain.get('checkpoints')} signed checkpoints)." if 'entries' in chain
+                else "."), ""]
+    for found in chain.get("breaks") or ():
+        lines.append(f"- BROKEN {found.get('what')} {found.get('where', '')} {found.get('detail', '')}".rstrip())
+    if answer["receipts"]:
+        lines += ["", "| receipt | request | target | when (UTC) | pseudonymised | raw |", "|---|---|---|---|---:|---:|"]
+        for r in answer["receipts"]:
+            counts = r[q["class"]]
+            lines.append(f"| {r['id']} | {r['request_id']} | {r['target']} | "
+                         f"{datetime.datetime.fromtimestamp(r['created_at'], datetime.UTC):%Y-%m-%d %H:%M:%S} | "
+                         f"{counts['pseudonymised']} | {counts['raw']} |")
+    return "\n".join(lines) + "\n"
+
+
 def _tokens(value: str) -> list[str]:
     """The receipts an argument holds: a token, a header's comma-separated tokens, ``@FILE`` or ``-`` (stdin)."""
     if value == "-":
@@ -213,3 +278,18 @@ def register(subparsers: Any) -> None:
     receipt.add_argument("--format", choices=("text", "json"), default="text",
                          help="text: one line per receipt; json: each valid receipt's claims")
     receipt.set_defaults(func=verify_receipt)
+    ask = commands.add_parser("query", help="did a data class reach a target tier? the count, the receipts, and "
+                                            "whether the chain over the period verified (exit 1 if it did not)")
+    ask.add_argument("--class", dest="data_class", required=True, choices=CLASSES, help="the data class")
+    ask.add_argument("--tier", required=True, choices=TIERS, help="the targets' tier")
+    ask.add_argument("--owner", default="all", help="a tenant (acme), an owner as the gateway names it (t.acme), "
+                                                    "or all (default)")
+    ask.add_argument("--since", default=None, help="from this time: unix seconds, ISO 8601, or a duration back "
+                                                   "from now such as 90d (default: the first record)")
+    ask.add_argument("--until", default=None, help="up to (not including) this time; default now")
+    ask.add_argument("--public-key", action="append", default=None,
+                     help="PEM file of the public key(s), repeatable (default: every generation, derived)")
+    ask.add_argument("--config", default=None, help="YAML config file (database_url, the secrets key)")
+    ask.add_argument("--database-url", default=None, help="overrides the config's database_url")
+    ask.add_argument("--format", choices=("json", "md"), default="md", help="json: the answer as one object")
+    ask.set_defaults(func=query)

@@ -23,6 +23,8 @@ from gateway.shadow import Ticket
 from gateway.tenancy import Identity
 from gateway.wire import client_wants_usage
 from privacy.audit import RECEIPT_HEADER
+from privacy.classes.names import Who
+from privacy.classes.policy import ClassBlocked
 from privacy.errors import PrivacyBlocked
 from router.budgets.errors import KEPT_ON_EDGE, OverBudget, fallback_of
 from router.budgets.limits import NO_SPEND, Spend
@@ -206,7 +208,8 @@ class StepPipeline:
         s = self.services
         context = CallContext(request_id=outcome.request_id, session_id=session.session_id, policy=decision.policy,
                               experiment=decision.experiment, arm=decision.arm, owner=identity.owner,
-                              key_label=identity.label)
+                              key_label=identity.label,
+                              who=Who(key_name(identity), identity.tenant if identity.owner is not None else None))
         route = outcome.route = RouteTracker()
         note = DecisionNote()
         arm = f"{decision.experiment}:{decision.arm}" if decision.arm is not None else None
@@ -241,7 +244,8 @@ class StepPipeline:
                 return await _relay_first(relayed, out_headers)
             return await _run(policy, step, out_headers)
         except (PrivacyBlocked, *KEPT_ON_EDGE) as exc:
-            fallback = "privacy-blocked" if isinstance(exc, PrivacyBlocked) else fallback_of(exc)
+            fallback = ("data-class" if isinstance(exc, ClassBlocked) else
+                        "privacy-blocked" if isinstance(exc, PrivacyBlocked) else fallback_of(exc))
             log.info("request %s: %s; answering on the edge", step.context.request_id, exc)
             out_headers["x-ecgw-fallback"] = fallback
             if isinstance(exc, OverBudget):
@@ -310,6 +314,8 @@ def _chains(route: RouteTracker) -> dict[str, str]:
     out = {f"{side}_chain": chain for side in ("edge", "cloud") if (chain := route.chain(side)) is not None}
     if route.stopped:
         out["cloud_stopped"] = ",".join(route.stopped)
+    if route.kept_off_classes:  # the data class that kept a call off every tier (x-ecgw-fallback: data-class)
+        out["data_class"] = ",".join(dict.fromkeys(route.kept_off_classes))
     return out
 
 

@@ -30,6 +30,7 @@ from accounting.errors import EcgwError
 from accounting.reloading import DOORS, LIMITS, SNAPSHOT, reloads, restart
 from accounting.settings import AccountingSettings
 from gateway.upstreams.provider_request import check_extra_body_fields
+from privacy.classes.names import Tier
 from privacy.detect import EdgeEndpoint
 from privacy.settings import PrivacySettings
 from router.budgets.settings import LimitsSettings
@@ -334,6 +335,9 @@ class CloudTarget(_Section):
     extra_body_fields: list[str] = Field(default_factory=list, description=(
         "as cloud.extra_body_fields, for this target"))
     transport: CloudTransport = Field("litellm", description="as cloud.transport, for this target")
+    tier: Tier = Field("standard", description=(
+        "trusted (self-hosted, contractually zero retention, in-region) | standard: which data classes this target "
+        "may receive (privacy.classes, docs/privacy.md); from configuration only, never from a request"))
 
     @model_validator(mode="after")
     def _transport_has_an_address(self) -> CloudTarget:
@@ -371,6 +375,7 @@ class CloudSettings(_Section):
     transport: CloudTransport = Field("litellm", description=(
         "litellm: any provider it speaks; openai: the gateway's own client, for an API that is OpenAI's chat "
         "completions (OpenAI, DeepSeek, vLLM at api_base): ~40x less CPU a call (docs/fleet.md)"))
+    tier: Tier = Field("standard", description="the one target's tier (trusted | standard), as cloud.targets.NAME.tier")
     # Several named models (gateway.fleet.cloud_targets); empty: the fields above are the one target, "default".
     targets: dict[str, CloudTarget] = Field(default_factory=dict, description=(
         "several named cloud models instead of the fields above (docs/fleet.md): {NAME: {model, api_base, "
@@ -417,7 +422,7 @@ class CloudSettings(_Section):
         return {"default": CloudTarget(model=self.model, api_base=self.api_base, api_key_env=self.api_key_env,
                                        timeout_s=self.timeout_s, first_token_timeout_s=self.first_token_timeout_s,
                                        max_retries=self.max_retries, extra_body_fields=self.extra_body_fields,
-                                       transport=self.transport)}
+                                       transport=self.transport, tier=self.tier)}
 
     @property
     def primary(self) -> str:
@@ -430,7 +435,7 @@ class CloudSettings(_Section):
         return CloudSettings(model=target.model, api_base=target.api_base, api_key_env=target.api_key_env,
                              timeout_s=target.timeout_s, first_token_timeout_s=target.first_token_timeout_s,
                              max_retries=target.max_retries, extra_body_fields=target.extra_body_fields,
-                             transport=target.transport)
+                             transport=target.transport, tier=target.tier)
 
 
 def missing_cloud_key(settings: CloudSettings) -> str | None:

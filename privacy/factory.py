@@ -30,7 +30,7 @@ from privacy.metrics import PrivacyMetrics
 from privacy.passthrough import RecordingPassThroughProtector
 from privacy.protector import PrivacyProtector
 from privacy.registry import UnitRegistry
-from privacy.scrubber import ActionTable, Scrubber, SharedDetections
+from privacy.scrubber import Scrubber, SharedDetections
 from privacy.seal import Sealer
 from privacy.session_store import SessionStore
 from privacy.settings import NerSettings, PrivacySettings
@@ -91,10 +91,10 @@ def _audit(settings: PrivacySettings, database_url: str, hash_key: bytes | None,
 
 def _rules(settings: PrivacySettings, detector: LayeredDetector,
            metrics: PrivacyMetrics) -> tuple[Scrubber, LastCheck | None]:
-    """What the privacy settings decide: the scrubber (layers, actions) and the last check."""
-    actions = ActionTable(settings)
-    scrubber = Scrubber(detector, actions, shared=SharedDetections(settings.cache_entries))
-    return scrubber, LastCheck(build_egress_check(settings), actions, metrics) if settings.last_check else None
+    """What the privacy settings decide: the scrubber (layers) and the last check (the actions are the class
+    policy's, per call: ``privacy.classes.policy``)."""
+    scrubber = Scrubber(detector, shared=SharedDetections(settings.cache_entries))
+    return scrubber, LastCheck(build_egress_check(settings), metrics) if settings.last_check else None
 
 
 def build_privacy_protector(settings: PrivacySettings, *, database_url: str | None, sessions: SessionStore,

@@ -3,8 +3,10 @@ protect what leaves, restore what comes back."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+from privacy.classes.names import ANYONE, Who
 
 T = TypeVar("T")
 
@@ -27,7 +29,7 @@ class StreamRestorer(Protocol):
 class ReceiptSource(Protocol):
     """Signs the egress receipts of one call (``privacy.audit.receipts``)."""
 
-    def issue(self, target: str, sent: dict[str, Any]) -> str: ...
+    def issue(self, target: str, sent: dict[str, Any], *, tier: str) -> str: ...
 
 
 class Protection(Protocol):
@@ -39,9 +41,13 @@ class Protection(Protocol):
 
     def stream_restorer(self) -> StreamRestorer: ...
 
-    def receipt(self, target: str, sent: dict[str, Any]) -> str | None:
-        """The signed receipt of ``sent`` (this body, as one target gets it) handed to ``target``; None without an
-        audit to keep it in."""
+    def receipt(self, target: str, sent: dict[str, Any], *, tier: str) -> str | None:
+        """The signed receipt of ``sent`` (this body, as one target gets it) handed to ``target`` of ``tier``; None
+        without an audit to keep it in."""
+        ...
+
+    def permits(self, tier: str) -> bool:
+        """Whether this body may go to a target of ``tier`` as it is (``privacy.classes``)."""
         ...
 
 
@@ -49,7 +55,11 @@ class Protector(Protocol):
     """Raises ``router.errors.PrivacyUnavailable``-like errors when it cannot protect (fail closed)."""
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
-                      experiment: str | None = None) -> Protection: ...
+                      experiment: str | None = None, tiers: Sequence[str] = ("standard",),
+                      who: Who = ANYONE) -> Protection:
+        """``body`` protected for the first of ``tiers`` (the call's targets', in order) that ``who``'s class
+        policy lets it reach; ``privacy.classes.policy.ClassBlocked`` when it may reach none."""
+        ...
 
     async def start(self) -> None:
         """Start what needs the running event loop (the audit's writer); called once, before the first call."""
@@ -101,8 +111,11 @@ class PassThroughProtection:
         self.body = body
         self._receipts = receipts
 
-    def receipt(self, target: str, sent: dict[str, Any]) -> str | None:
-        return None if self._receipts is None else self._receipts.issue(target, sent)
+    def receipt(self, target: str, sent: dict[str, Any], *, tier: str) -> str | None:
+        return None if self._receipts is None else self._receipts.issue(target, sent, tier=tier)
+
+    def permits(self, tier: str) -> bool:
+        return True  # nothing was looked for (privacy.enabled: false): no class to keep off a tier
 
     def restore(self, response: dict[str, Any]) -> dict[str, Any]:
         return response
@@ -115,7 +128,8 @@ class PassThroughProtector:
     """Sends the body unchanged. Only for `privacy.enabled: false`; every cloud call still passes here."""
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
-                      experiment: str | None = None) -> Protection:
+                      experiment: str | None = None, tiers: Sequence[str] = ("standard",),
+                      who: Who = ANYONE) -> Protection:
         return PassThroughProtection(body)
 
     async def start(self) -> None:

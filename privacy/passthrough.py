@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from privacy.audit import AuditedUnits, call_row
+from privacy.classes.names import ANYONE, Who
 from privacy.detect import Unit, UnitsDocument
 from privacy.hook import PassThroughProtection, PassThroughProtector, Protection
 
@@ -24,7 +25,8 @@ class RecordingPassThroughProtector(PassThroughProtector):
         self.units = audited.units
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
-                      experiment: str | None = None) -> Protection:
+                      experiment: str | None = None, tiers: Sequence[str] = ("standard",),
+                      who: Who = ANYONE) -> Protection:
         call_id, created = uuid.uuid4().hex, time.time()
         protection = PassThroughProtection(body, self._audited.unprotected_receipts(
             call_id=call_id, request_id=request_id, session_id=session_id, body=body))

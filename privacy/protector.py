@@ -25,8 +25,10 @@ from privacy.audit import (
     seal_body,
 )
 from privacy.audit.receipts import verdict
+from privacy.classes.names import ANYONE, Who
+from privacy.classes.policy import ClassBlocked, ClassPolicy, Held
+from privacy.classes.resolve import ClassPolicies
 from privacy.detect import (
-    DEFAULT_PROFILE,
     DetectionError,
     Finding,
     Profile,
@@ -69,8 +71,10 @@ class ScrubbedRequest:
 
     def __init__(self, body: dict[str, Any], by_slot: list[SlotFindings],
                  values: dict[str, str], *, verdict: str = "unchecked",
-                 raw_units: frozenset[str] = frozenset()) -> None:
+                 raw_units: frozenset[str] = frozenset(), held: Held | None = None, tier: str = "standard") -> None:
         self.body = body
+        self.held = held or Held()  # what the body carries by data class
+        self.tier = tier  # the target tier it was scrubbed for
         self.values = values
         self.verdict = verdict
         self.raw_units = raw_units
@@ -101,18 +105,23 @@ class ScrubbedRequest:
 
 
 class PrivacyProtection:
-    def __init__(self, scrubbed: ScrubbedRequest, *, on_usage: Any = None,
+    def __init__(self, scrubbed: ScrubbedRequest, *, policy: ClassPolicy, on_usage: Any = None,
                  tool_secrets: ToolSecrets | None = None, receipts: ReceiptSource | None = None,
                  guard: AnswerGuard | None = None) -> None:
         self.body = scrubbed.body
         self._scrubbed = scrubbed
+        self._policy = policy
         self._restorer = Restorer(scrubbed.values, tool_secrets)
         self._on_usage = on_usage
         self._receipts = receipts
         self._guard = guard  # privacy.response_guard: what the answer carries that the call never did
 
-    def receipt(self, target: str, sent: dict[str, Any]) -> str | None:
-        return None if self._receipts is None else self._receipts.issue(target, sent)
+    def receipt(self, target: str, sent: dict[str, Any], *, tier: str) -> str | None:
+        return None if self._receipts is None else self._receipts.issue(target, sent, tier=tier)
+
+    def permits(self, tier: str) -> bool:
+        """Whether this body may go to a target of ``tier`` (no class it holds is kept off that tier)."""
+        return self._policy.refused(tier, self._scrubbed.held) is None
 
     @property
     def findings(self) -> list[Applied]:
@@ -154,6 +163,7 @@ class PrivacyProtector:
                          if audit and hasher else None)
         self._cache = DetectionCache(settings.cache_entries)
         self._session_locks: dict[str, asyncio.Lock] = {}
+        self._policies = ClassPolicies(settings)
 
     def reconfigured(self, settings: PrivacySettings, *, scrubber: Scrubber, units: UnitRegistry,
                      last_check: LastCheck | None) -> PrivacyProtector:
@@ -162,6 +172,7 @@ class PrivacyProtector:
         this one's business: the copy serves requests only."""
         sibling = copy.copy(self)
         sibling._settings = settings
+        sibling._policies = ClassPolicies(settings)
         sibling._scrubber = scrubber
         sibling.units = units
         sibling._last_check = last_check
@@ -170,21 +181,24 @@ class PrivacyProtector:
             sibling._audited = self._audited.over(units)
         return sibling
 
-    async def scrub(self, body: dict[str, Any], *, session_id: str,
-                    profile: Profile = DEFAULT_PROFILE) -> ScrubbedRequest:
-        """The body the cloud would receive, detected under ``profile`` (the request's privacy profile). Raises
+    async def scrub(self, body: dict[str, Any], *, session_id: str, who: Who = ANYONE, tier: str = "standard",
+                    profile: Profile | None = None) -> ScrubbedRequest:
+        """The body a cloud target of ``tier`` would receive from ``who`` (their class policy and profile:
+        ``privacy.classes.resolve``), detected under ``profile`` when one is given instead. Raises
         ``PrivacyBlocked``, or ``DetectionError`` on failure.
         Steps of one session are scrubbed one at a time in this worker (they would only contend for the same
         vault); across workers and replicas the store's atomic update keeps placeholders one per value."""
         lock = self._session_locks.setdefault(session_id, asyncio.Lock())
         try:
             async with lock:
-                return await self._scrub(body, session_id=session_id, profile=profile)
+                return await self._scrub(body, session_id=session_id, policy=self._policies.of(who), tier=tier,
+                                         profile=profile or self._policies.profile(who))
         finally:
             if not lock.locked() and self._session_locks.get(session_id) is lock:
                 del self._session_locks[session_id]
 
-    async def _scrub(self, body: dict[str, Any], *, session_id: str, profile: Profile) -> ScrubbedRequest:
+    async def _scrub(self, body: dict[str, Any], *, session_id: str, policy: ClassPolicy, tier: str,
+                     profile: Profile) -> ScrubbedRequest:
         copy_, slots, binary = collect(body)
         if binary and self._settings.images == "block":
             raise PrivacyBlocked(f"{binary[0]} is not text and privacy.images is 'block'; it stays on the edge")
@@ -194,7 +208,8 @@ class PrivacyProtector:
         misses: list[int] = []
         keys = []
         for i, slot in enumerate(slots):
-            key = DetectionCache.key(session_id, f"{profile}:{version}", slot.kind, slot.text)
+            key = DetectionCache.key(session_id, f"{profile}:{policy.scrub_key(tier)}:{version}", slot.kind,
+                                     slot.text)
             keys.append(key)
             hit = self._cache.get(key)
             results.append(hit)
@@ -215,8 +230,10 @@ class PrivacyProtector:
 
             found = await asyncio.to_thread(detect) if size > _INLINE_CHARS else detect()
 
+        decide = functools.partial(policy.decide, tier=tier)
+
         def apply(vault: Vault) -> list[ScrubResult]:
-            return [self._scrubber.apply(p, f, vault) for p, f in zip(prepared, found, strict=True)]
+            return [self._scrubber.apply(p, f, vault, decide) for p, f in zip(prepared, found, strict=True)]
 
         # Placeholders are allocated against the freshest vault inside one atomic update of the session store.
         vault, allocated = await allocate(self._sessions, session_id, apply)
@@ -226,6 +243,7 @@ class PrivacyProtector:
         given: set[str] = set()
         checked = replaced = let_through = False
         raw_units: frozenset[str] = frozenset()
+        held = Held()
         for slot, maybe in zip(slots, results, strict=True):
             assert maybe is not None
             result = maybe
@@ -238,14 +256,15 @@ class PrivacyProtector:
                 slot.set(result.text)
             if result.applied:
                 by_slot.append((slot.location, result.applied, result.audit_rows))
+                held.merge(result.held)
         if self._last_check is not None:  # the last check on the exact body that would leave (privacy.lastcheck)
             last_check, scanned = self._last_check, copy_
             audited = {a.finding.value for _, done, _ in by_slot for a in done if a.action == "audit"}
 
             def settle(fresh: Vault) -> Settled:
                 with meter.running():
-                    return last_check.settle(scanned, matcher, fresh, units_version=version, session_id=session_id,
-                                             owner=scope, audited=audited, meter=meter)
+                    return last_check.settle(scanned, matcher, fresh, decide=decide, units_version=version,
+                                             session_id=session_id, owner=scope, audited=audited, meter=meter)
 
             # First against the vault just written: a settlement that hands out no new placeholder is the one the
             # store's update would give (a placeholder, once written, never changes or goes to another value), so
@@ -261,6 +280,7 @@ class PrivacyProtector:
             copy_ = settled.body
             given |= settled.given
             by_slot.extend((path, [applied], None) for path, applied in settled.done)
+            held.merge(settled.held)
         # Cached only now, after the vault holding its placeholders was written, and not for a blocked step.
         for i in misses:
             fresh = results[i]
@@ -271,12 +291,34 @@ class PrivacyProtector:
         return ScrubbedRequest(copy_, by_slot, {p: v for p, v in vault.values.items() if p in given},
                                verdict=verdict(checked=checked, protected=True, replaced=replaced,
                                                let_through=let_through),
-                               raw_units=raw_units)
+                               raw_units=raw_units, held=held, tier=tier)
+
+    async def _for_tiers(self, body: dict[str, Any], session_id: str, who: Who,
+                         tiers: Sequence[str]) -> ScrubbedRequest:
+        """The body scrubbed for the first of ``tiers`` (the call's targets', in plan order) whose class policy lets
+        it go there; scrubbed again only for a tier whose policy scrubs otherwise (an ``allow``). Raises
+        ``ClassBlocked`` naming the class that keeps it off the first tier when none may take it."""
+        policy = self._policies.of(who)
+        scrubbed: dict[str, ScrubbedRequest] = {}
+        refused: str | None = None
+        for tier in dict.fromkeys(tiers):
+            key = policy.scrub_key(tier)
+            if key not in scrubbed:
+                scrubbed[key] = await self.scrub(body, session_id=session_id, who=who, tier=tier)
+            found = policy.refused(tier, scrubbed[key].held)
+            if found is None:
+                scrubbed[key].tier = tier
+                return scrubbed[key]
+            refused = refused or found
+        raise ClassBlocked(refused or "", tiers)
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
-                      experiment: str | None = None) -> Protection:
+                      experiment: str | None = None, tiers: Sequence[str] = ("standard",),
+                      who: Who = ANYONE) -> Protection:
+        """``body`` protected for the first of ``tiers`` whose class policy (``who``'s) lets it go there
+        (``ClassBlocked`` when none does); ``Protection.permits`` says which other tiers may take it as it is."""
         try:
-            scrubbed = await self.scrub(body, session_id=session_id)
+            scrubbed = await self._for_tiers(body, session_id, who, tiers)
         except (PrivacyBlocked, SessionStoreUnavailable):  # the latter: no vault, no placeholders, a 503
             raise
         except ScanOverBudget as exc:  # nothing leaves: the step stays on the edge, or the client hears a 413
@@ -300,7 +342,8 @@ class PrivacyProtector:
             receipts = self._audited.receipts(call_id=call_id, request_id=request_id, session_id=session_id,
                                               body=scrubbed.body, data=data,
                                               placeholders=placeholder_counts(scrubbed.values),
-                                              raw_units=scrubbed.raw_units, verdict=scrubbed.verdict)
+                                              raw_units=scrubbed.raw_units, verdict=scrubbed.verdict,
+                                              classes=scrubbed.held.claims())
             await self._audited.record_exposure(call_id, session_id, scrubbed.body)
             on_usage = _UsageRecorder(self._audited.audit, call_id)
             assert self._hasher is not None
@@ -308,8 +351,8 @@ class PrivacyProtector:
         secrets = _credentials(scrubbed.values)
         tool_secrets = ToolSecrets(secrets, self._settings.restore_secrets_in_tools, record)
         guard = await self._guard(body, scrubbed, call_id, session_id, request_id)
-        return PrivacyProtection(scrubbed, on_usage=on_usage, tool_secrets=tool_secrets, receipts=receipts,
-                                 guard=guard)
+        return PrivacyProtection(scrubbed, policy=self._policies.of(who), on_usage=on_usage,
+                                 tool_secrets=tool_secrets, receipts=receipts, guard=guard)
 
     async def _guard(self, body: dict[str, Any], scrubbed: ScrubbedRequest, call_id: str, session_id: str,
                      request_id: str) -> AnswerGuard | None:

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from privacy.classes.policy import Decision, Held
 from privacy.detect import UNMETERED, Checkpoint, Finding, LayeredDetector, Profile, Target, UnitMatcher, replace_spans
-from privacy.settings import Action, PrivacySettings
+from privacy.settings import Action
 from privacy.vault import Vault
 from privacy.walk import Kind
 
@@ -34,18 +35,7 @@ class ScrubResult:
     # writer thread and reused while this result is cached (a system prompt's hundreds of findings, every step).
     # Keyed hashes only, never a raw value; the result is one session's (``DetectionCache`` keys by session).
     audit_rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False, compare=False)
-
-
-class ActionTable:
-    def __init__(self, settings: PrivacySettings) -> None:
-        self._actions = settings.actions
-        self._default = settings.default_action
-
-    def __call__(self, finding: Finding) -> Action:
-        for name in (finding.type, finding.dimension, finding.layer):
-            if name and name in self._actions:
-                return self._actions[name]
-        return self._default
+    held: Held = field(default_factory=Held)  # what ``text`` carries by data class
 
 
 class DetectionCache:
@@ -158,10 +148,8 @@ class SharedDetections:
 
 
 class Scrubber:
-    def __init__(self, detector: LayeredDetector, actions: Callable[[Finding], Action], *,
-                 shared: SharedDetections | None = None) -> None:
+    def __init__(self, detector: LayeredDetector, *, shared: SharedDetections | None = None) -> None:
         self._detector = detector
-        self._actions = actions
         self._shared = shared or SharedDetections(50_000)
 
     def warm(self) -> None:
@@ -192,16 +180,18 @@ class Scrubber:
             out.append(self._detector.with_units(p.targets, found, units))
         return out
 
-    def apply(self, prepared: Prepared, findings: list[list[Finding]], vault: Vault) -> ScrubResult:
+    def apply(self, prepared: Prepared, findings: list[list[Finding]], vault: Vault,
+              decide: Callable[[Finding], Decision]) -> ScrubResult:
+        """Each finding's action as ``decide`` gives it (``ClassPolicy.decide`` for the call's tier)."""
         result = ScrubResult(prepared.text)
         if prepared.leaves is None:
-            result.text = self._replace(prepared.text, findings[0], vault, "", result)
+            result.text = self._replace(prepared.text, findings[0], vault, "", result, decide)
             return result
         changed = False
         for leaf, leaf_findings in zip(prepared.leaves, findings, strict=True):
             if not leaf_findings:
                 continue
-            new = self._replace(leaf.target.text, leaf_findings, vault, leaf.path, result)
+            new = self._replace(leaf.target.text, leaf_findings, vault, leaf.path, result, decide)
             if new != leaf.target.text:
                 leaf.container[leaf.key] = new
                 changed = True
@@ -210,10 +200,13 @@ class Scrubber:
             result.text = json.dumps(prepared.parsed, ensure_ascii=False, indent=indent)
         return result
 
-    def _replace(self, text: str, findings: list[Finding], vault: Vault, path: str, result: ScrubResult) -> str:
+    def _replace(self, text: str, findings: list[Finding], vault: Vault, path: str, result: ScrubResult,
+                 decide: Callable[[Finding], Decision]) -> str:
         replacements: list[str] = []
         for finding in findings:
-            action = self._actions(finding)
+            decision = decide(finding)
+            action = decision.action
+            result.held.add(decision)
             located = finding if finding.location == path else finding.at(path)  # a copy costs ~20 µs: hundreds
             result.applied.append(Applied(located, action))  # of findings in a system prompt's text
             if action == "pseudonymise":

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from accounting.calls import Meter, UpstreamCall
 from accounting.usage import MalformedUsage, normalise
 from privacy import Protection, Protector
+from privacy.classes.policy import ClassBlocked
 from router import genai
 from router.budgets.ledger import Hold
 from router.budgets.limits import NO_SPEND, Spend
@@ -148,9 +149,9 @@ class _MeteredChannel:
         return True
 
     async def _complete(self, body: dict[str, Any], purpose: str, span: Span, hold: Hold | None,
-                        sending: Sending | None = None) -> dict[str, Any]:
+                        sending: Sending | None = None, *, plan: Sequence[Member] | None = None) -> dict[str, Any]:
         self._route.used(self.side)
-        plan = self._pool.plan(self._call)
+        plan = plan if plan is not None else self._pool.plan(self._call)
         for index, member in enumerate(plan):
             sent = self._prepare(member, body, plan)
             if sending is not None:
@@ -335,58 +336,75 @@ class CloudChannel(_MeteredChannel):
         left, ``GET /v1/receipts/{request_id}``)."""
 
         def sending(member: Member, sent: dict[str, Any]) -> None:
-            receipt = protection.receipt(member.name, sent)
+            receipt = protection.receipt(member.name, sent, tier=member.tier)
             if receipt is not None:
                 self._route.receipts.append(receipt)
 
         return sending
 
-    async def _protect(self, body: dict[str, Any]) -> Protection:
-        """Protection of what may leave: the fields the boundary drops are not sent, so they are not scanned."""
+    async def _protect(self, body: dict[str, Any], plan: Sequence[Member]) -> Protection:
+        """Protection of what may leave: the fields the boundary drops are not sent, so they are not scanned; for
+        the first tier of ``plan`` the caller's class policy lets the body reach (``privacy.classes``)."""
         ctx = self._context
         return await self._protector.protect(self._cloud.outgoing(body), session_id=ctx.session_id,
-                                             request_id=ctx.request_id, experiment=ctx.experiment)
+                                             request_id=ctx.request_id, experiment=ctx.experiment,
+                                             tiers=[member.tier for member in plan], who=ctx.who)
 
     def _stopped(self, exc: BaseException) -> None:
         reason = stop_reason(exc)
         if reason is not None:
             self._route.stopped_by(reason)
+        if isinstance(exc, ClassBlocked):
+            self._route.kept_off(exc.data_class)
 
-    async def _reserve(self, body: dict[str, Any]) -> tuple[dict[str, Any], Hold | None]:
+    async def _reserve(self, body: dict[str, Any], model: str) -> tuple[dict[str, Any], Hold | None]:
         """The body as it will be sent — one output cap, the one its reservation counted — and the reservation."""
         body = one_cap(body)
         try:
-            hold = await self._spend.reserve("cloud", body, self.model)
+            hold = await self._spend.reserve("cloud", body, model)
         except BaseException as exc:
             self._stopped(exc)
             raise
         return (one_cap(body, hold.cap) if hold is not None else body), hold
 
-    async def _protected(self, body: dict[str, Any], purpose: str, span: Span, hold: Hold | None) -> Protection:
-        """``body`` protected, in the call's span; protection that fails (or blocks) settles the hold as unsent."""
+    async def _protected(self, body: dict[str, Any], purpose: str, span: Span,
+                         hold: Hold | None) -> tuple[Protection, Sequence[Member], Hold | None]:
+        """``body`` protected, in the call's span, with the members of the plan whose tier may receive it (the
+        first target of the fallback chain that may, then the rest that may) and the hold reserved on the first
+        of them. Protection that fails (or blocks) settles the hold as unsent."""
+        plan = self._pool.plan(self._call)
         try:
             with ending(span.child("ecgw.protect")):
-                return await self._protect(body)
+                protection = await self._protect(body, plan)
         except BaseException as exc:
             self._stopped(exc)
             await self._spend.settle(hold, self._unsent(purpose, body))
             raise
+        allowed = [member for member in plan if protection.permits(member.tier)]
+        if allowed[0] is not plan[0]:  # protection chose a tier one of them has: never empty
+            log.info("request %s: the body holds data the cloud target %s (%s) may not receive; it goes to %s (%s)",
+                     self._context.request_id, plan[0].name, plan[0].tier, allowed[0].name, allowed[0].tier)
+            if allowed[0].upstream.model != self.model:  # the budget is reserved on the target that will answer
+                await self._spend.settle(hold, self._unsent(purpose, body))
+                _, hold = await self._reserve(body, allowed[0].upstream.model)  # the body states its cap already
+        return protection, allowed, hold
 
     async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
         # The budgets first: a call they refuse is neither protected nor audited, since it never leaves.
-        body, hold = await self._reserve(body)
+        body, hold = await self._reserve(body, self.model)
         with ending(self._open(purpose)) as span:
-            protection = await self._protected(body, purpose, span, hold)
-            response = await self._complete(protection.body, purpose, span, hold, self._receipts(protection))
+            protection, plan, hold = await self._protected(body, purpose, span, hold)
+            response = await self._complete(protection.body, purpose, span, hold, self._receipts(protection),
+                                             plan=plan)
             with ending(span.child("ecgw.restore")):
                 return protection.restore(response)
 
     async def stream(self, body: dict[str, Any], *, purpose: str = "step") -> AsyncIterator[dict[str, Any]]:
-        body, hold = await self._reserve(body)
+        body, hold = await self._reserve(body, self.model)
         with ending(self._open(purpose)) as span:
-            protection = await self._protected(body, purpose, span, hold)
+            protection, plan, hold = await self._protected(body, purpose, span, hold)
             restorer = protection.stream_restorer()
-            upstream = self._stream(protection.body, purpose, span, hold, self._receipts(protection))
+            upstream = self._stream(protection.body, purpose, span, hold, self._receipts(protection), plan=plan)
             with ending(span.child("ecgw.restore")):  # restore runs chunk by chunk while the stream flows
                 try:
                     try:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from privacy.classes.names import ANYONE, Who
+
 
 @dataclass(frozen=True)
 class CallContext:
@@ -18,6 +20,7 @@ class CallContext:
     arm: str | None = None
     owner: str | None = None  # the tenant (a keyed hash; None in single-tenant mode): the edge's cache salt
     key_label: str | None = None  # the API key's label (never a secret): metering rows name it for key budgets
+    who: Who = ANYONE  # the key and tenant by name: whose privacy rules apply (``privacy.keys``, ``.tenants``)
 
 
 @dataclass
@@ -30,6 +33,8 @@ class RouteTracker:
     answered: dict[str, str] = field(default_factory=dict)  # side -> member name
     tried: dict[str, list[str]] = field(default_factory=dict)  # side -> "name:status" per failed attempt
     stopped: list[str] = field(default_factory=list)  # why the cloud door did not make a call (router.stops)
+    kept_off_classes: list[str] = field(default_factory=list)  # the data class that kept each such call off the
+    # cloud (privacy.classes: no target of the call's tiers may receive it)
     receipts: list[str] = field(default_factory=list)
 
     def used(self, side: str) -> None:
@@ -40,6 +45,9 @@ class RouteTracker:
 
     def stopped_by(self, reason: str) -> None:
         self.stopped.append(reason)
+
+    def kept_off(self, data_class: str) -> None:
+        self.kept_off_classes.append(data_class)
 
     def failed(self, side: str, name: str, status: int) -> None:
         self.tried.setdefault(side, []).append(f"{name}:{status}")

@@ -81,6 +81,7 @@ class Member:
     salted: bool = False
     first_token_timeout_s: float | None = None  # a stream that sends no token by then fails (and falls back)
     relay: Relay | None = None  # its transport, where it can relay a stream's bytes (``Relay``)
+    tier: str = "standard"  # a cloud target's (``cloud.targets.<name>.tier``): which data classes it may receive
 
 
 class Pool(Protocol):

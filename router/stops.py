@@ -4,13 +4,14 @@ budget kept on the edge, and every fail-closed event, whichever policy made the 
 
 from __future__ import annotations
 
+from privacy.classes.policy import ClassBlocked
 from privacy.errors import PrivacyBlocked, PrivacyFailedToEdge, PrivacyUnavailable
 from privacy.session_store import SessionStoreUnavailable
 from router.budgets.errors import BudgetUnavailable, CloudBudgetSpent
 
 # The first match names it: a subclass before its base (on_privacy_error: edge is a block that failed closed).
 _REASONS: tuple[tuple[type[BaseException], str], ...] = (
-    (PrivacyFailedToEdge, "privacy-error-edge"), (PrivacyBlocked, "privacy-blocked"),
+    (PrivacyFailedToEdge, "privacy-error-edge"), (ClassBlocked, "data-class"), (PrivacyBlocked, "privacy-blocked"),
     (PrivacyUnavailable, "privacy-unavailable"), (SessionStoreUnavailable, "session-store-unavailable"),
     (CloudBudgetSpent, "budget"), (BudgetUnavailable, "budget-unavailable"))
 

@@ -41,3 +41,12 @@ def test_the_scrub_benchmark_reports_the_request_path_and_the_audit_writer_apart
         # every step writes audit rows: the writer's share is there, and the process's is at least the request path's
         assert row["main_p50_ms"] > 0 and row["writer_p50_ms"] > 0 and row["writer_min_ms"] > 0, row
         assert row["process_p50_ms"] >= row["main_p50_ms"], row
+
+
+def test_the_class_benchmark_measures_the_agent_steps_classes():
+    from benchmarks.classes import measure, render
+
+    report = measure(steps=5, rounds=2)
+    # the workload's people, addresses and its one token are found and classed: the check runs on real counts
+    assert {"contact", "people", "secrets"} <= set(report["claims"]) and report["cpu_us_p50"] > 0
+    assert "The data-class check" in render(report)

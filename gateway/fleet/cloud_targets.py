@@ -45,13 +45,14 @@ class CloudTargets:
                  fallbacks: Mapping[str, Sequence[str]], first_token_timeouts: Mapping[str, float | None],
                  cool_after: int, cooldown_s: float, shape: Outgoing,
                  clock: Callable[[], float] = time.monotonic, kept: Mapping[str, Health] | None = None,
-                 keys: Mapping[str, str] | None = None) -> None:
+                 keys: Mapping[str, str] | None = None, tiers: Mapping[str, str] | None = None) -> None:
         """``kept``: the cool-down state of targets a reload kept; ``keys``: each target's configuration, what a
-        reload compares."""
+        reload compares; ``tiers``: each target's tier (default ``standard``)."""
         if primary not in targets:
             raise ValueError(f"the default cloud target {primary!r} is not among {sorted(targets)}")
         self._upstreams = dict(targets)
-        self._members = {name: Member(name, upstream, first_token_timeout_s=first_token_timeouts.get(name))
+        self._members = {name: Member(name, upstream, first_token_timeout_s=first_token_timeouts.get(name),
+                                      tier=(tiers or {}).get(name, "standard"))
                          for name, upstream in targets.items()}
         self._primary = primary
         self._chains = {name: [name, *[f for f in fallbacks.get(name, ()) if f != name]] for name in targets}
@@ -79,7 +80,7 @@ class CloudTargets:
         return cls(upstreams, primary=settings.primary, fallbacks=settings.fallbacks,
                    first_token_timeouts={n: t.first_token_timeout_s for n, t in named.items()},
                    cool_after=settings.cool_after, cooldown_s=settings.cooldown_s, shape=shape, clock=clock,
-                   kept=kept, keys=keys)
+                   kept=kept, keys=keys, tiers={n: t.tier for n, t in named.items()})
 
     def target_by_key(self, name: str, key: str) -> tuple[TargetUpstream, Health] | None:
         """The target ``name`` if it was built from exactly this configuration, with its cool-down state."""

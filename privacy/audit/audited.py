@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from privacy.audit.exposure import ExposureRecorder
@@ -69,12 +69,13 @@ class AuditedUnits:
 
     def receipts(self, *, call_id: str, request_id: str, session_id: str, body: dict[str, Any], data: bytes,
                  placeholders: dict[str, int], raw_units: set[str] | frozenset[str],
-                 verdict: str) -> CallReceipts | None:
+                 verdict: str, classes: Mapping[str, Mapping[str, int]]) -> CallReceipts | None:
         """The receipts of one call (``privacy.audit.receipts``); None when the audit has no signing key."""
         if self._receipts is None:
             return None
         return CallReceipts(self._receipts, call_id=call_id, request_id=request_id, session_id=session_id,
-                            body=body, data=data, placeholders=placeholders, raw_units=raw_units, verdict=verdict)
+                            body=body, data=data, placeholders=placeholders, raw_units=raw_units, verdict=verdict,
+                            classes=classes)
 
     def unprotected_receipts(self, *, call_id: str, request_id: str, session_id: str,
                              body: dict[str, Any]) -> CallReceipts | None:
@@ -82,7 +83,8 @@ class AuditedUnits:
         if self._receipts is None:
             return None
         return self.receipts(call_id=call_id, request_id=request_id, session_id=session_id, body=body,
-                             data=body_bytes(body), placeholders={}, raw_units=frozenset(), verdict="unprotected")
+                             data=body_bytes(body), placeholders={}, raw_units=frozenset(), verdict="unprotected",
+                             classes={})
 
     async def session_exposure(self, session_id: str) -> dict[str, Any]:
         """``privacy.audit.session_report.session_exposure`` read on the writer thread, after every write queued before it."""

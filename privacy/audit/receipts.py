@@ -7,6 +7,8 @@ A receipt is a JWS in compact form (``header.claims.signature``, base64url witho
     call         the audit's id of the cloud call (``privacy_call.id``)
     ts           when the body was handed to the target (unix seconds)
     target       the configured cloud target it went to
+    tier         that target's tier (``cloud.targets.<name>.tier``: ``trusted`` or ``standard``)
+    classes      what the body carries by data class: ``{class: {"pseudonymised": n, "raw": n}}`` (counts only)
     body_sha256  SHA-256 of the body's exact bytes (``body_bytes``: the JSON the door hands the provider transport,
                  the bytes the audit seals as its copy)
     placeholders placeholders in it, counted by type
@@ -140,17 +142,19 @@ class CallReceipts:
 
     def __init__(self, issuer: ReceiptIssuer, *, call_id: str, request_id: str, session_id: str,
                  body: Mapping[str, Any], data: bytes, placeholders: Mapping[str, int], raw_units: Iterable[str],
-                 verdict: str) -> None:
+                 verdict: str, classes: Mapping[str, Mapping[str, int]]) -> None:
         self._issuer = issuer
         self._call = (call_id, request_id, session_id)
         self._body, self._data = body, data
         self._placeholders, self._raw_units, self._verdict = placeholders, sorted(raw_units), verdict
+        self._classes = classes
 
-    def issue(self, target: str, sent: Mapping[str, Any]) -> str:
+    def issue(self, target: str, sent: Mapping[str, Any], *, tier: str) -> str:
         call_id, request_id, session_id = self._call
         return self._issuer.issue(call_id=call_id, request_id=request_id, session_id=session_id, target=target,
                                   body=self._data if sent is self._body else body_bytes(sent),
-                                  placeholders=self._placeholders, raw_units=self._raw_units, verdict=self._verdict)
+                                  placeholders=self._placeholders, raw_units=self._raw_units, verdict=self._verdict,
+                                  tier=tier, classes=self._classes)
 
 
 class ReceiptIssuer:
@@ -163,9 +167,11 @@ class ReceiptIssuer:
         self._clock = clock
 
     def issue(self, *, call_id: str, request_id: str, session_id: str, target: str, body: bytes,
-              placeholders: Mapping[str, int], raw_units: Iterable[str], verdict: str) -> str:
+              placeholders: Mapping[str, int], raw_units: Iterable[str], verdict: str, tier: str = "standard",
+              classes: Mapping[str, Mapping[str, int]] | None = None) -> str:
         at = round(self._clock(), 3)
-        claims = {"rid": request_id, "call": call_id, "ts": at, "target": target,
+        claims = {"rid": request_id, "call": call_id, "ts": at, "target": target, "tier": tier,
+                  "classes": {name: dict(counts) for name, counts in (classes or {}).items()},
                   "body_sha256": chain.sha256(body), "placeholders": dict(placeholders),
                   "raw_units": sorted(raw_units), "verdict": verdict, "checkpoint": self._anchor.checkpoint}
         token = sign(claims, self._anchor.signer)

@@ -2,6 +2,6 @@
 may leave as it is, pseudonymised, or not at all (``policy``), resolved per tenant and key (``resolve``). Only the
 names are exported here (the settings import them); the rest is imported from its module."""
 
-from privacy.classes.names import CLASSES, TIERS, ClassAction, DataClass, Tier
+from privacy.classes.names import ANYONE, CLASSES, TIERS, ClassAction, DataClass, Tier, Who
 
-__all__ = ["CLASSES", "TIERS", "ClassAction", "DataClass", "Tier"]
+__all__ = ["ANYONE", "CLASSES", "TIERS", "ClassAction", "DataClass", "Tier", "Who"]

@@ -5,23 +5,11 @@ the authenticated identity selects an override, never a request field."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from privacy.classes.names import CLASSES, TIERS, ClassAction, DataClass, Tier
+from privacy.classes.names import ANYONE, CLASSES, TIERS, ClassAction, DataClass, Tier, Who
 from privacy.classes.policy import PRESETS, ClassPolicy
 from privacy.settings import Action, PrivacyOverride, PrivacySettings, Profile
 
-
-@dataclass(frozen=True)
-class Who:
-    """The caller as privacy's overrides name it: the key's name (a virtual key's id) and its tenant's name; None
-    for either in single-tenant mode."""
-
-    key: str | None = None
-    tenant: str | None = None
-
-
-ANYONE = Who()
+__all__ = ["ANYONE", "ClassPolicies", "Who"]
 
 
 class ClassPolicies:

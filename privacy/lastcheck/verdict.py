@@ -12,13 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from privacy.classes.policy import Decision, Held
 from privacy.detect import UNMETERED, Checkpoint, Finding, UnitMatcher
 from privacy.errors import PrivacyBlocked
 from privacy.lastcheck.place import place
 from privacy.lastcheck.scan import EgressCheck, EgressHit
 from privacy.metrics import PrivacyMetrics
 from privacy.scrubber import Applied
-from privacy.settings import Action
 from privacy.vault import Vault
 
 log = logging.getLogger("ecgw.privacy")
@@ -37,27 +37,29 @@ class Settled:
     hits: list[tuple[str, str, str]] = field(default_factory=list)  # (type, how, action)
     raw_units: set[str] = field(default_factory=set)
     let_through: bool = False
+    held: Held = field(default_factory=Held)  # what it found by data class (replaced, or let through raw)
 
 
 class LastCheck:
-    def __init__(self, check: EgressCheck, actions: Callable[[Finding], Action], metrics: PrivacyMetrics) -> None:
+    def __init__(self, check: EgressCheck, metrics: PrivacyMetrics) -> None:
         self._check = check
-        self._actions = actions
         self._metrics = metrics
 
     def forget(self, session_id: str) -> None:
         """An erased session (``EgressCheck.forget``)."""
         self._check.forget(session_id)
 
-    def settle(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *, units_version: str = "-",
-               session_id: str = "", owner: str = "", audited: set[str] | frozenset[str] = frozenset(),
-               meter: Checkpoint = UNMETERED) -> Settled:
+    def settle(self, body: dict[str, Any], units: UnitMatcher | None, vault: Vault, *,
+               decide: Callable[[Finding], Decision], units_version: str = "-", session_id: str = "", owner: str = "",
+               audited: set[str] | frozenset[str] = frozenset(), meter: Checkpoint = UNMETERED) -> Settled:
         """The body with every placeable hit replaced. ``audited``: values an earlier layer let through on purpose
         (action ``audit``), left alone whatever type this check gives them, and so is a hit lying inside one (a
         phone's digits read by another detector inside an audited phone: replacing them would alter what the
         operator chose to send as it is); a hit that contains an audited value and more is another value. ``meter``: the request's
         scan budget. Raises ``PrivacyBlocked``, or ``ScanOverBudget``. Free of side
-        effects but the vault's (an atomic store may run it more than once): ``count`` the result once it is kept."""
+        effects but the vault's (an atomic store may run it more than once): ``count`` the result once it is kept.
+        ``decide``: each hit's action and class on the call's tier (``ClassPolicy.decide``), so that a class the
+        tier may not receive counts wherever the check found it, decoded or split forms included."""
         scan = self._check.read(body, units, vault, units_version=units_version, session_id=session_id,
                                 owner=owner, meter=meter)
         hits = scan.hits
@@ -68,8 +70,11 @@ class LastCheck:
         replaced: dict[str, str] = {}
         let_through = "\0".join(audited)  # one substring search per hit, whatever the number of audited values
         for hit in sorted(hits, key=lambda h: -len(h.finding.value)):
-            action = self._actions(hit.finding)
+            decision = decide(hit.finding)
+            action = decision.action
             if action == "audit" or (hit.finding.value and hit.finding.value in let_through):
+                if not (hit.finding.value and hit.finding.value in let_through):
+                    settled.held.add(decision)  # raw, and no earlier layer counted it
                 settled.let_through = True
                 if hit.finding.unit_id:
                     settled.raw_units.add(hit.finding.unit_id)
@@ -77,6 +82,7 @@ class LastCheck:
             if action == "block" or not hit.placeable or not hit.finding.value:
                 blocked.append(hit)
                 continue
+            settled.held.add(decision)
             finding = hit.finding
             if finding.value not in replaced:
                 if action == "pseudonymise":

@@ -21,11 +21,13 @@ from sqlalchemy.engine import Engine
 from accounting.store import UsageStore
 from privacy.audit import verify_trail
 from privacy.report import reads
+from privacy.report.classes import class_tiers
 from privacy.report.period import Scope, bucket_for, iso
 
 VERSION = 1
 # Why a step (or a policy's cloud consultation) stayed on the edge: a privacy block, or a budget.
 KEPT = {"privacy-blocked": "a privacy block (action block, images, or the last check)",
+        "data-class": "a data class no target of the call's tiers may receive (privacy.classes)",
         "budget": "a spent cloud budget (limits.on_exceed: edge)",
         "budget-unavailable": "a cloud budget that could not be read (fail closed)"}
 # What fails closed: nothing was sent because protection, the session state or a budget could not be used.
@@ -51,7 +53,7 @@ def _stopped(step: dict[str, Any]) -> list[str]:
     return [step["fallback"]] if step["fallback"] else []
 
 
-def _trail(engine: Engine, public: Ed25519PublicKey | Mapping[str, Ed25519PublicKey] | None,
+def trail(engine: Engine, public: Ed25519PublicKey | Mapping[str, Ed25519PublicKey] | None,
            scope: Scope) -> dict[str, Any]:
     if public is None:
         return {"verified": False, "reason": "no public key to verify the checkpoints with"}
@@ -91,6 +93,7 @@ def build_report(engine: Engine, scope: Scope, *, usage: UsageStore | None,
         raw = reads.egress(conn, scope)
         inbound_rows = reads.inbound(conn, scope)
         receipts = reads.receipts(conn, scope)
+        class_receipts = reads.receipt_claims(conn, scope)
     metered = usage is not None and reads.has_table(usage.engine, "ecgw_usage_records")
     with_steps = usage is not None and reads.has_table(usage.engine, "ecgw_step_records")
     by_target = reads.cloud_usage(usage, scope, "deployment") if metered and usage else []
@@ -222,7 +225,8 @@ def build_report(engine: Engine, scope: Scope, *, usage: UsageStore | None,
         "inbound": {"total": sum(in_type.values()), "by_type": dict(sorted(in_type.items())),
                     "by_action": dict(sorted(in_action.items()))},
         "fail_closed": {"total": sum(closed.values()), "by_reason": dict(sorted(closed.items()))},
-        "trail": _trail(engine, public, scope),
+        "classes": class_tiers(class_receipts, steps),
+        "trail": trail(engine, public, scope),
         "owners": sorted(owners.values(), key=lambda o: o["owner"]) if scope.prefix is None else [],
         "series": {"bucket_s": bucket, "points": [series[t] for t in sorted(series)]},
     }

@@ -24,6 +24,7 @@ from privacy.audit import (
     PrivacyInbound,
     PrivacyReceipt,
 )
+from privacy.audit.receipts import parse
 from privacy.report.period import Scope
 
 PLACED = ("pseudonymise", "mask")  # the actions that put a placeholder (or a type mask) where the value stood
@@ -79,6 +80,20 @@ def receipts(conn: Connection, scope: Scope) -> dict[str, int]:
     query = (select(r.c.target, func.count()).where(*scope.where(r.c.session_id, r.c.created_at))
              .group_by(r.c.target).order_by(r.c.target))
     return {str(target): int(n) for target, n in conn.execute(query)}
+
+
+def receipt_claims(conn: Connection, scope: Scope) -> list[dict[str, Any]]:
+    """Every egress receipt of the scope with its claims (read from its token, unverified: the trail's verification
+    checks every stored receipt's signature), oldest first."""
+    r = _t(PrivacyReceipt)
+    query = (select(r.c.id, r.c.call_id, r.c.request_id, r.c.session_id, r.c.target, r.c.created_at, r.c.token)
+             .where(*scope.where(r.c.session_id, r.c.created_at)).order_by(r.c.created_at, r.c.id))
+    out = []
+    for row in conn.execute(query):
+        found = dict(row._mapping)
+        found["claims"] = parse(str(found.pop("token")))[1]
+        out.append(found)
+    return out
 
 
 def last_entry(conn: Connection, until: float) -> int | None:

@@ -90,6 +90,15 @@ def sections(report: dict[str, Any]) -> list[Section]:
          _counts("Sent as they were by an audit action", "type", raw["audit_actions"]["by_type"]),
          _counts("Credentials restored into tool calls", "type", secrets["restored_into_tool"]["by_type"])],
         figure="exposure"))
+    classes = report["classes"]
+    out.append(Section("Data classes by tier", [
+        "values of each class in the bodies that left, by the tier of the target that got them (egress receipts)",
+        f"receipts signed before receipts named classes (not counted by class): {classes['receipts_without_classes']}"],
+        [Table("Classes × tiers × action", ["class", "tier", "pseudonymised", "raw", "bodies"],
+               [[r["class"], r["tier"], str(r["pseudonymised"]), str(r["raw"]), str(r["receipts"])]
+                for r in classes["by_class_tier"]]),
+         _counts("Kept on the edge by a data class (x-ecgw-fallback: data-class)", "class",
+                 classes["kept_on_edge"])]))
     out.append(Section("Steps kept on the edge", [
         f"steps in the period: {kept['steps_in_period']}", f"steps kept on the edge: {kept['steps']}"],
         [Table("Steps kept on the edge, by reason", ["reason", "steps", "meaning"],

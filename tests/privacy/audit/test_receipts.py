@@ -40,7 +40,8 @@ def _issue(store: AuditStore, **overrides: object) -> str:
     assert store.anchor is not None
     fields: dict[str, object] = {
         "call_id": "c1", "request_id": "req-1", "session_id": "t.acme/s1", "target": "primary",
-        "body": body_bytes(BODY), "raw_units": [], "verdict": "replaced",
+        "body": body_bytes(BODY), "raw_units": [], "verdict": "replaced", "tier": "trusted",
+        "classes": {"contact": {"pseudonymised": 3, "raw": 0}},
         "placeholders": placeholder_counts(["[EMAIL_ADDRESS_001]", "[EMAIL_ADDRESS_002]", "[PHONE_001]"])}
     fields.update(overrides)
     token = ReceiptIssuer(store.anchor, writer).issue(**fields)  # type: ignore[arg-type]
@@ -65,7 +66,8 @@ def test_a_receipt_is_signed_names_the_latest_checkpoint_and_is_chained(engine: 
     claims = verify_receipt_token(token, _keys(signer))  # type: ignore[arg-type]
     with engine.connect() as conn:  # closed here: left to the collector, its open transaction held up the schema's drop
         point = conn.execute(text("SELECT hash FROM privacy_checkpoint")).scalar_one()
-    assert claims == {"rid": "req-1", "call": "c1", "ts": claims["ts"], "target": "primary",
+    assert claims == {"rid": "req-1", "call": "c1", "ts": claims["ts"], "target": "primary", "tier": "trusted",
+                      "classes": {"contact": {"pseudonymised": 3, "raw": 0}},
                       "body_sha256": hashlib.sha256(body_bytes(BODY)).hexdigest(),
                       "placeholders": {"EMAIL_ADDRESS": 2, "PHONE": 1}, "raw_units": [], "verdict": "replaced",
                       "checkpoint": point}
