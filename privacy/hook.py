@@ -61,6 +61,11 @@ class Protector(Protocol):
         policy lets it reach; ``privacy.classes.policy.ClassBlocked`` when it may reach none."""
         ...
 
+    async def classes(self, body: dict[str, Any], *, session_id: str, who: Who = ANYONE) -> frozenset[str]:
+        """The data classes ``body`` holds as ``who``'s protection would find them (nothing recorded, nothing
+        sent); raises ``privacy.errors.PrivacyError`` when protection cannot run or would not let it leave."""
+        ...
+
     async def start(self) -> None:
         """Start what needs the running event loop (the audit's writer); called once, before the first call."""
         ...
@@ -131,6 +136,9 @@ class PassThroughProtector:
                       experiment: str | None = None, tiers: Sequence[str] = ("standard",),
                       who: Who = ANYONE) -> Protection:
         return PassThroughProtection(body)
+
+    async def classes(self, body: dict[str, Any], *, session_id: str, who: Who = ANYONE) -> frozenset[str]:
+        return frozenset()  # nothing is looked for (privacy.enabled: false)
 
     async def start(self) -> None:
         return None

@@ -312,6 +312,16 @@ class PrivacyProtector:
             refused = refused or found
         raise ClassBlocked(refused or "", tiers)
 
+    async def classes(self, body: dict[str, Any], *, session_id: str, who: Who = ANYONE) -> frozenset[str]:
+        """The data classes ``body`` holds (its scrub, cached for the call that may follow; nothing recorded)."""
+        try:
+            scrubbed = await self.scrub(body, session_id=session_id, who=who)
+        except (PrivacyBlocked, SessionStoreUnavailable):
+            raise
+        except Exception as exc:  # fail closed: a caller that cannot know the classes must not send
+            raise PrivacyUnavailable(f"a privacy detector failed ({type(exc).__name__}: {exc})") from exc
+        return frozenset(scrubbed.held.counts)
+
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
                       experiment: str | None = None, tiers: Sequence[str] = ("standard",),
                       who: Who = ANYONE) -> Protection:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from accounting.calls import Meter, UpstreamCall
 from accounting.usage import MalformedUsage, normalise
@@ -60,6 +60,13 @@ def _completion_text(response: dict[str, Any]) -> str:
 def _chunk_text(chunk: dict[str, Any], parts: list[str]) -> None:
     for choice in chunk.get("choices") or ():
         _said(choice.get("delta") or {}, parts)
+
+
+@runtime_checkable
+class ClassReading(Protocol):
+    """A channel that can say which data classes a body holds before anything leaves (the cloud door)."""
+
+    async def classes(self, body: dict[str, Any]) -> frozenset[str]: ...
 
 
 Sending = Callable[[Member, dict[str, Any]], None]  # told of each body as one member is about to get it
@@ -388,6 +395,11 @@ class CloudChannel(_MeteredChannel):
                 await self._spend.settle(hold, self._unsent(purpose, body))
                 _, hold = await self._reserve(body, allowed[0].upstream.model)  # the body states its cap already
         return protection, allowed, hold
+
+    async def classes(self, body: dict[str, Any]) -> frozenset[str]:
+        """The data classes the body this door would protect holds (``privacy.classes``); nothing leaves."""
+        ctx = self._context
+        return await self._protector.classes(self._cloud.outgoing(body), session_id=ctx.session_id, who=ctx.who)
 
     async def complete(self, body: dict[str, Any], *, purpose: str = "step") -> dict[str, Any]:
         # The budgets first: a call they refuse is neither protected nor audited, since it never leaves.

@@ -11,6 +11,7 @@ from router.policies.delegate import Delegate
 from router.policies.edge_only import EdgeOnly
 from router.policies.learned_routing import LearnedRouting
 from router.policies.random_matched import CloudRateSource, RandomMatched
+from router.policies.sensitivity_routing import SensitivityRouting
 from router.policies.sketch import Sketch
 from router.policies.step_routing import StepRouting
 from router.policies.task_routing import TaskRouting
@@ -29,4 +30,5 @@ def builtin_policies(*, cloud_rates: CloudRateSource | None = None) -> Mapping[s
         Advisor.name: Advisor,
         Delegate.name: Delegate,
         RandomMatched.name: partial(RandomMatched, cloud_rates=cloud_rates),
+        SensitivityRouting.name: SensitivityRouting,
     }
