@@ -379,7 +379,7 @@ class CloudSettings(_Section):
     # Several named models (gateway.fleet.cloud_targets); empty: the fields above are the one target, "default".
     targets: dict[str, CloudTarget] = Field(default_factory=dict, description=(
         "several named cloud models instead of the fields above (docs/fleet.md): {NAME: {model, api_base, "
-        "api_key_env, timeout_s, first_token_timeout_s, max_retries, extra_body_fields, transport}}; priced by model "
+        "api_key_env, timeout_s, first_token_timeout_s, max_retries, extra_body_fields, transport, tier}}; priced by model "
         "from accounting.prices. Empty: the fields above are the one target, named \"default\""))
     default_target: str | None = Field(None, description=(
         "the target steps escalate to; null: the first of targets. A policy's knobs or an arm's may name another "
@@ -452,7 +452,7 @@ def missing_cloud_key(settings: CloudSettings) -> str | None:
 class PolicySettings(_Section):
     default: str = Field("edge-only", description=(
         "used when a request names none: edge-only | cloud-only | task-routing | step-routing | sketch | advisor | "
-        "delegate | random-matched"))
+        "delegate | random-matched | sensitivity-routing"))
     knobs: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
         "per-policy settings, under the policy's name (an experiment arm may override any of them)"))
 

@@ -148,17 +148,17 @@ class PrivacySettings(_Section):
         "(stay on the edge)"))
     actions: dict[str, Action] = Field(default_factory=dict, json_schema_extra=reloads(DOORS), description=(
         "per entity type, unit field type or dimension, e.g. {IP_ADDRESS: audit, PRIVATE_KEY: block, financial: mask}"))
-    profile: Profile = Field("balanced", description=(
+    profile: Profile = Field("balanced", json_schema_extra=reloads(DOORS), description=(
         "strict | balanced | minimal: which finding types the detectors emit, and the class policy's preset (strict: "
         "secrets never leave, special categories only to trusted targets)"))
-    classes: dict[DataClass, ClassRule] = Field(default_factory=dict, description=(
+    classes: dict[DataClass, ClassRule] = Field(default_factory=dict, json_schema_extra=reloads(DOORS), description=(
         "data class -> {trusted: allow|pseudonymise|block, standard: ...} over the preset, e.g. {special: {standard: "
         "block}} (docs/privacy.md: the classes)"))
-    class_of: dict[str, DataClass] = Field(default_factory=dict, description=(
+    class_of: dict[str, DataClass] = Field(default_factory=dict, json_schema_extra=reloads(DOORS), description=(
         "finding type -> data class, e.g. {AMOUNT: identifiers}"))
-    tenants: dict[str, PrivacyOverride] = Field(default_factory=dict, description=(
+    tenants: dict[str, PrivacyOverride] = Field(default_factory=dict, json_schema_extra=reloads(DOORS), description=(
         "tenant -> {profile, classes, class_of, actions}: its own rules over the deployment's"))
-    keys: dict[str, PrivacyOverride] = Field(default_factory=dict, description=(
+    keys: dict[str, PrivacyOverride] = Field(default_factory=dict, json_schema_extra=reloads(DOORS), description=(
         "key name or virtual key id -> {profile, classes, class_of, actions}: over its tenant's"))
     images: Literal["block", "pass"] = Field("block", json_schema_extra=reloads(DOORS), description=(
         "image/audio/file content parts: block (the step stays on the edge) | pass (sent as is, not inspected)"))

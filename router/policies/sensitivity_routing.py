@@ -22,8 +22,8 @@ SENSITIVE: tuple[DataClass, ...] = ("special", "secrets")
 class SensitivityKnobs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    classes: list[DataClass] = Field(default_factory=lambda: list(SENSITIVE))  # a step holding any of these
-    # stays on the edge
+    classes: list[DataClass] = Field(default_factory=lambda: list(SENSITIVE), description=(
+        "a step whose context holds any of these data classes stays on the edge (privacy.classes' names)"))
 
 
 class SensitivityRouting(Knobbed[SensitivityKnobs]):
