@@ -143,7 +143,7 @@ def query(args: argparse.Namespace) -> int:
     import time
 
     from accounting.database import StoreUnavailable
-    from gateway.report_commands import moment, owner_prefix
+    from gateway.periods import moment, owner_prefix
     from gateway.settings import ConfigError
     from privacy.report import Scope
     from privacy.report.build import trail

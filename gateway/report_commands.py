@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 EXIT_INVALID = 2
-_OWNER_KINDS = ("t.", "o.", "k.")
 
 
 def _fail(message: str, code: int = EXIT_INVALID) -> int:
@@ -24,32 +23,11 @@ def _fail(message: str, code: int = EXIT_INVALID) -> int:
     return code
 
 
-def owner_prefix(owner: str) -> str | None:
-    """The session-id prefix of ``owner`` (None: ``all``)."""
-    from gateway.tenancy import tenant_owner
-
-    if owner == "all":
-        return None
-    if not owner or "/" in owner:
-        raise ValueError(f"--owner {owner!r}: name a tenant (acme), an owner as the gateway names it (t.acme), "
-                         "or all")
-    return (owner if owner.startswith(_OWNER_KINDS) else tenant_owner(owner)) + "/"
-
-
-def moment(value: str | None, *, now: float, name: str) -> float | None:
-    """Unix seconds, an ISO 8601 time (UTC unless it says otherwise), or a duration back from now (``7d``)."""
-    from accounting.reports import BadReportRequest, parse_since
-
-    try:
-        return parse_since(value, now=now)
-    except BadReportRequest as exc:
-        raise ValueError(str(exc).replace("--since", name)) from None
-
-
 def period_report(args: argparse.Namespace) -> int:
     from accounting.database import StoreUnavailable
     from accounting.store import UsageStore
     from gateway.audit_commands import _settings, _store, _trusted
+    from gateway.periods import moment, owner_prefix
     from gateway.settings import ConfigError
     from gateway.tenancy import owner_of
     from privacy.report import Scope, build_report, render
