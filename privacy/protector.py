@@ -6,6 +6,7 @@ import asyncio
 import copy
 import functools
 import logging
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -61,6 +62,7 @@ T = TypeVar("T")
 SlotFindings = tuple[str, Sequence[Applied], dict[str, list[dict[str, Any]]] | None]
 log = logging.getLogger("ecgw.privacy")
 
+_SWITCH_INTERVAL_S = 0.001  # the GIL's longest turn while detection threads run (``start``)
 _INLINE_CHARS = 256  # detect and last-check inline below this many new characters; above it, off the event loop
 # (NER on a few KB holds the loop for ~100 ms; a thread hop costs ~0.1 ms)
 
@@ -164,6 +166,7 @@ class PrivacyProtector:
         self._cache = DetectionCache(settings.cache_entries)
         self._session_locks: dict[str, asyncio.Lock] = {}
         self._policies = ClassPolicies(settings)
+        self._switch_interval: float | None = None  # the process's, while ``start`` holds it lower
 
     def reconfigured(self, settings: PrivacySettings, *, scrubber: Scrubber, units: UnitRegistry,
                      last_check: LastCheck | None) -> PrivacyProtector:
@@ -423,6 +426,12 @@ class PrivacyProtector:
         return None if self._audited is None else await self._audited.read_audit(read, *args)
 
     async def start(self) -> None:
+        # Detection runs on worker threads that hold the GIL (regexes, jieba, spaCy): the event loop, serving
+        # everyone else's small requests, gets it back within the switch interval — 1 ms here, not CPython's 5, so
+        # one tenant's heavy scan costs another's small request ~15 ms instead of ~60 (benchmarks.victim). The
+        # interval is the process's: put back at ``aclose``.
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, _SWITCH_INTERVAL_S))
         if self._settings.warm_at_start:  # a first request must not pay seconds of model and dictionary loading
             await asyncio.to_thread(self._scrubber.warm)
         if self._audited is not None:
@@ -433,6 +442,9 @@ class PrivacyProtector:
             self._audited.flush()
 
     async def aclose(self) -> None:
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
         if self._audited is not None:
             await self._audited.aclose()
 

@@ -100,3 +100,18 @@ def test_the_last_check_stops_past_the_cpu_budget():
         while time.thread_time() < deadline:  # the request's detection spent its budget before the last check
             pass
         check.read(body, None, Vault(), meter=meter)
+
+
+async def test_while_the_protector_runs_detection_threads_hand_the_gil_back_within_a_millisecond():
+    """A heavy scan on a worker thread must not hold the event loop's small requests for CPython's 5 ms a turn
+    (``benchmarks.victim``); the process's interval comes back when the protector stops."""
+    import sys
+
+    before = sys.getswitchinterval()
+    p = protector(database_url=None, layers={"ner": False}, warm_at_start=False)
+    await p.start()
+    try:
+        assert sys.getswitchinterval() <= 0.001
+    finally:
+        await p.aclose()
+    assert sys.getswitchinterval() == before
