@@ -81,6 +81,7 @@ class AuditWriter:
         self._inbox: deque[Job] = deque()  # submitted, not yet built
         self._staged: deque[Staged] = deque()  # built and journaled, for the writer thread, in order
         self._stage_lock = threading.Lock()  # taking from the inbox through handing to the writer: one at a time
+        self._journal_warned = -float("inf")  # when a journal that cannot be written was last logged
         self._submitted = 0
         self._handled = 0
         self._thread: threading.Thread | None = None
@@ -196,8 +197,11 @@ class AuditWriter:
                 try:
                     self._journal.append(records)
                 except OSError as exc:  # a full disk: the records are still written, only not crash-proof
-                    log.error("could not journal %d audit records (%s); they are written, but a crash before "
-                              "then would lose them", len(records), exc)
+                    now = time.monotonic()
+                    if now - self._journal_warned > 60:
+                        self._journal_warned = now
+                        log.error("could not journal %d audit records (%s); they are written, but a crash before "
+                                  "then would lose them", len(records), exc)
             with self._lock:
                 self._staged.extend(staged)
                 self._work.notify()

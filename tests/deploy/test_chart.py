@@ -120,6 +120,19 @@ def test_the_deployment_probes_terminates_gracefully_and_takes_its_secrets_from_
     assert manifests["Service"]["spec"]["selector"] == spec["selector"]["matchLabels"]
 
 
+def test_the_working_directory_where_spills_and_journals_go_outlives_a_killed_container(manifests):
+    """The default spill paths are relative to the image's working directory; the journals sit beside them, and a
+    container restarted in its pod (after kill -9, out of memory) writes what its predecessor journaled only if it
+    finds them: the directory is a volume of the pod, not the container's own layer."""
+    workdir = [line.split()[1] for line in (ROOT / "Containerfile").read_text().splitlines()
+               if line.startswith("WORKDIR ")][-1]
+    pod = manifests["Deployment"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    mounted = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert workdir in mounted and "emptyDir" in volumes[mounted[workdir]]
+
+
 def test_the_configmap_and_the_pods_environment_load_as_the_gateway_would(manifests, tmp_path, monkeypatch):
     config = tmp_path / "config.yaml"
     config.write_text(manifests["ConfigMap"]["data"]["config.yaml"])
