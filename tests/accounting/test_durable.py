@@ -98,3 +98,23 @@ def test_a_journal_outlives_its_process_killed_and_only_its_unwritten_records_ar
     assert mine.path.stat().st_size == 0
     mine.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_journal_past_its_size_keeps_only_its_unwritten_tail(tmp_path: Path) -> None:
+    import logging
+
+    from accounting.durable import Journal
+
+    journal = Journal(tmp_path / "spill.jsonl.journal", log=logging.getLogger("t"), compact_bytes=16)
+    journal.append([{"n": 1}, {"n": 2}])
+    written = journal.mark()
+    journal.append([{"n": 3}])
+    stale = journal.mark()
+    journal.written(written)  # 1 and 2 stored while 3 came: past 16 bytes, the file is rewritten with 3 alone
+    assert journal.path.read_text().splitlines() == ['{"n":3}']
+    journal.written(stale)  # a mark of the file before it was rewritten says nothing of this one
+    assert journal.path.read_text().splitlines() == ['{"n":3}']
+    journal.append([{"n": 4}])
+    journal.written(journal.mark())
+    assert journal.path.stat().st_size == 0
+    journal.close()
