@@ -28,7 +28,7 @@ from gateway.admin.virtual_keys import VirtualKeys
 from gateway.api import healthz, list_models, readyz
 from gateway.body import BodyReader
 from gateway.budgets import LimitsPart, budget_endpoint, check_limits, limiting_of
-from gateway.dashboard.access import UiSessions
+from gateway.dashboard.access import TOKEN_TTL_S, UiSessions
 from gateway.dashboard.routes import dashboard_routes
 from gateway.doors import DoorsPart, ManagedUpstream, doors_of
 from gateway.errors import ClientError, StartupError, error_response
@@ -314,7 +314,8 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
               methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/v1/usage/requests", usage_requests_endpoint(services.meter, reader, scope=tenancy.reads), methods=["POST"]),
-        *dashboard_routes(services, reader, UiSessions(services.dashboard_key, services.sessions)),
+        *dashboard_routes(services, reader, UiSessions(services.dashboard_key, services.sessions, ttl_s=min(
+            TOKEN_TTL_S, services.settings.sessions.ttl_s))),  # a sign-out is kept as long as a token lives
         # Anthropic's Messages API; Claude Code adds ?beta=true, which routing ignores
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", CountTokens(reader).handle, methods=["POST"]),

@@ -32,7 +32,8 @@ from privacy.session_store import SessionStore, SessionStoreUnavailable
 
 COOKIE = "ecgw_ui"
 LOGIN_MAX_BYTES = 4096  # a sign-in form holds one key: anything longer is refused before it is read
-_SIGNED_OUT = "~ui-signed-out"  # the session-store id under which a signed-out token is kept until it expires
+_SIGNED_OUT = "~ui-signed-out/"  # + a token's keyed id: the session-store entry that says it was signed out
+TOKEN_TTL_S = 8 * 3600.0
 
 
 def admin_keys(settings: Settings) -> list[str] | None:
@@ -52,8 +53,10 @@ class UiSessions:
     the session ``store``, so every worker and replica knows), and the sign-in throttle (per worker: each worker
     counts the attempts it saw)."""
 
-    def __init__(self, key: bytes, store: SessionStore, *, ttl_s: float = 8 * 3600, max_failures: int = 5,
+    def __init__(self, key: bytes, store: SessionStore, *, ttl_s: float = TOKEN_TTL_S, max_failures: int = 5,
                  window_s: float = 60.0, clock: Callable[[], float] = time.time) -> None:
+        """``ttl_s``: a token's life; at most the session store's (``sessions.ttl_s``), which keeps a sign-out
+        exactly as long as a session left alone."""
         self._key = key
         self._store = store
         self._ttl = ttl_s
@@ -90,14 +93,14 @@ class UiSessions:
         if token is None or not self.valid(token, keys):
             return False
         try:
-            return await self._store.get(_SIGNED_OUT, self._token_id(token)) is None
+            return await self._store.get(_SIGNED_OUT + self._token_id(token), "signed_out") is None
         except SessionStoreUnavailable:
             return False
 
     async def sign_out(self, token: str, keys: list[str]) -> None:
         """Revoke a valid token everywhere (an invalid one needs nothing: it opens nothing already)."""
         if self.valid(token, keys):
-            await self._store.set(_SIGNED_OUT, self._token_id(token), int(token.split(".", 1)[0]))
+            await self._store.set(_SIGNED_OUT + self._token_id(token), "signed_out", int(token.split(".", 1)[0]))
 
     def _token_id(self, token: str) -> str:
         return self._mac("ui-token\0" + token)[:32]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,11 +47,21 @@ def page(edge: ModelServer, cloud: ModelServer, tmp_path: Path) -> Iterator[tupl
                 tab.select_option("#since", "1h")
                 tab.uncheck("#live")
                 tab.wait_for_selector("body[data-loaded='true']")
-                tab.wait_for_function("document.querySelectorAll('#policies tbody tr[data-policy]').length >= 4")
-                tab.wait_for_function("[...document.images].every((i) => i.complete)")
+                _until(tab, "document.querySelectorAll('#policies tbody tr[data-policy]').length >= 4")
+                _until(tab, "[...document.images].every((i) => i.complete)")
                 yield tab, url
             finally:
                 browser.close()
+
+
+def _until(tab: Any, condition: str) -> None:
+    """Until ``condition`` (a JS expression) holds in the page. Not ``wait_for_function``: its predicate is built
+    with eval inside the page, which the dashboard's Content-Security-Policy forbids (``evaluate`` runs outside
+    the page's policy, as a devtools protocol call)."""
+    deadline = time.monotonic() + 30
+    while not tab.evaluate(condition):
+        assert time.monotonic() < deadline, condition
+        time.sleep(0.1)
 
 
 def _cell(page: Any, row: str, field: str) -> str:
@@ -89,7 +100,7 @@ def test_the_page_shows_what_the_usage_endpoint_reports(page: tuple[Any, str]) -
 def test_a_sessions_steps_show_decision_signal_side_cost_and_what_the_cloud_saw(page: tuple[Any, str]) -> None:
     tab, url = page
     tab.click("#session-table tr[data-session='ab-step-1']")
-    tab.wait_for_function("document.querySelectorAll('#steps tbody tr').length === 2")
+    _until(tab, "document.querySelectorAll('#steps tbody tr').length === 2")
     first = "#steps tbody tr:nth-child(1)"
     assert _cell(tab, first, "decision").splitlines()[0] == "cloud"
     assert "entropy 2.996 > τ 1.5" in _cell(tab, first, "signal")
@@ -99,8 +110,8 @@ def test_a_sessions_steps_show_decision_signal_side_cost_and_what_the_cloud_saw(
 
     sessions = {r["group"]: r for r in httpx.get(url + "/v1/usage?by=session", timeout=30).json()["data"]}
     tab.click(f"#session-table tr[data-session='{PRIVATE_SESSION}']")
-    tab.wait_for_function(f"document.querySelector('#drill-id').textContent === '{PRIVATE_SESSION}'")
-    tab.wait_for_function("document.querySelectorAll('#steps tbody tr').length === 2")
+    _until(tab, f"document.querySelector('#drill-id').textContent === '{PRIVATE_SESSION}'")
+    _until(tab, "document.querySelectorAll('#steps tbody tr').length === 2")
     steps = tab.locator("#steps tbody tr")
     shown_cost = sum(float(steps.nth(i).locator("td[data-field='cloud_cost_usd']").inner_text()) for i in range(2))
     assert shown_cost == pytest.approx(sessions[PRIVATE_SESSION]["cloud_cost_usd"], abs=2e-6)
