@@ -21,6 +21,7 @@ from privacy.detect import UnitMatcher, fold, variants
 
 # the last check's walk: one idea of where a body holds text
 from privacy.lastcheck import body_leaves, body_seams, spread_found
+from privacy.lastcheck.obfuscated import undone
 
 
 def exposed_unit_ids(engine: Any, session_id: str) -> set[str]:
@@ -33,13 +34,15 @@ def units_left_raw(body: dict[str, Any], units: UnitMatcher | None) -> list[str]
     """Ids of the listed units whose value stands in ``body``: the last check's walk (``privacy.lastcheck``: every key,
     string and number, in each surface form it could be read in, across adjacent content parts and messages, and
     across every string in order) with the one unit matcher (``privacy.detect.units.UnitMatcher``), so what counts
-    as having left is decided once."""
+    as having left is decided once. Also backwards, in rot13, dotted, spelled out and in base85 (``obfuscated``)."""
     if units is None or not len(units):
         return []
     found: set[str] = set()
     for _, text, _ in body_leaves(body, "", None):
         for n, form in enumerate(variants(text)):
             found.update(f.unit_id for f in units.find(fold(text) if n == 0 else form) if f.unit_id)
+        for form in undone(text):  # backwards, rot13, dotted, spelled out, base85
+            found.update(f.unit_id for f in units.find(form) if f.unit_id)
     for _, glued, boundary, _ in body_seams(body):
         found.update(f.unit_id for f in units.find(fold(glued)) if f.unit_id and f.start < boundary < f.end)
     found.update(f.unit_id for f in spread_found(body, units) if f.unit_id)

@@ -1,7 +1,9 @@
 """One text read in every surface form it could be read in — NFKC, look-alikes read as ASCII, invisible
 characters removed, HTML entities, %-escapes, ``\\u`` escapes, base64 (MIME wrapped or nested), hex and base32
 segments that decode to text — by the secrets and pattern layers and the listed units; each finding with whether
-it stands literally in the text (then it can be replaced where it stands) or only an encoding reveals it.
+it stands literally in the text (then it can be replaced where it stands) or only an encoding reveals it. A value
+only a decoding reveals is still placeable where its escaped form can be found (``obfuscated.escaped_span``);
+listed units are also read backwards, in rot13, dotted or spaced out, spelled out and in base85 (``obfuscated``).
 
 Results are cached by content, label and scope (``TextScan``), so a string seen at an earlier step costs a lookup.
 """
@@ -15,7 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from privacy.detect import Finding, TextDetector, UnitMatcher, canonical, encoded_segments, fold, variants
+from privacy.lastcheck.obfuscated import base85_segments, escaped_span, views
 
+_MAX_PLACED = 32  # hidden findings of one text looked for in an escaped form (past it: the step stays home)
 _FUZZY = frozenset({"PERSON", "LOCATION", "AMOUNT"})  # shapes two unrelated texts can form when glued
 
 
@@ -84,6 +88,7 @@ class TextScan:
                     continue  # every occurrence of it stands literally in text: found above
                 else:  # visible only decoded (an escape, zero-width characters, base64): cannot be placed
                     hidden.append((replace(finding, value=span), form))
+        hidden = self._placed(text, hidden, out)
         if hidden:  # a base64 segment standing in text is replaced whole when what it decodes to holds a hit
             out += self._encoded_segments(text, label, units)
         if hidden and out:  # what replacing the literal hits removes too (a full-width value read as ASCII)
@@ -93,9 +98,49 @@ class TextScan:
             views = list(variants(rest))
             hidden = [(f, form) for f, form in hidden if any(f.value in view for view in views)]
         out += [(f, False) for f, _ in hidden]
+        if units is not None and len(units):
+            out += self._obfuscated(text, units)
         scanned = Scanned(normal, out)
         self._put(key, scanned)
         return scanned
+
+    @staticmethod
+    def _placed(text: str, hidden: list[tuple[Finding, str]],
+                out: list[tuple[Finding, bool]]) -> list[tuple[Finding, str]]:
+        """Each hidden finding whose value stands in ``text`` %-escaped, as HTML references, ``\\u`` escapes or
+        with invisible characters inside becomes a placeable finding of that span (what protection would have
+        replaced, so the step is not lost to the edge); the rest stay hidden."""
+        still: list[tuple[Finding, str]] = []
+        placed = {(f.type, f.start, f.end) for f, _ in out}
+        for n, (finding, form) in enumerate(hidden):
+            span = escaped_span(text, finding.value) if n < _MAX_PLACED else None  # each search reads the text
+            if span is None or text[span[0]:span[1]] == finding.value:
+                still.append((finding, form))
+            elif (finding.type, *span) not in placed:
+                placed.add((finding.type, *span))
+                segment = text[span[0]:span[1]]
+                out.append((replace(finding, start=span[0], end=span[1], value=segment,
+                                    key=f"{finding.type}:escaped:{segment}"), True))
+        return still
+
+    def _obfuscated(self, text: str, units: UnitMatcher) -> list[tuple[Finding, bool]]:
+        """Listed values written backwards, in rot13, one dot or space after each character, digits spelled out
+        (``obfuscated.views``: replaced where they stand) or in ascii85/base85 (the segment replaced whole)."""
+        out: list[tuple[Finding, bool]] = []
+        for view in views(text):
+            for found in units.find(view.text):
+                start, end = view.raw_span(found.start, found.end)
+                segment = text[start:end]
+                if segment == view.text[found.start:found.end]:
+                    continue  # it stands as it is: the plain scan found it
+                out.append((replace(found, start=start, end=end, value=segment,
+                                    key=f"{found.type}:{view.how}:{segment}"), True))
+        for start, end, decoded in base85_segments(text):
+            segment = text[start:end]
+            for found in units.find(decoded):
+                out.append((replace(found, start=start, end=end, value=segment,
+                                    key=f"{found.type}:base85:{segment}"), True))
+        return out
 
     def _encoded_segments(self, text: str, label: str | None, units: UnitMatcher | None,
                           ) -> list[tuple[Finding, bool]]:

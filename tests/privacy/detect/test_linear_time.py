@@ -67,6 +67,17 @@ def _last_check() -> Callable[[str], object]:
                                    session_id=session)
 
 
+def _last_check_units() -> Callable[[str], object]:
+    """The last check with listed units: their backwards, rot13, dotted, spelled-out and base85 forms too."""
+    from privacy.detect import UnitMatcher, UnitsDocument, units_of
+
+    units = UnitMatcher(units_of(UnitsDocument.model_validate({"items": [{"entity_id": "e", "sensitive_fields": [
+        {"field": "ticket", "value": "ZQX-4471-KAPPA", "dimension": "documents", "weight": 1}]}]})))
+    check, session = build_egress_check(PrivacySettings()), _scope()
+    return lambda text: check.read({"model": "m", "messages": [{"role": "user", "content": text}]}, units, Vault(),
+                                   session_id=session)
+
+
 def _real_text(text: str) -> object:
     """Issue 38's layers (links, identifiers by context, special categories, anchored mentions) as strict runs them."""
     return shared_realtext().find(text, rules_of("strict"))
@@ -149,6 +160,8 @@ LAYERS = [
     Layer("detector: en names", _detector, _repeat("assignee: Mary Jones\n")),
     Layer("detector: NER", _ner, lambda i: f"Yesterday Sofia Brandt{chr(97 + i % 26)} met Grace in Berlin. ",
           chars=300),
+    Layer("last check: undone forms of listed units", _last_check_units,
+          _repeat("APPAK-1744 Z.Q.X.- five three <~87cURD]i~> MDK-4471 "), chars=2000),
     Layer("last check", _last_check, lambda i: f"passport: K{1000000 + i} 密码：x{i} ", chars=2000),
     Layer("last check: vault values", _last_check_vault, lambda i: f"assignee: Mary Jon{_NAMES[i]}\n"),
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,6 +134,18 @@ CASES: dict[str, Case] = {
                  tells=[binascii.hexlify(_SECRET_NOTE.encode()).decode()[:40]]),
     "base32": _user("b32 " + base64.b32encode(_SECRET_NOTE.encode()).decode(), unit="acct-9.ticket",
                     tells=[base64.b32encode(_SECRET_NOTE.encode()).decode()[:40]]),
+    # forms a reader undoes in the head (listed units only)
+    "written backwards": _user(f"ticket {TICKET[::-1]} reversed", unit="acct-9.ticket", tells=[TICKET[::-1]]),
+    "rot13": _user(f"ticket {codecs.encode(TICKET, 'rot13')}", unit="acct-9.ticket",
+                   tells=[codecs.encode(TICKET, "rot13")]),
+    "a dot after each letter": _user("signed T.h.e.o.d.o.r.a V.a.n.t.e.r.p.o.o.l.", unit="acct-9.full_name",
+                                     tells=["T.h.e.o.d.o.r.a", "V.a.n.t.e.r.p.o.o.l"]),
+    "digits spelled out": _user("acct five three nine four eight seven two six one", unit="acct-9.account",
+                                tells=["five three nine four eight seven two six one"]),
+    "base85": _user("b85 " + base64.b85encode(_SECRET_NOTE.encode()).decode(), unit="acct-9.ticket",
+                    tells=[base64.b85encode(_SECRET_NOTE.encode()).decode()[:40]]),
+    "ascii85": _user("a85 " + base64.a85encode(_SECRET_NOTE.encode(), adobe=True).decode(), unit="acct-9.ticket",
+                     tells=[base64.a85encode(_SECRET_NOTE.encode(), adobe=True).decode()[:40]]),
     # numbers
     "negative JSON number": Case([Turn("user", "pay it")], ["-539487261"], "acct-9.account",
                                  tool_schema={"type": "integer", "default": -539487261}),

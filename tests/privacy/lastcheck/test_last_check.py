@@ -305,3 +305,15 @@ def test_a_top_level_key_named_like_a_message_does_not_hide_that_message_from_pl
     scan = EgressCheck([]).read(body, None, Vault())
     placed = place(body, [("Ana Lindqvist", "[PERSON_001]")], scan.text)
     assert placed["messages"][0]["content"] == "call [PERSON_001] now"
+
+
+@pytest.mark.parametrize("line", ['10.0.0.1 - - "GET /call?to=%2B44%207700%20900123 HTTP/1.1" 200',
+                                  "<td>&#43;44&#32;7700&#32;900123</td>"], ids=["percent-escaped", "html-references"])
+async def test_a_value_only_a_decoding_reveals_is_replaced_where_its_escaped_form_stands(line):
+    """A phone number in an access log, %-escaped (or as HTML character references): the last check reads it only
+    decoded, and used to keep the step on the edge for it; it now replaces the escaped span, and the step leaves."""
+    p = protector(database_url=None, layers={"units": False, "secrets": False, "patterns": False, "ner": False,
+                                             "people": False})
+    sent = (await p.scrub(_user(f"why so many calls?\n{line}"), session_id="s")).body
+    text = sent["messages"][0]["content"]
+    assert "7700" not in text and "[PHONE_NUMBER_" in text and text.startswith("why so many calls?")
