@@ -102,6 +102,7 @@ def _shapes() -> dict[str, Shape]:
         "EMAIL_ADDRESS": Shape(re.compile(r"^[\w.+\-]+\s?(?:@|＠|\[at\]|\(at\)| at )\s?[\w\-]+"
                                           r"(?:\s?(?:[./]|\[dot\]|\(dot\)| dot )\s?[\w\-]+)+$", re.IGNORECASE)),
         "CARD_SECURITY_CODE": Shape(re.compile(r"^\d{3,4}$")),
+        "ACCESS_CODE": Shape(re.compile(r"^(?=[A-Za-z\-]*\d)[A-Za-z0-9](?:[A-Za-z0-9\-]{2,10})[A-Za-z0-9]$")),
         "API_TOKEN": Shape(re.compile(r"^(?=\S*\d)(?=\S*[A-Za-z])[A-Za-z0-9_\-+/=.!]{16,300}$")),
         "PASSWORD": Shape(re.compile(r"^[^\s\[]{6,300}$"), _secret_like),
         "PERSON": Shape(person),
@@ -372,4 +373,4 @@ def _query_pairs(text: str) -> Iterator[tuple[str, str]]:
 
 # Types whose value may follow its label after a space alone (``MRN 0042117``, ``passport K5707355``).
 _SPACED = frozenset({"PASSPORT", "DRIVERS_LICENSE", "NATIONAL_ID", "MEDICAL_RECORD", "ROUTING_NUMBER", "IBAN_CODE",
-                     "CREDIT_CARD", "ACCOUNT_NUMBER"})
+                     "CREDIT_CARD", "ACCOUNT_NUMBER", "ACCESS_CODE", "CARD_SECURITY_CODE"})

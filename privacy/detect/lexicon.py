@@ -32,6 +32,8 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
     "secret": ("PASSWORD",),
     "token": ("API_TOKEN",),
     "cvv": ("CARD_SECURITY_CODE",),
+    "access_code": ("ACCESS_CODE", "PASSWORD"),  # a PIN, a one-time or verification code; a long passcode
+    "security_code": ("CARD_SECURITY_CODE", "ACCESS_CODE"),  # a card's three or four digits, else an account's
     "person": ("PERSON",),
     "address": ("LOCATION",),
     # words that may name a person or that person's identifier
@@ -73,8 +75,10 @@ _add("phone", "phone phones tel telephone mobile mob cell cellphone fax whatsapp
 _add("contact", "contact")
 _add("email", "email emails mail mailto")
 _add("token", "auth authorization authtoken")
-_add("secret", "password passwords passwd pwd pw pass passphrase passcode pin secret secrets credential "
-               "credentials cred creds token apikey privatekey otp mnemonic webhook sk connstr requirepass masterauth")
+_add("secret", "password passwords passwd pwd pw pass passphrase secret secrets credential "
+               "credentials cred creds token apikey privatekey mnemonic webhook sk connstr requirepass masterauth")
+_add("access_code", "pin pins passcode otp totp hotp")
+_add("security_code", "securitycode")
 _add("cvv", "cvv cvc cvv2 cvc2 csc")
 _add("person", "name names fullname surname forename firstname lastname person holder owner beneficiary "
                "recipient payee payer insured policyholder cardholder applicant guardian spouse employee emp "
@@ -126,9 +130,16 @@ _PAIRS: dict[tuple[str, str], str] = {
     ("medical", "record"): "mrn", ("health", "record"): "mrn", ("patient", "record"): "mrn",
     ("med", "rec"): "mrn", ("chart", "number"): "mrn", ("driver", "license"): "driverlicense",
     ("private", "key"): "privatekey", ("credit", "card"): "creditcard", ("debit", "card"): "debitcard",
-    ("green", "card"): "greencard", ("branch", "code"): "bankcode", ("security", "code"): "cvv",
-    ("recovery", "code"): "otp", ("seed", "phrase"): "mnemonic", ("visa", "card"): "creditcard",
+    ("green", "card"): "greencard", ("branch", "code"): "bankcode", ("security", "code"): "securitycode",
+    ("recovery", "code"): "otp", ("one", "time"): "onetime", ("seed", "phrase"): "mnemonic", ("visa", "card"): "creditcard",
 }
+# Codes that open an account or confirm a login: a one-time, verification or access code (``one-time code``: two
+# merges, ``one time`` first).
+for _word in ("onetime", "verification", "verify", "access", "auth", "authentication", "authorization", "login",
+              "sms", "mfa", "otp", "pin"):
+    _PAIRS[(_word, "code")] = "otp"
+for _word in ("password", "passcode", "pin", "pass"):
+    _PAIRS[("onetime", _word)] = "otp"
 for _word in "api secret access signing deploy ssh encryption master client app license licence auth".split():
     _PAIRS[(_word, "key")] = "apikey"
 for _word in ("call", "text", "contact", "ring"):
@@ -169,7 +180,10 @@ _zh("alipay", "支付宝 微信支付")
 _zh("phone", "电话 手机 座机 传真 联络 电话号 手机号")
 _zh("contact", "联系")
 _zh("email", "邮箱 电邮 邮件 电子邮件 电子邮箱")
-_zh("secret", "密码 口令 密钥 令牌 凭证 凭据 暗号 秘钥 私钥 验证码 助记词")
+_zh("secret", "密码 口令 密钥 令牌 凭证 凭据 暗号 秘钥 私钥 助记词")
+_zh("access_code", "验证码 校验码 动态码 动态密码 动态口令 短信码 授权码 取件码 取货码 提货码 激活码 一次性密码 一次性验证码 "
+                   "支付码")
+_zh("security_code", "安全码")
 _zh("person", "姓名 名字 名称 联系人 收件人 收货人 寄件人 发件人 持卡人 户主 员工 申请人 受益人 投保人 被保险人 "
               "开户人 户名 持有人 乘客 本人 雇员 职员 收款人 付款人 当事人 借款人 担保人 被保人 监护人 配偶 家属 "
               "就诊人 客户名 客户名称 员工姓名 用户姓名")
@@ -188,7 +202,8 @@ _EN_PHRASE = sorted((set(_EN) | _ID_WORDS | _AMOUNT_TAIL
                      | (_QUALIFIERS - {"the", "of", "a", "an", "to", "from", "s", "on", "at", "for", "in", "me"})
                      | {w for pair, v in _PAIRS.items() if v not in _NEGATIVE_WORDS for w in pair})
                     - _NEGATIVE_WORDS - {"#", "a", "e", "s", "c", "word", ""}
-                    | {f"tax{sep}file" for sep in (" ", "_", "-", "")}
+                    | {f"{first}{sep}{second}" for first, second in (("tax", "file"), ("one", "time"))
+                       for sep in (" ", "_", "-", "")}
                     | {f"{verb}{sep}me{sep}at" for verb in ("reach", "call", "text", "contact", "ring")
                        for sep in (" ", "_", "-")}, key=len, reverse=True)
 
@@ -255,6 +270,14 @@ def trie_pattern(words: Sequence[str]) -> str:
 
 
 def _merged(words: list[str]) -> list[str]:
+    """``words`` with each known pair read as one word, again until none is left (``one time`` then ``code``)."""
+    merged = _merged_once(words)
+    while len(merged) < len(words):
+        words, merged = merged, _merged_once(merged)
+    return merged
+
+
+def _merged_once(words: list[str]) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(words):

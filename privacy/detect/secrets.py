@@ -115,4 +115,4 @@ def is_credential_type(type_: str) -> bool:
     return type_ in _CREDENTIAL_TYPES or bool(_CREDENTIAL_WORD.search(type_))
 
 
-_CREDENTIAL_TYPES = frozenset({rule.type for rule in RULES} | {"PASSWORD"})
+_CREDENTIAL_TYPES = frozenset({rule.type for rule in RULES} | {"PASSWORD", "ACCESS_CODE", "CARD_SECURITY_CODE"})

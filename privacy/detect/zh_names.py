@@ -39,7 +39,7 @@ _COLON = re.compile(r"[ \t]*[：:](?!\d)")
 # What makes a surname-led run something else: an organisation's, a place's or a thing's word right after it.
 _NOT_NAME_NEXT = re.compile(r"(?:公司|集团|银行|保险|广场|中心|科技|物流|速运|大厦|医院|学校|大学|酒店|商场|商城|超市|"
                             r"优选|电网|证券|基金|控股|股份|有限|研究院|委员会|协会|[城区县市省路街局院所站馆厂店镇村楼园])")
-_BAD_LAST = frozenset("区市省县镇村路街城局体司行店厂院站馆楼号室园场业部处科所会团网汇的了是在和与及等")
+_BAD_LAST = frozenset("区市省县镇村路街城局体司行店厂院站馆楼号室园场业部处科所会团网汇的了是在和与及等码")
 _STOP_TOKENS = frozenset("谢谢 马上 高兴 胡说 孙子 林立 朱红 宋体 罗盘 万一 高速 高级 明天 明白 金额 安全 常用 "
                          "文件 方便 方法 时间 史上 江湖 白色 黄色 金色 全部 全面 单位 单独 成功 成本 关于 关注 和平 "
                          "向上 于是 包括 应该 连续 车辆 路由 管理 简单 景点 党员 宫殿 费用 冷静 席位 卫生 米饭".split())

@@ -25,7 +25,7 @@ async def _sent(content: str) -> str:
     ("driverLicNo", "DRIVERS_LICENSE"), ("pp_no", "PASSPORT"), ("Travel Document Nr", "PASSPORT"),
     ("NI-Number", "NATIONAL_ID"), ("ssn_last_full", None), ("patientChartNo", "MEDICAL_RECORD"),
     ("take_home_pay", "AMOUNT"), ("yearly_earnings", "AMOUNT"), ("acct-bal", "AMOUNT"), ("salary_amt", "AMOUNT"),
-    ("login_pwd", "PASSWORD"), ("db_passcode", "PASSWORD"), ("residential_addr", "LOCATION"),
+    ("login_pwd", "PASSWORD"), ("db_passcode", "ACCESS_CODE"), ("residential_addr", "LOCATION"),
     ("mobileNo", "PHONE_NUMBER"), ("e_mail", "EMAIL_ADDRESS"), ("insured_person", "PERSON"),
     ("联系手机", "PHONE_NUMBER"), ("开户账号", "ACCOUNT_NUMBER"), ("保单编号", "ACCOUNT_NUMBER"),
     ("会员卡号", "CREDIT_CARD"), ("家庭地址", "LOCATION"), ("月收入", "AMOUNT"), ("账户余额", "AMOUNT"),
