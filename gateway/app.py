@@ -41,7 +41,7 @@ from gateway.owner_migration import migrate_owners
 from gateway.pipeline import StepPipeline
 from gateway.policy_choice import build_router
 from gateway.privacy_routes import erase_endpoint, receipts_endpoint, session_privacy_endpoint, units_endpoint
-from gateway.reload import POLL_S, Reloader, on_sighup
+from gateway.reload import POLL_S, Reloader, Seen, on_sighup
 from gateway.sealing import SealBroken
 from gateway.service import Services
 from gateway.session_stores import build_session_store, session_store_kind
@@ -145,10 +145,12 @@ def build_services(
     overrides: Mapping[str, Any] | None = None,
     parts: Sequence[SnapshotPart] = (),
     reload_poll_s: float = POLL_S,
+    reload_adopt_after: Seen | None = None,
 ) -> Services:
     """Every part, built once; ``clock`` (unix seconds) is what budgets and rate limits read the time from.
     ``config_path`` and ``overrides``: where a reload reads the configuration again (the file ``settings`` came
-    from, and the command line's values over it); ``parts``: what else a snapshot builds (``gateway.snapshot``)."""
+    from, and the command line's values over it); ``parts``: what else a snapshot builds (``gateway.snapshot``);
+    ``reload_adopt_after``: the reloader's ``adopt_after`` (a worker of ``ecgw serve``)."""
     meter = meter or build_meter(settings.accounting, database_url=settings.database_url)
     rates = measured_rates(meter)
     keys = load_keys(settings, persistent_sessions=sessions is None and session_store_kind(settings) != "memory")
@@ -184,7 +186,8 @@ def build_services(
         sessions=sessions,
         session_hash=SessionHasher(keys.derive("session-trace")),
         dashboard_key=keys.derive("dashboard"),
-        reloader=Reloader(config, sessions, path=config_path, overrides=overrides, poll_s=reload_poll_s),
+        reloader=Reloader(config, sessions, path=config_path, overrides=overrides, poll_s=reload_poll_s,
+                          audit=admin_db, adopt_after=reload_adopt_after),
         admin_db=admin_db,
         virtual_keys=virtual_keys,
         tracing=tracing or build_tracing(settings.observability.otlp_endpoint,

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import importlib
 import importlib.metadata
-import logging
 import os
 import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -21,11 +19,20 @@ from typing import Any
 from gateway.errors import StartupError
 from gateway.logs import adopt_library_loggers, configure_logging, uvicorn_options
 from gateway.offline import prepare_offline_environment
-from gateway.settings import ConfigError, Settings, load_settings, missing_cloud_key
+from gateway.settings import (
+    ConfigError,
+    Settings,
+    load_settings,
+    missing_cloud_key,
+    parse_config,
+    read_config,
+    settings_from,
+)
 
 CONFIG_ENV = "ECGW_CONFIG_FILE"
-
-log = logging.getLogger("ecgw")
+# Set by ``ecgw serve`` for its workers: the file as serve read it at start (a private copy: a worker started again
+# after a refused reload never reads the refused file), and the configuration version it stands for.
+START_COPY_ENV, START_VERSION_ENV = "ECGW_START_CONFIG_FILE", "ECGW_START_CONFIG_VERSION"
 
 # Packages that add sub-commands: each module has ``register(subparsers)``.
 COMMAND_MODULES: tuple[str, ...] = ("accounting.cli", "gateway.budget_commands", "gateway.privacy_commands",
@@ -53,19 +60,18 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {"server": server} if server else {}
 
 
-def _settings_from(args: argparse.Namespace) -> Settings:
-    return load_settings(args.config, **_overrides(args))
-
-
-def _supervise(args: argparse.Namespace, settings: Settings, workers: int) -> None:
-    """uvicorn's multi-worker supervisor, except that SIGHUP reloads the configuration (``gateway.reload``)
-    instead of restarting every worker, which would drop their streams."""
+def _supervise(settings: Settings, workers: int) -> None:
+    """uvicorn's multi-worker supervisor, except that SIGHUP reloads the configuration (``gateway.reload``: one
+    worker reloads, the others follow) instead of restarting every worker, which would drop their streams."""
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
+    from gateway.reload import pass_sighup
+
     class Supervisor(Multiprocess):
         def handle_hup(self) -> None:
-            _reload_supervised(settings, args.config, _overrides(args))
+            # only a worker that has finished starting takes SIGHUP (until then its default action ends it)
+            pass_sighup([process.pid for process in self.processes if process.is_ready(timeout=1)])
 
     config = uvicorn.Config("gateway.cli:app_factory", factory=True, host=settings.server.host,
                             port=settings.server.port, workers=workers, **uvicorn_options())
@@ -73,48 +79,56 @@ def _supervise(args: argparse.Namespace, settings: Settings, workers: int) -> No
         Supervisor(config, sockets=[config.bind_socket()]).run()
 
 
-def _reload_supervised(running: Settings, path: str | None, overrides: Mapping[str, Any]) -> None:
-    """SIGHUP to ``ecgw serve`` with several workers, in the supervisor: validate the file whole and bump the
-    store-wide version, which every worker adopts at its next poll. The store is the running one (a new file naming
-    another store is a restart's business)."""
-    from gateway.budgets import check_limits
-    from gateway.policy_choice import build_router
-    from gateway.reload import POLL_S, bump_version, file_digest
-    from gateway.sealing import SealedStore
-    from gateway.session_stores import build_session_store
-
-    try:
-        settings = load_settings(path, **overrides)
-        build_router(settings)
-        check_limits(settings)
-    except ConfigError as exc:
-        log.error("configuration reload refused, the running configuration stays (bad key: %s): %s",
-                  exc.param or "?", exc)
-        return
-    store = build_session_store(running)
-    assert isinstance(store, SealedStore)  # several workers: a persistent store
-
-    async def bump() -> int:
-        try:
-            return await bump_version(store, file_digest(path))
-        finally:
-            await store.aclose()
-
-    version = asyncio.run(bump())
-    log.info("configuration version %d: the workers load it within %g s", version, POLL_S)
-
-
 def app_factory() -> Any:
-    """For uvicorn's ``--factory`` with several workers: each worker builds its app from the same file."""
-    from gateway.app import create_app
+    """For uvicorn's ``--factory`` with several workers: each worker builds its app from the file serve read at
+    start (``START_COPY_ENV``), then adopts the reloads since (``gateway.reload``)."""
+    from gateway.app import build_services, create_app
+    from gateway.reload import Seen
 
     prepare_offline_environment()  # a worker process starts here
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the supervisor takes SIGHUP; workers learn of it by the store
-    settings = load_settings(os.environ.get(CONFIG_ENV))
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until it serves; then the supervisor passes SIGHUP to one worker
+    settings = load_settings(os.environ.get(START_COPY_ENV) or os.environ.get(CONFIG_ENV))
     configure_logging(settings.server.log_format)
-    app = create_app(settings, config_path=os.environ.get(CONFIG_ENV))
+    started = os.environ.get(START_VERSION_ENV, "")
+    version, _, reload_id = started.partition(":")
+    services = build_services(settings, config_path=os.environ.get(CONFIG_ENV),
+                              reload_adopt_after=Seen(int(version), reload_id) if version else None)
+    app = create_app(settings, services=services, reload_on_sighup=True)
     adopt_library_loggers()  # litellm, imported by create_app, attached its own handler
     return app
+
+
+@contextmanager
+def _start_copy(text: str | None, settings: Settings) -> Iterator[None]:
+    """For the workers ``ecgw serve`` starts (they inherit the variables): the file as serve read it, in a private
+    directory removed afterwards, and the store's configuration version it stands for."""
+    import asyncio
+
+    from gateway.reload import stored_version
+    from gateway.session_stores import build_session_store
+
+    store = build_session_store(settings)
+
+    async def current() -> str:
+        try:
+            seen = await stored_version(store)
+        finally:
+            await store.aclose()
+        return f"{seen.version}:{seen.id}"
+
+    os.environ[START_VERSION_ENV] = asyncio.run(current())
+    if text is None:
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="ecgw-config-")  # 0700
+    copy = Path(folder) / "config.yaml"
+    copy.touch(mode=0o600)
+    copy.write_text(text, encoding="utf-8")
+    os.environ[START_COPY_ENV] = str(copy)
+    try:
+        yield
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _store_name(settings: Settings) -> str:
@@ -159,7 +173,9 @@ def _fleet(settings: Settings) -> str:
 def serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until it serves, there is nothing to reload
     args.config = config_path(args.config)
-    settings = _settings_from(args)
+    text = read_config(args.config) if args.config else None  # read once: the workers start from this text
+    settings = settings_from(parse_config(text, args.config) if text is not None else {}, args.config,
+                             **_overrides(args))
     from gateway.app import preflight
 
     preflight(settings)  # fail here, once, with a message, not in every worker with a traceback
@@ -173,13 +189,13 @@ def serve(args: argparse.Namespace) -> int:
         settings, launched = launch_edge(settings, out=sys.stderr)  # only here: workers never launch
         if launched is not None:
             os.environ["ECGW_EDGE__BASE_URL"], os.environ["ECGW_EDGE__MODEL"] = launched.base_url, launched.model
-        return _run(args, settings)
+        return _run(args, settings, text)
     finally:
         if launched is not None:
             launched.stop()
 
 
-def _run(args: argparse.Namespace, settings: Settings) -> int:
+def _run(args: argparse.Namespace, settings: Settings, text: str | None) -> int:
     import uvicorn
 
     workers = settings.server.worker_count
@@ -190,8 +206,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"ecgw listening on http://{settings.server.host}:{settings.server.port}/v1 with {workers} workers "
               f"(default policy {settings.policy.default}, {_fleet(settings)}, "
               f"sessions in {_store_name(settings)})", file=sys.stderr)
-        with _multiprocess_metrics():
-            _supervise(args, settings, workers)
+        with _multiprocess_metrics(), _start_copy(text, settings):
+            _supervise(settings, workers)
         return 0
     from gateway.app import create_app
 

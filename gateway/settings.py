@@ -151,6 +151,11 @@ class ServerSettings(_Section):
         "worker processes for `ecgw serve`; null = one per core, at most 4 (docs/fleet.md)"))
     log_format: Literal["text", "json"] = Field("text", description=(
         "text, or json: one JSON object a line (request id, hashed session, policy, route, status, latency)"))
+    auth: Literal["keys", "none"] | None = Field(None, json_schema_extra=reloads(SNAPSHOT), description=(
+        "whether the gateway asks for a key: null = as soon as any key is configured (api_keys, admin_keys, "
+        "session_keys), and with none it answers anyone; keys = at least one key must be configured; none, written "
+        "out = no key on any route, on purpose: the only way a reload may leave the gateway without keys, or "
+        "without an admin key where there was one (docs/security.md); it cannot stand beside configured keys"))
 
     @property
     def worker_count(self) -> int:
@@ -173,6 +178,19 @@ class ServerSettings(_Section):
                 raise ValueError(f"{entry!r} is not an IP address or network (e.g. 10.0.0.1 or 10.0.0.0/8); name "
                                  "the proxies whose X-Forwarded-For to believe") from None
         return value
+
+    def has_keys(self) -> bool:
+        return bool(self.api_keys or self.admin_keys or self.session_keys)
+
+    @model_validator(mode="after")
+    def _auth_matches_the_keys(self) -> ServerSettings:
+        if self.auth == "none" and self.has_keys():
+            raise ValueError("server.auth is 'none' (no key on any route) but keys are configured; remove the keys, "
+                             "or remove server.auth: none")
+        if self.auth == "keys" and not self.has_keys():
+            raise ValueError("server.auth is 'keys' but no key is configured; list one in server.api_keys or "
+                             "server.admin_keys")
+        return self
 
     @model_validator(mode="after")
     def _distinct_keys(self) -> ServerSettings:
@@ -645,28 +663,48 @@ def _merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def read_config(path: str | Path) -> str:
+    """The config file's text; ``ConfigError`` when it cannot be read or is not UTF-8."""
+    file = Path(path)
+    try:
+        return file.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {file} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {file} is not UTF-8 text (byte {exc.start} cannot be decoded); save it as "
+                          "UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {file} cannot be read: {exc.strerror or exc}") from None
+
+
+def parse_config(text: str, where: str | Path) -> dict[str, Any]:
+    """A config file's sections (empty for an empty file); ``ConfigError`` when it is not a YAML mapping."""
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {where} is not valid YAML: {exc}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"config file {where}: expected a mapping of sections at the top level")
+    return loaded
+
+
+def settings_from(data: Mapping[str, Any], where: str | Path | None = None, **overrides: Any) -> Settings:
+    """A config file's sections (``parse_config``), then ``ECGW_*`` environment variables over them, then
+    ``overrides`` (the command line's ``--port`` and the like) over both."""
+    try:
+        environment = EnvSettingsSource(Settings)()
+        return Settings(**_merge(_merge(dict(data), environment), overrides))
+    except ValidationError as exc:
+        place = f"config file {where}" if where is not None else "configuration"
+        errors = exc.errors()
+        lines = "\n  ".join(_describe(e) for e in errors)
+        raise ConfigError(f"{place} is invalid:\n  {lines}", param=error_path(errors[0])) from None
+
+
 def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
     """``path`` (YAML), then ``ECGW_*`` environment variables over it, then ``overrides`` (the command line's
     ``--port`` and the like) over both."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        file = Path(path)
-        try:
-            loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"config file {file} does not exist") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {file} is not valid YAML: {exc}") from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"config file {file}: expected a mapping of sections at the top level")
-        data = loaded
-    try:
-        environment = EnvSettingsSource(Settings)()
-        return Settings(**_merge(_merge(data, environment), overrides))
-    except ValidationError as exc:
-        where = f"config file {path}" if path is not None else "configuration"
-        errors = exc.errors()
-        lines = "\n  ".join(_describe(e) for e in errors)
-        raise ConfigError(f"{where} is invalid:\n  {lines}", param=error_path(errors[0])) from None
+    data = parse_config(read_config(path), path) if path is not None else {}
+    return settings_from(data, path, **overrides)

@@ -49,7 +49,8 @@ def admin_action(action: str, handler: Handler, db: AdminDatabase) -> Handler:
                                           code=failure.code)
         target = getattr(request.state, "audit_target", None) or request.path_params.get("key_id")
         try:
-            await asyncio.to_thread(db.record, who=who, action=action, target=target, status=response.status_code)
+            await asyncio.to_thread(db.record, who=who, action=action, target=target, status=response.status_code,
+                                    detail=getattr(request.state, "audit_detail", None))
         except Exception:  # the action stands; its record is in the log instead
             log.exception("admin action %s by %s on %s (status %d) could not be audited", action, who, target,
                           response.status_code)

@@ -7,8 +7,7 @@ import inspect
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
-from gateway.errors import StartupError
-from gateway.settings import CloudSettings, cloud_provider
+from gateway.settings import CloudSettings, ConfigError, cloud_provider
 from gateway.upstreams.cloud_key import CloudKey
 from gateway.upstreams.provider_request import ProviderRequest
 from gateway.upstreams.stream_end import StreamEnd
@@ -65,8 +64,9 @@ class LiteLLMUpstream:
         self._key = CloudKey(settings)
         taken = sorted(set(settings.extra_body_fields) & litellm_arguments(litellm))
         if taken:
-            raise StartupError(f"cloud.extra_body_fields names {taken}, which litellm would read as its own "
-                             "arguments instead of sending them to the provider; remove them")
+            raise ConfigError(f"cloud.extra_body_fields names {taken}, which litellm would read as its own "
+                              "arguments instead of sending them to the provider (transport litellm); remove them",
+                              param="cloud.extra_body_fields")
 
     async def aclose(self) -> None:  # litellm's clients are its own
         return None

@@ -18,7 +18,7 @@ import yaml
 from gateway.app import create_app
 from gateway.settings import load_settings
 from gateway.settings_reference import restart_reason
-from tests.door import guarded_services
+from tests.door import guarded_services, guarded_targets
 from tests.fakes.model_server import ModelServer, Reply
 from tests.fakes.threaded import ThreadedServer
 
@@ -44,12 +44,12 @@ def _config(tmp: Path, edge: ModelServer, cloud: ModelServer, **sections: Any) -
 
 @pytest.fixture()
 def gateway(tmp_path: Path) -> Iterator[Callable[..., str]]:
-    """A gateway read from ``path`` (a reload reads the file again); its URL."""
+    """A gateway read from ``path`` (a reload reads the file again), built with ``parts``; its URL."""
     started: list[ThreadedServer] = []
 
-    def start(path: Path) -> str:
+    def start(path: Path, **parts: Any) -> str:
         settings = load_settings(path)
-        services = guarded_services(settings, config_path=str(path), reload_poll_s=0.2)
+        services = guarded_services(settings, config_path=str(path), reload_poll_s=0.2, **parts)
         server = ThreadedServer(create_app(settings, services=services)).start()
         started.append(server)
         return server.url
@@ -90,7 +90,7 @@ def test_a_valid_file_is_swapped_in_and_what_needs_a_restart_is_named(tmp_path, 
     answer = _reload(url)
     assert answer.status_code == 200, answer.text
     assert answer.json() == {"reloaded": True, "version": 1, "not_reloadable": ["server.port"],
-                             "why": {"server.port": restart_reason("server.port")}}
+                             "why": {"server.port": restart_reason("server.port")}, "removed_keys": []}
     cloud.script(Reply(content="from the cloud"), Reply(content="again"))
     assert _chat(url, session="after").headers["x-ecgw-policy"] == "cloud-only"
     assert _chat(url, LATER, session="other").status_code == 200  # a key added by the reload
@@ -244,3 +244,137 @@ def test_a_lease_holds_its_requests_snapshot_after_the_request_until_it_is_relea
         await services.aclose()
 
     asyncio.run(lease_past_the_request())
+
+
+# --- a reload that would switch authentication off, and every other failure (issue 37, finding 1) -----------------
+
+
+def _actions(tmp: Path) -> list[dict[str, Any]]:
+    from gateway.admin.database import AdminDatabase
+
+    db = AdminDatabase.from_url(f"sqlite:///{tmp / 'gw.sqlite3'}")
+    try:
+        return db.actions()
+    finally:
+        db.dispose()
+
+
+def _anonymous(url: str) -> httpx.Response:
+    return httpx.post(url + "/v1/chat/completions", timeout=30, headers={"X-Session-Id": "anon"},
+                      json={"messages": [{"role": "user", "content": "hi"}]})
+
+
+@pytest.mark.parametrize(("file", "says"), [
+    ("", "is empty"),
+    ("# every line commented out\n", "is empty"),
+    ("policy:\n  default: edge-only\n", "server.admin_keys: ops, server.api_keys.0 (a bare key)"),
+])
+def test_a_file_that_would_leave_no_key_is_refused_and_the_keys_stay(tmp_path, edge, cloud, gateway, file, says):
+    path = _write(tmp_path / "config.yaml", _config(tmp_path, edge, cloud))
+    url = gateway(path)
+    path.write_text(file)
+    answer = _reload(url)
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "invalid_config" and says.replace("server.admin_keys: ops, ", "") in error["message"]
+    assert USER not in answer.text and ADMIN not in answer.text  # a bare key is named by its place, not its secret
+    assert _anonymous(url).status_code == 401 and _chat(url).status_code == 200  # the running keys stay
+    last = _actions(tmp_path)[-1]
+    assert (last["who"], last["action"], last["status"]) == ("ops", "config.reload", 400)
+    assert last["detail"].startswith("refused") and ADMIN not in last["detail"] and USER not in last["detail"]
+
+
+def test_dropping_every_admin_key_is_refused_naming_them(tmp_path, edge, cloud, gateway):
+    config = _config(tmp_path, edge, cloud)
+    path = _write(tmp_path / "config.yaml", config)
+    url = gateway(path)
+    _write(path, {**config, "server": {"api_keys": [USER]}})
+    answer = _reload(url)
+    assert answer.status_code == 400 and answer.json()["error"]["param"] == "server.admin_keys"
+    assert "server.admin_keys: ops" in answer.json()["error"]["message"]
+    assert _reload(url).status_code == 400  # the admin key still opens the reload, and the file is still refused
+    assert _actions(tmp_path)[-1]["detail"] == "refused: would drop server.admin_keys: ops"
+
+
+def test_removing_some_keys_is_allowed_and_audited_and_auth_none_written_out_opens_the_gateway(
+        tmp_path, edge, cloud, gateway):
+    config = _config(tmp_path, edge, cloud)
+    path = _write(tmp_path / "config.yaml", config)
+    url = gateway(path)
+    _write(path, {**config, "server": {"api_keys": [LATER], "admin_keys": config["server"]["admin_keys"]}})
+    answer = _reload(url)
+    assert answer.status_code == 200 and answer.json()["removed_keys"] == ["server.api_keys.0 (a bare key)"]
+    assert _chat(url).status_code == 401 and _chat(url, LATER).status_code == 200
+    assert _actions(tmp_path)[-1]["detail"] == "removed keys: server.api_keys.0 (a bare key)"
+    _write(path, {**config, "server": {"auth": "none"}})
+    answer = _reload(url)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["removed_keys"] == ["server.api_keys.0 (a bare key)", "server.admin_keys: ops"]
+    assert _anonymous(url).status_code == 200  # no key anywhere, on purpose
+
+
+@pytest.mark.parametrize(("write", "param"), [
+    (lambda path, config: path.write_bytes(yaml.safe_dump(config).encode() + b"# caf\xe9\n"), None),
+    (lambda path, config: _write(path, {**config, "cloud": {**config["cloud"], "extra_body_fields": ["api_base"]}}),
+     "cloud.extra_body_fields"),
+])
+def test_every_reload_failure_is_a_400_with_an_audit_row_and_the_gateway_keeps_serving(
+        tmp_path, edge, cloud, gateway, write, param):
+    config = _config(tmp_path, edge, cloud)
+    path = _write(tmp_path / "config.yaml", config)
+    url = gateway(path, cloud_transport=guarded_targets([]))  # a reload builds the cloud's transport again
+    write(path, config)
+    answer = _reload(url)
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "invalid_config" and error["param"] == param
+    assert ("not UTF-8" if param is None else "litellm would read") in error["message"]
+    assert answer.headers["x-ecgw-request-id"].startswith("req-")
+    assert _actions(tmp_path)[-1]["status"] == 400
+    assert _chat(url).status_code == 200
+
+
+def test_a_replica_loads_the_text_the_reload_validated_not_its_own_later_copy(tmp_path, edge, cloud, gateway):
+    """The good file came back before the other replica polled: it still runs the version the reload accepted
+    (it used to wait for its copy's digest to match, for ever)."""
+    config = _config(tmp_path, edge, cloud)
+    path = _write(tmp_path / "config.yaml", config)
+    a, b = gateway(path), gateway(path)
+    _write(path, {**config, "server": {**config["server"], "api_keys": [USER, LATER]}})
+    assert _reload(a).status_code == 200
+    _write(path, config)  # changed again at once, with no reload
+    deadline = time.monotonic() + 30  # a bound, not a measurement: B polls the store every 0.2 s
+    while _chat(b, LATER).status_code == 401:
+        assert time.monotonic() < deadline, "replica B never adopted the accepted version"
+        time.sleep(0.2)
+
+
+def test_a_version_record_the_store_forgot_does_not_leave_a_replica_behind(tmp_path, edge, cloud, gateway):
+    """The store drops a record idle for ``sessions.ttl_s``; the next reload is numbered 1 again, and a replica
+    that had seen a version 1 long ago adopts it all the same."""
+    from gateway.app import build_session_store
+    from gateway.reload import VERSION_KEY, VERSION_SESSION
+
+    config = _config(tmp_path, edge, cloud)
+    path = _write(tmp_path / "config.yaml", config)
+    a, b = gateway(path), gateway(path)
+
+    def adopted(key: str) -> None:
+        deadline = time.monotonic() + 30  # a bound, not a measurement: B polls the store every 0.2 s
+        while _chat(b, key).status_code == 401:
+            assert time.monotonic() < deadline, f"replica B never adopted the version that adds {key}"
+            time.sleep(0.2)
+
+    _write(path, {**config, "server": {**config["server"], "api_keys": [USER, "sk-first"]}})
+    assert _reload(a).json()["version"] == 1
+    adopted("sk-first")
+    store = build_session_store(load_settings(path))
+
+    async def forget() -> None:
+        await store.set(VERSION_SESSION, VERSION_KEY, None)
+        await store.aclose()
+
+    asyncio.run(forget())
+    _write(path, {**config, "server": {**config["server"], "api_keys": [USER, LATER]}})
+    assert _reload(a).json()["version"] == 1
+    adopted(LATER)

@@ -231,10 +231,11 @@ def test_named_extra_body_fields_reach_the_provider_as_json_body_fields_through_
 
 
 def test_a_name_litellm_reads_itself_cannot_be_an_extra_body_field(start_gateway: Callable[..., RunningGateway]):
-    from gateway.errors import StartupError
+    from gateway.settings import ConfigError
 
-    with pytest.raises(StartupError, match="api_base"):
+    with pytest.raises(ConfigError, match="api_base") as refused:
         start_gateway(cloud={"extra_body_fields": ["api_base"]})
+    assert refused.value.param == "cloud.extra_body_fields"  # a reload answers 400 naming it (tests/gateway/test_reload_guard.py)
 
 
 # --- the direct check: every keyword that reaches litellm is within the allowlist -------------------------------
