@@ -1,13 +1,19 @@
 """The cloud: any provider litellm speaks. It takes a ``ProviderRequest`` only (``gateway.upstreams.
-provider_request``); where the call goes, with which key, timeout and retries, comes from ``cloud.*`` settings."""
+provider_request``); where the call goes, with which key, timeout and retries, comes from ``cloud.*`` settings.
+
+A provider's redirect is never followed (as the own transport and the edge do not): litellm's HTTP clients follow
+one, re-posting the protected body and the key to wherever ``Location`` points, so every call carries this door's
+own client (litellm's ``client``: an ``AsyncOpenAI`` for the providers litellm calls through the OpenAI SDK, its own
+``AsyncHTTPHandler`` for the others), whose response hook refuses a 3xx before anything follows it; the call fails
+as a 502 naming the status. A client of the wrong kind fails every call loudly, never silently."""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator
-from typing import Any, Final
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Final, Protocol
 
-from gateway.settings import CloudSettings, ConfigError, cloud_provider
+from gateway.settings import OPENAI_WIRE_BASES, CloudSettings, ConfigError, cloud_provider
 from gateway.upstreams.cloud_key import CloudKey
 from gateway.upstreams.provider_request import ProviderRequest
 from gateway.upstreams.stream_end import StreamEnd
@@ -20,6 +26,36 @@ _READ_FROM_EXTRA_BODY: Final = frozenset({"azure_ad_token"})
 # assembled response (~1-1.5 ms of CPU per streamed call on the benchmark stub). litellm keeps these arguments.
 _NO_LITELLM_PRICING: Final = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
 _CHUNK_NOISE = ("provider_specific_fields", "citations", "moderation", "obfuscation", "service_tier")
+# The providers of ``litellm.openai_compatible_providers`` that the installed litellm calls through its own HTTP
+# handler instead of the OpenAI SDK (tests/gateway/upstreams/test_litellm_redirects.py checks both kinds).
+_OWN_HANDLER: Final = frozenset({"azure_ai", "cometapi", "deepseek", "edenai", "fireworks_ai", "hosted_vllm",
+                                 "opencode_go", "together_ai", "xai"})
+_REDIRECT_SAID = "the provider answered HTTP "
+
+
+class RedirectRefused(Exception):
+    """A provider answered a redirect; the request was not sent on."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"{_REDIRECT_SAID}{status} (a redirect), which the gateway does not follow: the request and "
+                         "its key stay with the configured address; check cloud.api_base")
+        self.status = status
+
+
+class _Answer(Protocol):
+    """An HTTP answer as httpx (litellm's handler) and the OpenAI SDK's httpx both give it to a response hook."""
+
+    @property
+    def is_redirect(self) -> bool: ...
+
+    @property
+    def status_code(self) -> int: ...
+
+
+async def _refuse_redirects(response: _Answer) -> None:
+    """httpx runs a client's response hooks on every answer before it follows a redirect."""
+    if response.is_redirect:
+        raise RedirectRefused(response.status_code)
 
 
 def _clean(value: Any) -> Any:
@@ -62,14 +98,40 @@ class LiteLLMUpstream:
         self.provider = cloud_provider(settings.model)[0]
         self._settings = settings
         self._key = CloudKey(settings)
+        self._client: Any = None  # made on the first call, in the serving loop
+        from litellm.constants import openai_compatible_providers
+
+        self._openai_sdk = self.provider == "openai" or (self.provider in openai_compatible_providers
+                                                         and self.provider not in _OWN_HANDLER)
         taken = sorted(set(settings.extra_body_fields) & litellm_arguments(litellm))
         if taken:
             raise ConfigError(f"cloud.extra_body_fields names {taken}, which litellm would read as its own "
                               "arguments instead of sending them to the provider (transport litellm); remove them",
                               param="cloud.extra_body_fields")
 
-    async def aclose(self) -> None:  # litellm's clients are its own
-        return None
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    def _own_client(self) -> Any:
+        """litellm's ``client`` for this provider, over an HTTP client that refuses redirects."""
+        if self._client is None:
+            hooks: dict[str, list[Callable[..., object]]] = {"response": [_refuse_redirects]}
+            if self._openai_sdk:
+                import openai
+
+                _, _, key, base = self._litellm.get_llm_provider(self.model, api_base=self._settings.api_base)
+                self._client = openai.AsyncOpenAI(
+                    api_key=self._key.value or key or "none", base_url=base or OPENAI_WIRE_BASES["openai"],
+                    max_retries=0, timeout=self._settings.timeout_s,
+                    http_client=openai.DefaultAsyncHttpxClient(event_hooks=hooks, follow_redirects=False))
+            else:
+                from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+                self._client = AsyncHTTPHandler(timeout=self._settings.timeout_s, event_hooks=hooks,
+                                                follow_redirects=False)
+        return self._client
 
     async def ready(self) -> tuple[bool, str]:
         return self._key.ready()
@@ -80,7 +142,7 @@ class LiteLLMUpstream:
         kwargs: dict[str, Any] = dict(request.params)
         kwargs.update(model=self.model, messages=request.messages, stream=stream, drop_params=True,
                       timeout=self._settings.timeout_s, num_retries=self._settings.max_retries,
-                      **_NO_LITELLM_PRICING)
+                      client=self._own_client(), **_NO_LITELLM_PRICING)
         if request.extra_body:
             kwargs["extra_body"] = dict(request.extra_body)
         if self._settings.api_base:
@@ -97,6 +159,10 @@ class LiteLLMUpstream:
         exceptions = self._litellm.exceptions
         where = self._settings.api_base or self.provider
         message = getattr(exc, "message", None) or str(exc)
+        said = message.find(_REDIRECT_SAID)
+        if said >= 0:  # RedirectRefused, as litellm re-raised it
+            return UpstreamError(502, f"The cloud upstream {self.model} at {where}: {message[said:]}",
+                                 upstream="cloud", type_="upstream_redirect")
         if isinstance(exc, exceptions.Timeout):
             return UpstreamError(504, f"The cloud upstream {self.model} at {where} timed out; raise "
                                       "cloud.timeout_s or try again.", upstream="cloud", type_="upstream_timeout")
