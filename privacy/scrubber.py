@@ -92,7 +92,7 @@ def prepare(text: str, kind: Kind, *, all_numbers: bool = False) -> Prepared:
     if kind == "json":
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than the parser goes: text
             parsed = None
         if isinstance(parsed, dict | list):
             leaves: list[_Leaf] = []

@@ -44,7 +44,7 @@ def _pairs(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
             try:
                 yield from _pairs(json.loads(value), key)
                 return
-            except ValueError:
+            except (ValueError, RecursionError):  # nested deeper than the parser goes: text
                 pass
         yield key, value
 
@@ -69,7 +69,7 @@ def structured_pairs(text: str, csv_pairs: Callable[[str], Iterator[tuple[str, s
     if text.lstrip()[:1] in ("{", "["):
         try:
             return _pairs(json.loads(text))
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than the parser goes: text
             return iter(())
     if "\n" in text:
         return csv_pairs(text)

@@ -340,7 +340,7 @@ def _json_label_pairs(text: str) -> Iterator[tuple[str, str]]:
         return
     try:
         stack: list[Any] = [json.loads(text)]
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the parser goes: text
         return
     while stack:
         node = stack.pop()

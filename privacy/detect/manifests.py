@@ -70,7 +70,7 @@ def _documents(text: str) -> Iterator[tuple[int, int]]:
 def _json_secret_values(text: str) -> Iterator[tuple[int, int]]:
     try:
         stack: list[Any] = [json.loads(text)]
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the parser goes: text
         return
     values: list[str] = []
     while stack:

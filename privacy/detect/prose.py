@@ -111,7 +111,7 @@ def _parsed_json(text: str) -> Any | None:
         return None
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the parser goes: text
         return None
 
 

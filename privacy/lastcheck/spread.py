@@ -106,7 +106,7 @@ def _strings_in(text: str) -> Iterator[str]:
     if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
         try:
             document = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested deeper than the parser goes: text
             document = None
         if isinstance(document, dict | list):
             yield from (inner for _, inner, _ in body_leaves(document, "", None))

@@ -89,3 +89,17 @@ async def test_a_refusal_part_in_history_is_text_not_an_image():
                          {"role": "user", "content": "ok"}]}
     scrubbed = await protector.scrub(body, session_id="s")
     assert scrubbed.body["messages"][0]["content"][0]["refusal"] == "I can't do that."
+
+
+async def test_json_nested_deeper_than_the_parser_goes_is_scanned_as_text():
+    """A message or tool arguments holding JSON nested thousands deep (valid or cut off) failed the step with 503
+    ``RecursionError`` in every layer that reads JSON; it is read as text, and what stands in it is still found."""
+    p = _protector()
+    for text in ('{"a":' * 3000 + ' "PIN: 4921"', "[" * 5000 + '"PIN: 4921"' + "]" * 5000):
+        scrubbed = await p.scrub(_user(text), session_id="deep")
+        assert "4921" not in str(scrubbed.body)
+        call = {"messages": [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": text}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"}]}
+        scrubbed = await p.scrub(call, session_id="deep-args")
+        assert "4921" not in str(scrubbed.body)
