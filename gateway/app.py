@@ -36,7 +36,7 @@ from gateway.failures import Failure, client_failure
 from gateway.gatekeeper import REQUEST_ID_HEADER, Gatekeeper
 from gateway.jsonio import dumps
 from gateway.keys import Keys, load_keys
-from gateway.metrics import RequestMetrics, multiprocess_exposition
+from gateway.metrics import MetricsKey, RequestMetrics, multiprocess_exposition
 from gateway.owner_migration import migrate_owners
 from gateway.pipeline import StepPipeline
 from gateway.policy_choice import build_router
@@ -166,7 +166,7 @@ def build_services(
                                              sign_keys=SigningKeys(keys.derive))
     every: tuple[SnapshotPart, ...] = (
         DoorsPart(meter=meter, protector=protector, sessions=sessions, edge=edge, cloud=cloud,
-                  cloud_transport=cloud_transport),
+                  cloud_transport=cloud_transport, field_hash_key=keys.derive("dropped-fields")),
         LimitsPart(sessions=sessions, meter=meter, hash_key=keys.derive("budget"), clock=clock),
         *parts)
 
@@ -272,6 +272,7 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
                               "internal_error", headers={REQUEST_ID_HEADER: request_id})
 
     request_metrics = RequestMetrics()
+    metrics_key = MetricsKey.from_settings(services.settings.observability)
     tenancy = RequestTenancy(services.tenancy)
     pipeline = StepPipeline(services, request_metrics)
     reader = BodyReader(max_depth=services.settings.server.max_json_depth)  # every route's body goes through this one
@@ -290,6 +291,9 @@ def create_app(settings: Settings, *, services: Services | None = None, config_p
             return b""  # the store is down: /metrics still answers, without the targets' gauges
 
     async def metrics(request: Request) -> Response:
+        if not metrics_key.opens(request.headers):
+            return error_response(401, "GET /metrics needs the key observability.metrics_key_env names: send "
+                                  "'Authorization: Bearer <key>'.", "authentication_error", code="invalid_api_key")
         if (workers := multiprocess_exposition()) is not None:  # several workers: all of them, summed
             return Response(workers + await targets_metrics(), media_type=CONTENT_TYPE_LATEST)
         metering = await metering_metrics(request)

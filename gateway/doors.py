@@ -107,14 +107,16 @@ class Doors:
     def build(cls, settings: Settings, *, meter: Meter, protector: Protector, edge: ManagedUpstream | None = None,
               cloud: ProviderTransport | None = None,
               cloud_transport: Callable[[CloudSettings], ProviderTransport] | None = None,
-              running: Doors | None = None) -> Doors:
+              running: Doors | None = None, field_hash_key: bytes | None = None) -> Doors:
         """The configured pools (each cloud target's transport from ``configured_transport``), or the
         upstreams given (tests, benchmarks): ``edge`` as a pool of one, ``cloud`` as the transport of every target,
         ``cloud_transport`` building each target's transport from its settings (tests wrap litellm's in a guard).
         Built from one settings snapshot; ``running``: the doors a reload replaces (their unchanged members, the
-        counters and a given edge are kept)."""
-        dropped = running.dropped if running is not None else DroppedFields()
-        edge_dropped = running.edge_dropped if running is not None else DroppedFields(side="edge")
+        counters and a given edge are kept); ``field_hash_key``: what the log's hash of a dropped field's name is
+        keyed with (``DroppedFields``)."""
+        dropped = running.dropped if running is not None else DroppedFields(hash_key=field_hash_key)
+        edge_dropped = (running.edge_dropped if running is not None
+                        else DroppedFields(side="edge", hash_key=field_hash_key))
         edge_pool: ManagedPool
         if edge is not None:
             edge_pool = running._edge if running is not None else Fixed(edge, salted=settings.edge.compat.cache_salt)
@@ -199,8 +201,10 @@ class DoorsPart:
 
     def __init__(self, *, meter: Meter, protector: Protector, sessions: SessionStore,
                  edge: ManagedUpstream | None = None, cloud: ProviderTransport | None = None,
-                 cloud_transport: Callable[[CloudSettings], ProviderTransport] | None = None) -> None:
+                 cloud_transport: Callable[[CloudSettings], ProviderTransport] | None = None,
+                 field_hash_key: bytes | None = None) -> None:
         self._meter = meter
+        self._field_hash_key = field_hash_key
         self._protector = protector  # the process's own: started and closed by its owner, never by a snapshot
         self._sessions = sessions
         self._edge = edge
@@ -219,7 +223,7 @@ class DoorsPart:
                 raise ConfigError(f"privacy.edge_detector: {exc}", param="privacy.edge_detector") from None
         return Doors.build(settings, meter=PricedMeter(self._meter, build_pricer(settings.accounting)),
                            protector=protector, edge=self._edge, cloud=self._cloud,
-                           cloud_transport=self._cloud_transport, running=old)
+                           cloud_transport=self._cloud_transport, running=old, field_hash_key=self._field_hash_key)
 
     async def start(self, built: object, running: object | None) -> None:
         assert isinstance(built, Doors)

@@ -7,10 +7,15 @@ each replica is its own scrape target and Prometheus' ``instance`` label tells t
 
 from __future__ import annotations
 
+import hmac
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+from gateway.settings import ObservabilitySettings
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -50,3 +55,20 @@ def multiprocess_exposition() -> bytes | None:
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     return generate_latest(registry)
+
+
+@dataclass(frozen=True)
+class MetricsKey:
+    """What ``GET /metrics`` asks for (``observability.metrics_key_env``); None: it is open."""
+
+    secret: str | None
+
+    @classmethod
+    def from_settings(cls, settings: ObservabilitySettings) -> MetricsKey:
+        return cls(os.environ[settings.metrics_key_env] if settings.metrics_key_env else None)
+
+    def opens(self, headers: Mapping[str, str]) -> bool:
+        if self.secret is None:
+            return True
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self.secret.encode())

@@ -536,6 +536,17 @@ class ObservabilitySettings(_Section):
     service_name: str = Field("ecgw", description="the traces' service.name")
     trace_header: str = Field("x-ecgw-trace-id", description=(
         "response header carrying the step's trace id (sent only while tracing is on)"))
+    metrics_key_env: str | None = Field(None, description=(
+        "the environment variable holding the key GET /metrics asks for (Authorization: Bearer <key>; give it to "
+        "the scraper alone); null = /metrics is open: aggregate counters, whose labels are the gateway's own names"))
+
+    @field_validator("metrics_key_env")
+    @classmethod
+    def _metrics_key_is_set(cls, name: str | None) -> str | None:
+        if name is not None and not os.environ.get(name):
+            raise ValueError(f"names the environment variable {name}, which is not set; export it with the key "
+                             "the scraper sends")
+        return name
 
 
 class Settings(BaseSettings):

@@ -126,7 +126,7 @@ class RequestShape:
                 if name == "tools":
                     value, dropped = _chat_tools(value)
                     if dropped:
-                        self._dropped("tools[].type")
+                        self._dropped("tools[].type")  # boundary.TOOL_TYPES_DROPPED
                 out[name] = value
             elif name not in GATEWAY_SET:
                 self._dropped(name)

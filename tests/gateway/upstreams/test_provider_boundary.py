@@ -195,26 +195,39 @@ def test_no_litellm_argument_in_a_tenants_body_steers_rekeys_or_fakes_the_cloud_
         assert set(cloud.requests[0]) <= CHAT_PARAMETERS | {"model", "messages", "stream", "stream_options"}, batch
 
 
-def test_a_dropped_field_is_counted_by_name(tenant_gateway: RunningGateway):
-    for _ in range(2):
-        _ask(tenant_gateway, {"base_url": "http://127.0.0.1:9/v1", "vendor_field": 1, "user": "u"}, stream=False)
+def test_a_dropped_field_is_counted_under_a_name_the_gateway_chose(tenant_gateway: RunningGateway,
+                                                                    caplog: pytest.LogCaptureFixture):
+    """A request names its fields: only a parameter the gateway withholds is a label of its own; any other name
+    (``patient_jane_roe_hiv_positive``) counts under ``_other`` and reaches neither ``/metrics`` nor the log."""
+    with caplog.at_level("WARNING", logger="ecgw"):
+        for _ in range(2):
+            _ask(tenant_gateway, {"base_url": "http://127.0.0.1:9/v1", "patient_jane_roe_hiv_positive": 1,
+                                  "user": "u"}, stream=False)
     metrics = httpx.get(tenant_gateway.url + "/metrics", headers={"authorization": f"Bearer {TENANT_A}"}).text
-    assert 'ecgw_cloud_dropped_fields_total{field="base_url"} 2.0' in metrics
-    assert 'ecgw_cloud_dropped_fields_total{field="vendor_field"} 2.0' in metrics
+    assert 'ecgw_cloud_dropped_fields_total{field="_other"} 4.0' in metrics
     assert 'ecgw_cloud_dropped_fields_total{field="user"} 2.0' in metrics
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    for client_named in ("patient_jane_roe_hiv_positive", "base_url"):
+        assert client_named not in metrics and client_named not in logged
+    assert "'user'" in logged and logged.count("keyed hash #") == 2  # each other name once, as its hash
 
 
-def test_dropped_field_labels_and_log_lines_are_bounded(caplog: pytest.LogCaptureFixture):
-    """Names come from clients: past the bound they share one label, and each name is logged once."""
-    dropped = DroppedFields(max_labels=3, max_logged=5)
+def test_the_log_names_a_dropped_field_by_a_hash_keyed_with_the_operators_key(caplog: pytest.LogCaptureFixture):
+    import hashlib
+    import hmac
+
+    key = b"k" * 32
+    dropped = DroppedFields(hash_key=key, max_logged=5)
     with caplog.at_level("WARNING", logger="ecgw"):
         for name in ["a", "b", "user", "c", "d", "e", "f", "a", "x" * 500]:
             dropped(name)
     counts = {s.labels["field"]: s.value for m in dropped.registry.collect() for s in m.samples
               if s.name.endswith("_total")}
-    assert counts == {"a": 2.0, "b": 1.0, "c": 1.0, "user": 1.0, "_other": 4.0}  # user: withheld, its own label
+    assert counts == {"user": 1.0, "_other": 8.0}
     logged = [r.getMessage() for r in caplog.records]
-    assert len(logged) == 5 and sum("'a'" in line for line in logged) == 1
+    expected = "#" + hmac.new(key, b"a", hashlib.sha256).hexdigest()[:16]
+    assert len(logged) == 5 and sum(expected in line for line in logged) == 1  # bounded, each name once
+    assert not any(f"'{name}'" in line for line in logged for name in "abcdef")
 
 
 def test_named_extra_body_fields_reach_the_provider_as_json_body_fields_through_the_privacy_walk(
@@ -325,3 +338,17 @@ def test_the_shape_keeps_chat_parameters_and_named_fields_and_drops_the_rest():
     assert sorted(dropped) == ["base_url", "tools[].type", "user"]
     with pytest.raises(ValueError, match="chat parameter"):
         RequestShape(["temperature"])
+
+
+def test_metrics_can_require_a_key_of_their_own(start_gateway: Callable[..., RunningGateway],
+                                                 monkeypatch: pytest.MonkeyPatch):
+    """``observability.metrics_key_env``: /metrics answers only the scraper holding that key (tenant keys too are
+    refused: the counters are every tenant's)."""
+    monkeypatch.setenv("ECGW_TEST_METRICS_KEY", "sk-scraper")
+    gw = start_gateway(server={"api_keys": [TENANT_A]}, observability={"metrics_key_env": "ECGW_TEST_METRICS_KEY"})
+    for headers in ({}, {"authorization": f"Bearer {TENANT_A}"}, {"authorization": "Bearer sk-scraper-not"}):
+        refused = httpx.get(gw.url + "/metrics", headers=headers)
+        assert refused.status_code == 401 and refused.json()["error"]["code"] == "invalid_api_key"
+        assert refused.headers["x-ecgw-request-id"].startswith("req-")
+    opened = httpx.get(gw.url + "/metrics", headers={"authorization": "Bearer sk-scraper"})
+    assert opened.status_code == 200 and "# HELP" in opened.text
