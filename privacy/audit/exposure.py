@@ -22,6 +22,7 @@ from privacy.detect import UnitMatcher, fold, variants
 # the last check's walk: one idea of where a body holds text
 from privacy.lastcheck import body_leaves, body_seams, spread_found
 from privacy.lastcheck.obfuscated import undone
+from privacy.lastcheck.spread import reasoning_splits
 
 
 def exposed_unit_ids(engine: Any, session_id: str) -> set[str]:
@@ -46,6 +47,7 @@ def units_left_raw(body: dict[str, Any], units: UnitMatcher | None) -> list[str]
     for _, glued, boundary, _ in body_seams(body):
         found.update(f.unit_id for f in units.find(fold(glued)) if f.unit_id and f.start < boundary < f.end)
     found.update(f.unit_id for f in spread_found(body, units) if f.unit_id)
+    found.update(f.unit_id for f in reasoning_splits(body, units) if f.unit_id)
     return sorted(found)
 
 

@@ -32,7 +32,8 @@ def body_leaves(value: Any, path: str, label: str | None) -> Iterator[tuple[str,
         yield path, repr(value) if isinstance(value, float) else str(value), label
 
 
-def _message_text(message: Any) -> list[str]:
+def message_text(message: Any) -> list[str]:
+    """The texts of a message's content: the string, or each text part's."""
     if not isinstance(message, dict):
         return []
     content = message.get("content")
@@ -55,7 +56,7 @@ def body_seams(body: dict[str, Any]) -> Iterator[tuple[str, str, int, bool]]:
     previous: tuple[str, str, Any] | None = None
     for i, message in enumerate(body.get("messages") or ()):
         role = message.get("role") if isinstance(message, dict) else None
-        for j, text in enumerate(_message_text(message)):
+        for j, text in enumerate(message_text(message)):
             if not text:
                 continue
             here = f"messages[{i}].content[{j}]"

@@ -23,7 +23,7 @@ from privacy.detect import UNMETERED, Checkpoint, Finding, TextDetector, UnitMat
 from privacy.detect.recurrence import present, present_in
 from privacy.lastcheck.forms import LabelledDetector, TextScan
 from privacy.lastcheck.leaves import Leaves, body_parts, body_seams, content_hash
-from privacy.lastcheck.spread import START, Spread, State, spread_findings, spread_texts
+from privacy.lastcheck.spread import START, Spread, State, split_in_reasoning, spread_findings, spread_texts
 from privacy.vault import Vault
 
 _MIN_VAULT_VALUE = 4
@@ -98,6 +98,7 @@ class EgressCheck:
         self._vaults: OrderedDict[str, tuple[str, int, dict[str, str]]] = OrderedDict()
         self._spreads: weakref.WeakKeyDictionary[UnitMatcher, Spread | None] = weakref.WeakKeyDictionary()
         self._spread_states: OrderedDict[tuple[str, bytes], tuple[State, frozenset[int]]] = OrderedDict()
+        self._reasoning: OrderedDict[tuple[str, bytes], frozenset[int]] = OrderedDict()
         self._entries = cache_entries
 
     def _part(self, digest: bytes | None, leaves: Leaves, prefix: str,
@@ -140,11 +141,14 @@ class EgressCheck:
         spread = self._spread_of(units)
         chain: bytes | None = b""
         state, spread_hits = START, frozenset[int]()
+        reasoned = frozenset[int]()
         for prefix, hashed, leaves in body_parts(body):
             digest = content_hash(hashed)
             part = self._part(digest, leaves, prefix, units, scope, meter)
             if hashed[0] == "message":  # body_parts' tag of each message of the messages list, in order
                 messages.append(part)
+                if spread is not None:
+                    reasoned |= self._reasoning_split(spread, scope, digest, hashed[1])
             if spread is not None:
                 chain, state, spread_hits = self._spread_part(spread, scope, chain, digest, part, state,
                                                               spread_hits)
@@ -163,7 +167,22 @@ class EgressCheck:
         if spread is not None:
             hits += [EgressHit("(strings in order)", f, False, "split")
                      for f in spread_findings(spread, set(spread_hits))]
+            hits += [EgressHit("(reasoning and content)", f, False, "split")
+                     for f in spread_findings(spread, set(reasoned))]
         return EgressScan(hits, messages)
+
+    def _reasoning_split(self, spread: Spread, scope: str, digest: bytes | None, message: Any) -> frozenset[int]:
+        """``split_in_reasoning`` of one message, remembered by its content hash within the scope."""
+        key = (scope, digest) if digest is not None else None
+        known = self._reasoning.get(key) if key is not None else None
+        if known is not None:
+            return known
+        found = split_in_reasoning(message, spread)
+        if key is not None:
+            self._reasoning[key] = found
+            if len(self._reasoning) > self._entries:
+                self._reasoning.popitem(last=False)
+        return found
 
     def _spread_of(self, units: UnitMatcher | None) -> Spread | None:
         if units is None:

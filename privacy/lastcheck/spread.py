@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from privacy.detect import SPREAD_MIN, Finding, Unit, UnitMatcher, canonical, squeezed
-from privacy.lastcheck.leaves import body_leaves, body_parts
+from privacy.lastcheck.leaves import body_leaves, body_parts, message_text
 
 _MIN_PIECE = 2
 
@@ -112,6 +112,45 @@ def _strings_in(text: str) -> Iterator[str]:
             yield from (inner for _, inner, _ in body_leaves(document, "", None))
             return
     yield text
+
+
+_MIN_SPLIT = 3  # characters of each piece of a value split inside a message's reasoning and content
+_REASONING_KEYS = ("reasoning_content", "reasoning")
+
+
+def split_in_reasoning(message: Any, spread: Spread) -> frozenset[int]:
+    """The listed values (≥ 8 characters) an assistant message holds split between its reasoning and its content,
+    each piece anywhere in its string (``it starts Plover!Ga, then`` … ``the rest is ntry#4471.``): a reader of the
+    message joins them, though neither string ends or begins with its piece. Each piece has at least three
+    characters; a value whole in either string is found as it stands. Linear in the message for each value."""
+    if not isinstance(message, dict):
+        return frozenset()
+    reasoning = " ".join(message[k] for k in _REASONING_KEYS if isinstance(message.get(k), str))
+    content = " ".join(message_text(message))
+    if not reasoning.strip() or not content.strip():
+        return frozenset()
+    r, c = squeezed(canonical(reasoning)), squeezed(canonical(content))
+    found: set[int] = set()
+    for i, core in enumerate(spread.cores):
+        if core in r or core in c:
+            continue
+        for k in range(_MIN_SPLIT, len(core) - _MIN_SPLIT + 1):
+            head, tail = core[:k], core[k:]
+            if (head in r and tail in c) or (head in c and tail in r):
+                found.add(i)
+                break
+    return frozenset(found)
+
+
+def reasoning_splits(body: dict[str, Any], units: UnitMatcher | None) -> list[Finding]:
+    """``split_in_reasoning`` over every message of a body, read from scratch (exposure reads it so)."""
+    spread = Spread.of(units)
+    if spread is None:
+        return []
+    found: set[int] = set()
+    for message in body.get("messages") or ():
+        found |= split_in_reasoning(message, spread)
+    return spread_findings(spread, found)
 
 
 def spread_findings(spread: Spread, found: set[int]) -> list[Finding]:
