@@ -26,6 +26,7 @@ from privacy.detect import (
     variants,
 )
 from privacy.detect.keyhints import KeyHintDetector
+from privacy.detect.manifests import SecretManifestDetector
 from privacy.detect.profile import rules_of
 from privacy.detect.realtext import shared_realtext
 from privacy.detect.recurrence import everywhere
@@ -96,6 +97,19 @@ def _last_check_vault() -> Callable[[str], object]:
     return run
 
 
+def _units() -> Callable[[str], object]:
+    """A session's listed units (a name, a phone, an id; the digits' and spread forms too) on a text of near misses."""
+    from privacy.detect import UnitMatcher, UnitsDocument, units_of
+    from tests.privacy.helpers import UNITS
+
+    matcher = UnitMatcher(units_of(UnitsDocument.model_validate(UNITS)))
+    return matcher.find
+
+
+def _manifest(i: int) -> str:
+    return ("apiVersion: v1\nkind: Secret\ndata:\n" if i == 0 else "") + f"  key_{i}: c2VjcmV0LXZhbHVl{i}==\n"
+
+
 _NAMES = ["".join(letters) for letters in itertools.product("abcdefghijklmnopqrstuvwxyz", repeat=3)]
 
 
@@ -162,6 +176,8 @@ LAYERS = [
           chars=300),
     Layer("last check: undone forms of listed units", _last_check_units,
           _repeat("APPAK-1744 Z.Q.X.- five three <~87cURD]i~> MDK-4471 "), chars=2000),
+    Layer("listed units", _units, _repeat("Maria Gonzale 415-555-013 1101051949123100 Maria.Gonzalez@acme ")),
+    Layer("secret manifests", lambda: SecretManifestDetector().find, _manifest),
     Layer("last check", _last_check, lambda i: f"passport: K{1000000 + i} 密码：x{i} ", chars=2000),
     Layer("last check: vault values", _last_check_vault, lambda i: f"assignee: Mary Jon{_NAMES[i]}\n"),
 ]
