@@ -79,7 +79,7 @@ def test_a_gateway_killed_with_9_keeps_every_receipted_record_and_the_metering_o
     base = f"http://127.0.0.1:{port}"
     process = serve(config, tmp_path / "gw.yaml")
     try:
-        wait_healthy(base, process)
+        wait_healthy(base, process, timeout_s=300)  # a loaded CI machine starts a gateway slowly
         _ask(base, -1, False)  # the schema exists and the first checkpoint is signed
         with _writes_refused(database):
             answered = [_ask(base, n, stream=n % 2 == 1) for n in range(6)]
@@ -90,7 +90,7 @@ def test_a_gateway_killed_with_9_keeps_every_receipted_record_and_the_metering_o
         assert _missing(database, receipts) == {"receipts": receipts,
                                                 "calls": [parse(t)[1]["call"] for t in receipts]}
         process = serve(config, tmp_path / "gw.yaml")  # the same machine starts it again
-        wait_healthy(base, process)
+        wait_healthy(base, process, timeout_s=300)  # a loaded CI machine starts a gateway slowly
         process.send_signal(signal.SIGTERM)  # a clean stop writes what the start took from the journals
         process.wait(timeout=60)
     finally:
