@@ -177,15 +177,19 @@ class Journal:
             generation, offset = mark
             if self._fd is None or generation != self._generation or offset == 0:
                 return
-            if offset == self._size:
-                os.ftruncate(self._fd, 0)
-                self._size, self._generation = 0, self._generation + 1
-            elif self._size > self._compact_bytes:
-                self._compact(offset)
-            else:
-                line = orjson.dumps({_WRITTEN: offset}) + b"\n"
-                _write_all(self._fd, line)
-                self._size += len(line)
+            try:
+                if offset == self._size:
+                    os.ftruncate(self._fd, 0)
+                    self._size, self._generation = 0, self._generation + 1
+                elif self._size > self._compact_bytes:
+                    self._compact(offset)
+                else:
+                    line = orjson.dumps({_WRITTEN: offset}) + b"\n"
+                    _write_all(self._fd, line)
+                    self._size += len(line)
+            except OSError as exc:  # the records are stored: a replay would only skip them by their ids
+                self._log.warning("could not record in the journal %s that its records are stored (%s)",
+                                  self._path, exc)
 
     def close(self) -> None:
         """At a clean shutdown, once everything is stored or spilled: the file goes."""
