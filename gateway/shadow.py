@@ -32,6 +32,7 @@ from accounting.calls import Meter, StepRecord
 from gateway.doors import Doors
 from gateway.settings import LearningSettings
 from gateway.snapshot import Lease
+from privacy.classes.policy import ClassBlocked
 from privacy.errors import PrivacyBlocked
 from router.budgets.errors import KEPT_ON_EDGE
 from router.budgets.limits import NO_SPEND, Budgets, Spend
@@ -144,6 +145,8 @@ class Shadows:
             label = agreement(answer_of(edge_answer), answer_of(response)).as_record()
         except (PrivacyBlocked, *KEPT_ON_EDGE) as exc:
             log.info("request %s: not shadowed: %s", record.request_id, exc)
+            if isinstance(exc, ClassBlocked):  # the step record names the class that kept the shadow call local
+                record = dataclasses.replace(record, signal={**record.signal, "shadow_data_class": exc.data_class})
         except asyncio.CancelledError:
             log.info("request %s: shadow call cancelled at shutdown", record.request_id)
         except Exception:  # a shadow call never fails anything: its step is recorded without a label

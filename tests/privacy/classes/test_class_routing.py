@@ -182,8 +182,9 @@ def test_every_internal_cloud_call_keeps_the_class_off_standard(
     if fallback:  # the call went to the trusted target instead
         assert len(trusted.requests) == 1 and PURPOSES[kind] in cloud_purposes
         assert EMAIL not in json.dumps(trusted.requests[0])
-    elif kind == "shadow":  # no shadow call, so no label; the step itself was the edge's
+    elif kind == "shadow":  # no shadow call, so no label, and the record says which class kept it local
         assert cloud_purposes == [] and gw.meter.steps[0].label is None
+        assert gw.meter.steps[0].signal["shadow_data_class"] == "contact"
     else:
         assert cloud_purposes == [] and gw.meter.steps[0].signal.get("data_class") == "contact"
 
