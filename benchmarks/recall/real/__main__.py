@@ -71,6 +71,13 @@ def main() -> None:
         tallies["presidio defaults"] = tally
     print(f"{args.split}: {len(prompts)} prompts\n")
     print(table(tallies))
+    if "presidio defaults" in tallies:
+        theirs = {(p, v) for p, _, v in tallies["presidio defaults"].leaked_units}
+        for name, tally in tallies.items():
+            if name != "presidio defaults":
+                missed = sum((p, v) not in theirs for p, _, v in tally.leaked_units)
+                print(f"\nunits presidio's defaults protected that {name} leaked: {missed}", end="")
+        print()
     if args.leaks:
         if args.split == "heldout":
             parser.error("--leaks is for the dev split: the held-out split is never read per item")
