@@ -283,7 +283,7 @@ def register(subparsers: Any) -> None:
     ask.add_argument("--class", dest="data_class", required=True, choices=CLASSES, help="the data class")
     ask.add_argument("--tier", required=True, choices=TIERS, help="the targets' tier")
     ask.add_argument("--owner", default="all", help="a tenant (acme), an owner as the gateway names it (t.acme), "
-                                                    "or all (default)")
+                                                    "or all (default: all)")
     ask.add_argument("--since", default=None, help="from this time: unix seconds, ISO 8601, or a duration back "
                                                    "from now such as 90d (default: the first record)")
     ask.add_argument("--until", default=None, help="up to (not including) this time; default now")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
 import pytest
 
 from privacy import PassThroughProtector, Protection
+from privacy.classes.names import ANYONE, Who
 from privacy.errors import PrivacyUnavailable
 from router.channels import CloudChannel
 from router.context import CallContext, RouteTracker
@@ -24,17 +26,20 @@ class CanaryProtector(PassThroughProtector):
         self.protected: list[dict[str, Any]] = []
 
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
-                      experiment: str | None = None) -> Protection:
+                      experiment: str | None = None, tiers: Sequence[str] = ("standard",),
+                      who: Who = ANYONE) -> Protection:
         import json
 
         scrubbed = json.loads(json.dumps(body).replace(CANARY, "[SECRET_001]"))
         self.protected.append(scrubbed)
-        return await PassThroughProtector().protect(scrubbed, session_id=session_id, request_id=request_id)
+        return await PassThroughProtector().protect(scrubbed, session_id=session_id, request_id=request_id,
+                                                    tiers=tiers, who=who)
 
 
 class BrokenProtector(PassThroughProtector):
     async def protect(self, body: dict[str, Any], *, session_id: str, request_id: str,
-                      experiment: str | None = None) -> Protection:
+                      experiment: str | None = None, tiers: Sequence[str] = ("standard",),
+                      who: Who = ANYONE) -> Protection:
         raise PrivacyUnavailable("detector 'secrets' crashed")
 
 
