@@ -49,7 +49,7 @@ typecheck: $(STAMP) ## mypy --strict
 # config.yaml and docs/configuration.md are generated from the settings models' descriptions and reload classes (a
 # test fails when they differ): run this after changing a settings field, or after a rebase that brought new ones.
 config: $(STAMP) ## write config.yaml and docs/configuration.md again from the settings models
-	$(PY) -m gateway.settings_reference
+	$(PY) -m gateway.config.reference
 
 clean: ## remove .venv and the tool caches (not ~/.cache/ecgw)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,4 +1,4 @@
-"""``ecgw usage``: usage reports from the metering store (registered by ``gateway.cli``)."""
+"""``ecgw usage``: usage reports from the metering store (registered by ``gateway.cli.main``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Token counts from text, for upstreams that report no usage (llama-cpp-python's server when streaming).
 
-Uses tiktoken with the BPE files litellm ships (``gateway.offline`` points ``TIKTOKEN_CACHE_DIR`` at them), so it
+Uses tiktoken with the BPE files litellm ships (``gateway.cli.offline`` points ``TIKTOKEN_CACHE_DIR`` at them), so it
 works offline. The count follows OpenAI's chat recipe: 3 tokens per message, 1 per name, 3 to prime the reply.
 It is an estimate for any model whose tokenizer differs — the record says so (``usage_source = "estimated"``).
 """

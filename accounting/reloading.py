@@ -1,7 +1,7 @@
 """How a setting takes effect when the configuration is reloaded, said once on its pydantic field beside its
 description: ``Field(..., json_schema_extra=reloads(DOORS))`` or ``restart("why")``. A field that says nothing takes
 its section's. The gateway derives from these which sections each part of a configuration snapshot rebuilds and
-why every other change waits for a restart (``gateway.settings_reference``). It lives in the lowest layer so that
+why every other change waits for a restart (``gateway.config.reference``). It lives in the lowest layer so that
 every package's settings can say it."""
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ MAX_REQUEST_IDS = 2000  # per question; an agent run makes tens of requests
 
 def settlement_report(store: UsageStore, request_ids: list[str], *, session_prefix: str | None = None,
                       session_id: str | None = None) -> dict[str, Any]:
-    """``session_prefix``: the caller's own sessions (``gateway.tenancy``), ``session_id``: its one session (a key
+    """``session_prefix``: the caller's own sessions (``gateway.state.tenancy``), ``session_id``: its one session (a key
     bound to it); another owner's or session's request is unknown."""
     state = store.settlement(request_ids, session_prefix=session_prefix, session_id=session_id)
     pending = [{"request_id": rid, "expected_calls": expected, "recorded_calls": recorded}

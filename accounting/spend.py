@@ -14,7 +14,7 @@ from sqlalchemy import Table, case, func, select
 from accounting.records import UsageRecord
 from accounting.store import UsageStore
 
-SHADOW = "shadow"  # the purpose of a shadow call (gateway.shadow): no tenant's, key's or session's spend
+SHADOW = "shadow"  # the purpose of a shadow call (gateway.learning.shadow): no tenant's, key's or session's spend
 
 
 def _table() -> Table:

@@ -48,9 +48,9 @@ async def _serve(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     import uvicorn
 
     from gateway.app import create_app
-    from gateway.logs import ThreadedHandler, configure_logging, uvicorn_options
-    from gateway.offline import prepare_offline_environment
-    from gateway.settings import load_settings
+    from gateway.cli.offline import prepare_offline_environment
+    from gateway.config.settings import load_settings
+    from gateway.telemetry.logs import ThreadedHandler, configure_logging, uvicorn_options
 
     prepare_offline_environment()
     upstream = start_upstream(workdir)

@@ -28,8 +28,8 @@ import uvicorn
 from benchmarks.contenders import free_port
 from benchmarks.results import append
 from gateway.app import create_app
-from gateway.offline import prepare_offline_environment
-from gateway.settings import load_settings
+from gateway.cli.offline import prepare_offline_environment
+from gateway.config.settings import load_settings
 
 WORDS = [f"word{i} " for i in range(55)] + ["call ", "me ", "at ", "415-555-0199 ", "today."]
 

@@ -36,8 +36,8 @@ import httpx
 from accounting.steps import labelled_steps
 from accounting.store import UsageStore
 from gateway.app import build_services, create_app
-from gateway.offline import prepare_offline_environment
-from gateway.settings import Settings, load_settings
+from gateway.cli.offline import prepare_offline_environment
+from gateway.config.settings import Settings, load_settings
 from router.learning.fit import fit
 from router.learning.replay import replay
 from tests.fakes.model_server import ModelServer, Reply, ToolCall

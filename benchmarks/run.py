@@ -55,10 +55,10 @@ def scrub_timings(steps: int) -> dict[str, Any]:
     """Protect each step of a growing agent trajectory with the configured privacy layer, in process."""
     import os
 
-    from gateway.offline import prepare_offline_environment
+    from gateway.cli.offline import prepare_offline_environment
 
     prepare_offline_environment()
-    from gateway.sessions import MemorySessionStore
+    from gateway.state.sessions import MemorySessionStore
     from privacy.factory import build_protector
     from privacy.settings import PrivacySettings
 

@@ -40,11 +40,11 @@ def _summary(process: list[float], main: list[float]) -> dict[str, float]:
 
 
 def measure(steps: int = 40, calls: int = 30) -> dict[str, Any]:
-    from gateway.offline import prepare_offline_environment
+    from gateway.cli.offline import prepare_offline_environment
 
     prepare_offline_environment()
     from benchmarks.workload import trajectory
-    from gateway.sessions import MemorySessionStore
+    from gateway.state.sessions import MemorySessionStore
     from privacy.factory import build_protector
     from privacy.protector import PrivacyProtector
     from privacy.settings import PrivacySettings

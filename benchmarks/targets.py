@@ -28,8 +28,8 @@ from accounting.factory import build_record_builder
 from accounting.pricing import Pricer
 from accounting.settings import AccountingSettings, ModelPrice
 from benchmarks.results import append
-from gateway.sealing import SealedStore
-from gateway.sessions import MemorySessionStore, SQLiteSessionStore
+from gateway.state.sealing import SealedStore
+from gateway.state.sessions import MemorySessionStore, SQLiteSessionStore
 from privacy.session_store import SessionStore
 from router.budgets.ledger import no_seed
 from router.budgets.limits import Budgets
@@ -128,7 +128,7 @@ async def reservation_costs(tmp: Path) -> tuple[dict[str, dict[str, float]], dic
     url = os.environ.get("ECGW_TEST_REDIS_URL")
     redis: list[Any] = []
     if url:  # the Redis the tests use, under a key prefix of its own
-        from gateway.redis_sessions import RedisSessionStore
+        from gateway.state.redis_sessions import RedisSessionStore
 
         def make_redis() -> SessionStore:
             inner = RedisSessionStore(url, prefix="ecgw:bench-budget:")

@@ -52,13 +52,13 @@ async def _cpu_per_call(call: Callable[[], Awaitable[Any]], *, calls: int, concu
 
 
 async def _measure(args: argparse.Namespace, workdir: Path) -> dict[str, dict[str, float]]:
-    from gateway.offline import prepare_offline_environment
-    from gateway.settings import CloudSettings, EdgeSettings
-    from gateway.upstreams.boundary import ProviderBoundary
-    from gateway.upstreams.cloud import LiteLLMUpstream
-    from gateway.upstreams.cloud_http import OpenAIWireCloud
-    from gateway.upstreams.openai_http import OpenAIHTTPUpstream
-    from gateway.upstreams.provider_request import RequestShape
+    from gateway.cli.offline import prepare_offline_environment
+    from gateway.config.settings import CloudSettings, EdgeSettings
+    from gateway.egress.transports.boundary import ProviderBoundary
+    from gateway.egress.transports.cloud import LiteLLMUpstream
+    from gateway.egress.transports.cloud_http import OpenAIWireCloud
+    from gateway.egress.transports.openai_http import OpenAIHTTPUpstream
+    from gateway.egress.transports.provider_request import RequestShape
 
     prepare_offline_environment()
     logging.getLogger("LiteLLM").setLevel(logging.WARNING)

@@ -25,39 +25,39 @@ from accounting.store import UsageStore
 from gateway.admin.database import AdminDatabase
 from gateway.admin.routes import admin_routes
 from gateway.admin.virtual_keys import VirtualKeys
-from gateway.api import healthz, list_models, readyz
-from gateway.body import BodyReader
-from gateway.budgets import LimitsPart, budget_endpoint, check_limits, limiting_of
+from gateway.config.settings import CloudSettings, ConfigError, ServerSettings, Settings, edge_endpoint
 from gateway.dashboard.access import TOKEN_TTL_S, UiSessions
 from gateway.dashboard.routes import dashboard_routes
-from gateway.doors import DoorsPart, ManagedUpstream, doors_of
-from gateway.errors import ClientError, StartupError, error_response
-from gateway.failures import Failure, client_failure
-from gateway.gatekeeper import REQUEST_ID_HEADER, Gatekeeper
-from gateway.jsonio import dumps
-from gateway.keys import Keys, load_keys
-from gateway.metrics import MetricsKey, RequestMetrics, multiprocess_exposition
-from gateway.owner_migration import migrate_owners
-from gateway.pipeline import StepPipeline
-from gateway.policy_choice import build_router
-from gateway.privacy_routes import erase_endpoint, receipts_endpoint, session_privacy_endpoint, units_endpoint
-from gateway.reload import POLL_S, Reloader, Seen, on_sighup
-from gateway.sealing import SealBroken
+from gateway.egress.doors import DoorsPart, ManagedUpstream, doors_of
+from gateway.egress.transports.provider_request import ProviderTransport
+from gateway.http.body import BodyReader
+from gateway.http.errors import ClientError, StartupError, error_response
+from gateway.http.failures import Failure, client_failure
+from gateway.http.jsonio import dumps
+from gateway.learning.shadow import Shadows
+from gateway.live.limits import LimitsPart, budget_endpoint, check_limits, limiting_of
+from gateway.live.policy_choice import build_router
+from gateway.live.reload import POLL_S, Reloader, Seen, on_sighup
+from gateway.live.snapshot import Configuration, Snapshot, SnapshotPart
+from gateway.live.targets_report import targets_exposition, targets_report
+from gateway.routes.gatekeeper import REQUEST_ID_HEADER, Gatekeeper
+from gateway.routes.health import healthz, list_models, readyz
+from gateway.routes.privacy import erase_endpoint, receipts_endpoint, session_privacy_endpoint, units_endpoint
+from gateway.routes.usage import metrics_endpoint, usage_endpoint, usage_requests_endpoint
 from gateway.service import Services
-from gateway.session_stores import build_session_store, session_store_kind
-from gateway.settings import CloudSettings, ConfigError, ServerSettings, Settings, edge_endpoint
-from gateway.shadow import Shadows
-from gateway.snapshot import Configuration, Snapshot, SnapshotPart
+from gateway.state.keys import Keys, load_keys
+from gateway.state.owner_migration import migrate_owners
+from gateway.state.sealing import SealBroken
+from gateway.state.stores import build_session_store, session_store_kind
+from gateway.state.tenancy import RequestTenancy, Tenancy, owner_of
 from gateway.surfaces import SurfaceEndpoint
 from gateway.surfaces.chat import ChatSurface
 from gateway.surfaces.messages import CountTokens, MessagesSurface, native_anthropic
 from gateway.surfaces.messages import error_body as messages_error_body
+from gateway.surfaces.pipeline import StepPipeline
 from gateway.surfaces.responses import responses_endpoint
-from gateway.targets_report import targets_exposition, targets_report
-from gateway.tenancy import RequestTenancy, Tenancy, owner_of
-from gateway.tracing import SessionHasher, Tracing, build_tracing
-from gateway.upstreams.provider_request import ProviderTransport
-from gateway.usage_routes import metrics_endpoint, usage_endpoint, usage_requests_endpoint
+from gateway.telemetry.metrics import MetricsKey, RequestMetrics, multiprocess_exposition
+from gateway.telemetry.tracing import SessionHasher, Tracing, build_tracing
 from privacy import Protector
 from privacy.audit import SigningKeys
 from privacy.factory import build_protector
@@ -149,7 +149,7 @@ def build_services(
 ) -> Services:
     """Every part, built once; ``clock`` (unix seconds) is what budgets and rate limits read the time from.
     ``config_path`` and ``overrides``: where a reload reads the configuration again (the file ``settings`` came
-    from, and the command line's values over it); ``parts``: what else a snapshot builds (``gateway.snapshot``);
+    from, and the command line's values over it); ``parts``: what else a snapshot builds (``gateway.live.snapshot``);
     ``reload_adopt_after``: the reloader's ``adopt_after`` (a worker of ``ecgw serve``)."""
     meter = meter or build_meter(settings.accounting, database_url=settings.database_url)
     rates = measured_rates(meter)
@@ -229,7 +229,7 @@ def freeze_startup_heap() -> tuple[int, int, int]:
 
 def forwarded(server: ServerSettings) -> list[Middleware]:
     """``X-Forwarded-For``/``-Proto`` applied only to connections from ``server.forwarded_allow_ips`` (uvicorn's own
-    handling is off: ``gateway.logs.uvicorn_options``); nothing when none is named."""
+    handling is off: ``gateway.telemetry.logs.uvicorn_options``); nothing when none is named."""
     if not server.forwarded_allow_ips:
         return []
     return [Middleware(ProxyHeadersMiddleware, trusted_hosts=list(server.forwarded_allow_ips))]

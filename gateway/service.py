@@ -8,15 +8,15 @@ from dataclasses import dataclass, field
 from accounting.calls import Meter
 from gateway.admin.database import AdminDatabase
 from gateway.admin.virtual_keys import VirtualKeys
-from gateway.budgets import limiting_of
-from gateway.doors import Doors, doors_of
-from gateway.policy_choice import PolicyChooser
-from gateway.reload import Reloader
-from gateway.settings import Settings
-from gateway.shadow import Shadows
-from gateway.snapshot import Configuration
-from gateway.tenancy import Tenancy
-from gateway.tracing import NoTracing, SessionHasher, Tracing
+from gateway.config.settings import Settings
+from gateway.egress.doors import Doors, doors_of
+from gateway.learning.shadow import Shadows
+from gateway.live.limits import limiting_of
+from gateway.live.policy_choice import PolicyChooser
+from gateway.live.reload import Reloader
+from gateway.live.snapshot import Configuration
+from gateway.state.tenancy import Tenancy
+from gateway.telemetry.tracing import NoTracing, SessionHasher, Tracing
 from privacy import Protector
 from privacy.session_store import SessionStore
 from router.budgets.limits import Budgets
@@ -32,7 +32,7 @@ class Services:
     out channels, so the cloud is reachable only through ``CloudChannel``. What a reload may change (settings,
     policies, the chooser, the keys, the doors with their pools, privacy rules and prices, the budgets and rate
     limits, the learning knobs) comes from the configuration's snapshot: inside a request, the one it started with
-    (``gateway.snapshot``). ``protector`` is the process's own (its audit, its units routes); each snapshot's doors
+    (``gateway.live.snapshot``). ``protector`` is the process's own (its audit, its units routes); each snapshot's doors
     hold it under that snapshot's rules."""
 
     config: Configuration

@@ -145,7 +145,7 @@ class PrivacyProtector:
                  last_check: LastCheck | None = None, metrics: PrivacyMetrics | None = None,
                  sealer: Sealer | None = None, scope_of: Callable[[str], str] | None = None,
                  inbound: InboundScanner | None = None) -> None:
-        """``scope_of``: the owner of a session id (``gateway.tenancy``): detections are shared within one owner's
+        """``scope_of``: the owner of a session id (``gateway.state.tenancy``): detections are shared within one owner's
         sessions only. None: one owner (single-tenant, ``ecgw scrub``). ``inbound``: how answers are read for what
         the call never carried (``privacy.response_guard``; None: not read)."""
         self._inbound = inbound

@@ -3,9 +3,9 @@
 from router.channels import Channel, CloudChannel, EdgeChannel
 from router.context import CallContext, RouteTracker
 from router.errors import PrivacyUnavailable, UpstreamError
-from router.fleet import Upstream
 from router.policy import Policy, PolicyRegistry, StepResult
 from router.step import SessionState, Step
+from router.upstreams import Upstream
 
 __all__ = [
     "CallContext",

@@ -21,10 +21,10 @@ from router.budgets.limits import NO_SPEND, Spend
 from router.budgets.measures import one_cap
 from router.context import CallContext, RouteTracker
 from router.errors import UpstreamError
-from router.fleet import Call, Member, Pool, cache_salt, first_token_within, relayed_token, retryable
 from router.provider_state import foreign_state
 from router.spans import Span, current, ending
 from router.stops import stop_reason
+from router.upstreams import Call, Member, Pool, cache_salt, first_token_within, relayed_token, retryable
 
 log = logging.getLogger("ecgw")
 
@@ -291,7 +291,7 @@ class EdgeChannel(_MeteredChannel):
                 await upstream.aclose()
 
     def relay(self, body: dict[str, Any], *, usage: bool, purpose: str = "step") -> AsyncIterator[bytes] | None:
-        """The stream of ``body`` as the client's SSE bytes, relayed from the upstream (``router.fleet.Relay``),
+        """The stream of ``body`` as the client's SSE bytes, relayed from the upstream (``router.upstreams.Relay``),
         when every member the call may go to can relay it; else None (``stream`` it). Reserved, metered, settled
         and failed over as ``stream`` is; ``usage``: the client asked for the usage chunk."""
         plan = self._pool.plan(self._call)

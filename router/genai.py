@@ -1,7 +1,7 @@
 """OpenTelemetry's GenAI semantic conventions on an upstream call's span (``gen_ai.*``, beside ``ecgw.*``), so
 Jaeger, Langfuse or Phoenix show operations, providers, models, tokens and finish reasons without a custom mapping.
 Never content: only names, counts and finish reasons. The conversation id (the keyed session hash) is set where
-the session is known, on the request's span (``gateway.pipeline``)."""
+the session is known, on the request's span (``gateway.surfaces.pipeline``)."""
 
 from __future__ import annotations
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, ClassVar, Protocol
 
-from router.fleet import TARGET_KNOB, without_target
 from router.step import Step
+from router.upstreams import TARGET_KNOB, without_target
 
 # A completion body (non-streaming) or an async iterator of chunk bodies (streaming).
 StepResult = dict[str, Any] | AsyncIterator[dict[str, Any]]

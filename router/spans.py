@@ -1,6 +1,6 @@
 """The span seam for per-step traces: channels and the pipeline open child spans of whatever span is current;
 with tracing off the current span is ``NO_SPAN`` and every call is a no-op. The OpenTelemetry implementation lives
-in ``gateway.tracing``. Attributes are labels and numbers only — never prompt or answer content."""
+in ``gateway.telemetry.tracing``. Attributes are labels and numbers only — never prompt or answer content."""
 
 from __future__ import annotations
 

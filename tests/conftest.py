@@ -11,9 +11,9 @@ import pytest
 
 from accounting.calls import MemoryMeter
 from gateway.app import create_app
-from gateway.offline import prepare_offline_environment
+from gateway.cli.offline import prepare_offline_environment
+from gateway.config.settings import Settings, load_settings
 from gateway.service import Services
-from gateway.settings import Settings, load_settings
 from privacy import Protector
 from tests.door import GuardedCloud, guarded_cloud, guarded_services, guarded_targets
 from tests.fakes.model_server import ModelServer

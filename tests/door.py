@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from gateway.app import build_services
-from gateway.doors import configured_transport
+from gateway.config.settings import CloudSettings, Settings
+from gateway.egress.doors import configured_transport
+from gateway.egress.transports.provider_request import ProviderRequest
 from gateway.service import Services
-from gateway.settings import CloudSettings, Settings
-from gateway.upstreams.provider_request import ProviderRequest
 from router.channels import CloudChannel
 
 

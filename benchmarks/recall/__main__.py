@@ -15,7 +15,7 @@ from collections import Counter
 from benchmarks.recall import people, wild
 from benchmarks.recall.corpus import Case, corpus, units_document
 from benchmarks.recall.score import Figures
-from gateway.sessions import MemorySessionStore
+from gateway.state.sessions import MemorySessionStore
 from privacy.detect import EdgeEndpoint, EdgeSpanLister, UnitsDocument
 from privacy.errors import PrivacyBlocked
 from privacy.factory import build_detector, build_edge_lister, build_privacy_protector

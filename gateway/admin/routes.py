@@ -1,7 +1,7 @@
 """``/admin/v1``: reload the configuration, create, list and revoke virtual keys. Every route needs an admin key
 (``server.admin_keys``; with none configured they are closed), and every call — refused ones too — is audited
 (who: the key's name, never the key; what; when; the status). Bodies are read by the one body reader
-(``gateway.body``), as on every other route."""
+(``gateway.http.body``), as on every other route."""
 
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ from starlette.routing import Route
 
 from gateway.admin.database import AdminDatabase
 from gateway.admin.virtual_keys import VirtualKeys, new_secret
-from gateway.body import BodyReader
-from gateway.budgets import check_countable
-from gateway.errors import ClientError, error_response
-from gateway.failures import client_failure
-from gateway.reload import Reloader, reload_endpoint
-from gateway.settings import NAME_PATTERN, ConfigError
-from gateway.snapshot import Configuration
-from gateway.tenancy import Identity
+from gateway.config.settings import NAME_PATTERN, ConfigError
+from gateway.http.body import BodyReader
+from gateway.http.errors import ClientError, error_response
+from gateway.http.failures import client_failure
+from gateway.live.limits import check_countable
+from gateway.live.reload import Reloader, reload_endpoint
+from gateway.live.snapshot import Configuration
+from gateway.state.tenancy import Identity
 from router.budgets.settings import Limits
 
 log = logging.getLogger("ecgw")

@@ -27,9 +27,9 @@ import time
 from collections.abc import Callable
 
 from gateway.admin.database import AdminDatabase, VirtualKey
-from gateway.errors import ClientError
-from gateway.polling import Poller
-from gateway.tenancy import RuntimeKey
+from gateway.http.errors import ClientError
+from gateway.state.polling import Poller
+from gateway.state.tenancy import RuntimeKey
 from router.budgets.settings import Limits
 
 log = logging.getLogger("ecgw")
@@ -60,7 +60,7 @@ def _runtime(key: VirtualKey) -> RuntimeKey:
 
 
 class VirtualKeys:
-    """The active virtual keys, by hash (``gateway.tenancy.RuntimeKeys``)."""
+    """The active virtual keys, by hash (``gateway.state.tenancy.RuntimeKeys``)."""
 
     def __init__(self, db: AdminDatabase, hash_key: bytes, *, poll_s: float = POLL_S,
                  clock: Callable[[], float] = time.time) -> None:

@@ -26,8 +26,8 @@ from urllib.parse import parse_qs
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from gateway.settings import Settings
-from gateway.tenancy import presented_key
+from gateway.config.settings import Settings
+from gateway.state.tenancy import presented_key
 from privacy.session_store import SessionStore, SessionStoreUnavailable
 
 COOKIE = "ecgw_ui"

@@ -16,10 +16,10 @@ from accounting.report_source import UsageReports
 from accounting.reports import BadReportRequest, derive, usage_report
 from accounting.steps import blocked_steps, request_rate, route_mix, session_steps
 from accounting.store import UsageStore
-from gateway.budget_overview import budget_overview
 from gateway.dashboard.experiments import arms_report
+from gateway.live.budget_overview import budget_overview
+from gateway.live.targets_report import targets_report
 from gateway.service import Services
-from gateway.targets_report import targets_report
 from privacy import SessionPrivacy
 from privacy.audit import cloud_bodies, overview
 

@@ -16,13 +16,13 @@ from starlette.routing import Route
 
 from accounting.database import StoreUnavailable
 from accounting.reports import BadReportRequest
-from gateway.body import BodyReader
 from gateway.dashboard import charts
 from gateway.dashboard.access import UiSessions, allowed, hardened, login, login_page, logout
 from gateway.dashboard.data import Dashboard, MeteringOff
-from gateway.errors import ClientError, error_response
+from gateway.http.body import BodyReader
+from gateway.http.errors import ClientError, error_response
 from gateway.service import Services
-from gateway.tenancy import RequestTenancy
+from gateway.state.tenancy import RequestTenancy
 from privacy.session_store import SessionStoreUnavailable
 from router.budgets.errors import BudgetUnavailable
 

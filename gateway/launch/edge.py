@@ -17,11 +17,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from gateway.errors import StartupError
+from gateway.config.settings import EdgeSettings, Settings
+from gateway.http.errors import StartupError
 from gateway.launch.progress import Ticker
 from gateway.launch.supervisor import Supervisor, tail
 from gateway.launch.vllm import EMBEDDED_MODEL, EMBEDDED_NAME, START_USUALLY, VllmScript
-from gateway.settings import EdgeSettings, Settings
 
 READY_TIMEOUT_S = 900.0  # vLLM's CPU build on two busy cores; a GPU start compiles kernels first
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -84,7 +84,7 @@ class LaunchedEdge:
     def stop_on_signals(self) -> None:
         """SIGTERM ends the gateway with the edge. (uvicorn takes it while it serves, shuts down gracefully, then
         raises it again, which lands here; SIGINT unwinds as KeyboardInterrupt.) SIGHUP reloads the configuration
-        (``gateway.reload``): it never ends the gateway nor its edge."""
+        (``gateway.live.reload``): it never ends the gateway nor its edge."""
 
         def handler(signum: int, frame: FrameType | None) -> None:
             self.stop()

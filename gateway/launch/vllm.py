@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from gateway.errors import StartupError
+from gateway.http.errors import StartupError
 from gateway.launch.progress import Ticker
 
 EMBEDDED_MODEL = "SmolLM2-135M-Instruct"

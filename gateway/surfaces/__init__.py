@@ -3,7 +3,7 @@
 A surface parses its request into the chat-completions shape the pipeline runs, and renders the pipeline's
 completion or chunk stream back into its own format (JSON or SSE) and its own error envelope. Everything else —
 sessions, policy, privacy, metering, request metrics — is shared here (authentication and the body limit are
-``gateway.gatekeeper``'s, in front of every route)."""
+``gateway.routes.gatekeeper``'s, in front of every route)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from gateway.failures import Failure, classify
-from gateway.pipeline import Outcome, Started, StepPipeline
-from gateway.tenancy import Identity
+from gateway.http.failures import Failure, classify
+from gateway.state.tenancy import Identity
+from gateway.surfaces.pipeline import Outcome, Started, StepPipeline
 from router.chat_shapes import aclose
 from router.spans import NO_SPAN, make_current
 
@@ -41,7 +41,7 @@ class Surface(Protocol):
     relays: bool  # its stream is OpenAI's chat SSE as it is: an edge-only step may hand it the upstream's bytes
 
     def parse(self, raw: bytes, headers: Mapping[str, str]) -> Parsed:
-        """Raises ``gateway.errors.ClientError`` naming the bad field."""
+        """Raises ``gateway.http.errors.ClientError`` naming the bad field."""
         ...
 
     async def render(self, completion: dict[str, Any], parsed: Parsed, started: Started) -> bytes:
@@ -69,7 +69,7 @@ class SurfaceEndpoint:
         self._pipeline = pipeline
 
     async def handle(self, request: Request) -> Response:
-        request_id: str = request.state.request_id  # set by gateway.gatekeeper, echoed on every response
+        request_id: str = request.state.request_id  # set by gateway.routes.gatekeeper, echoed on every response
         services = self._pipeline.services
         tracing = services.tracing
         if tracing.enabled:  # else NO_SPAN, already current (no URL built for attributes nobody records)
@@ -94,7 +94,7 @@ class SurfaceEndpoint:
         return response
 
     async def _handle(self, request: Request, request_id: str, outcome: Outcome) -> Response:
-        identity: Identity = request.state.identity  # set by gateway.gatekeeper
+        identity: Identity = request.state.identity  # set by gateway.routes.gatekeeper
         parsed = await self._parse(request, identity)
         started = await self._pipeline.start(request.headers, parsed.body, identity=identity, outcome=outcome,
                                              session_hint=parsed.session_hint, relay=self._surface.relays)

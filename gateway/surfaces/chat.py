@@ -7,14 +7,14 @@ from typing import Any
 
 from starlette.responses import Response
 
-from gateway import sse
-from gateway.body import BodyReader
-from gateway.errors import error_body, error_response
-from gateway.failures import Failure
-from gateway.jsonio import dumps
-from gateway.pipeline import Started
+from gateway.http import sse
+from gateway.http.body import BodyReader
+from gateway.http.errors import error_body, error_response
+from gateway.http.failures import Failure
+from gateway.http.jsonio import dumps
+from gateway.http.wire import EXPECT, check_chat_request, client_wants_usage
 from gateway.surfaces import Parsed
-from gateway.wire import EXPECT, check_chat_request, client_wants_usage
+from gateway.surfaces.pipeline import Started
 
 
 class ChatSurface:

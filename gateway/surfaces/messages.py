@@ -12,15 +12,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from accounting.estimate import TokenEstimator
-from gateway.body import BodyReader
-from gateway.failures import Failure, classify
-from gateway.jsonio import dumps
-from gateway.pipeline import Started
+from gateway.http.body import BodyReader
+from gateway.http.failures import Failure, classify
+from gateway.http.jsonio import dumps
+from gateway.http.sse import event
 from gateway.service import Services
-from gateway.sse import event
 from gateway.surfaces import Parsed
 from gateway.surfaces.messages_render import EventStream, render
 from gateway.surfaces.messages_request import EXPECT, MessagesRequest, to_chat
+from gateway.surfaces.pipeline import Started
 
 SESSION_HEADER = "x-claude-code-session-id"
 

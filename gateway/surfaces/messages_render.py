@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from accounting.usage import normalise
-from gateway.sse import event
+from gateway.http.sse import event
 from gateway.surfaces.messages_request import MessagesRequest
 
 _STOP = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens",

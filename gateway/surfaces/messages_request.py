@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.errors import bad
+from gateway.http.errors import bad
 
 # Sampling and control fields copied as they are.
 _SAME = ("model", "max_tokens", "temperature", "top_p", "top_k", "stream")

@@ -16,19 +16,19 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway import sse
-from gateway.body import BodyReader
-from gateway.errors import bad, error_body, error_response
-from gateway.failures import Failure
-from gateway.jsonio import dumps
-from gateway.pipeline import Started, StepPipeline
+from gateway.http import sse
+from gateway.http.body import BodyReader
+from gateway.http.errors import bad, error_body, error_response
+from gateway.http.failures import Failure
+from gateway.http.jsonio import dumps
 from gateway.service import Services
+from gateway.state.tenancy import Identity
 from gateway.surfaces import Parsed, SurfaceEndpoint, read_body
+from gateway.surfaces.pipeline import Started, StepPipeline
 from gateway.surfaces.responses_events import EventStream
 from gateway.surfaces.responses_input import to_chat
 from gateway.surfaces.responses_output import ResponseShell
 from gateway.surfaces.responses_store import ResponseStore
-from gateway.tenancy import Identity
 
 log = logging.getLogger("ecgw")
 

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.errors import bad
+from gateway.http.errors import bad
 from gateway.surfaces.responses_tools import LOCAL_SHELL, ToolMap, chat_name, chat_tool_choice, chat_tools
 
 _PASSED_THROUGH = ("temperature", "top_p", "parallel_tool_calls", "user", "stream", "top_logprobs", "seed",

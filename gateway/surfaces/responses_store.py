@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.errors import ClientError
+from gateway.http.errors import ClientError
 from privacy.session_store import SessionStore
 
 STORED_RESPONSE_KEY = "stored_response"

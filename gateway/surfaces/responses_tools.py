@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.errors import bad
+from gateway.http.errors import bad
 
 NAMESPACE_SEPARATOR = "__"
 DEFAULT_NAMESPACE = "functions"

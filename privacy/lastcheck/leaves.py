@@ -99,7 +99,7 @@ def content_hash(value: Any) -> bytes | None:
     orjson's compact JSON (a fifth of ``json.dumps``' cost: every part of a long history is hashed at every step);
     what it refuses (an integer past 64 bits, a lone surrogate, a non-string key) is hashed as ``json.dumps``
     writes it, behind a NUL that no orjson output starts with, so the two never collide. orjson writes NaN and
-    infinities as ``null``; a body the gateway parsed (``gateway.jsonio``, strict JSON) holds none."""
+    infinities as ``null``; a body the gateway parsed (``gateway.http.jsonio``, strict JSON) holds none."""
     try:
         data = orjson.dumps(value)
     except TypeError:

@@ -85,7 +85,7 @@ def build_report(engine: Engine, scope: Scope, *, usage: UsageStore | None,
                  public: Ed25519PublicKey | Mapping[str, Ed25519PublicKey] | None,
                  owner_of: Callable[[str], str], clock: Callable[[], float] = time.time) -> dict[str, Any]:
     """``engine``: the audit's database; ``usage``: the metering store (None when metering is off);
-    ``owner_of``: the owner of an internal session id (``gateway.tenancy.owner_of``)."""
+    ``owner_of``: the owner of an internal session id (``gateway.state.tenancy.owner_of``)."""
     with engine.connect() as conn:
         calls = reads.audited_calls(conn, scope)
         found = reads.findings(conn, scope)

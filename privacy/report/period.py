@@ -1,6 +1,6 @@
 """Whose records, over which time: the scope of one period report.
 
-``prefix`` is the owner's namespace of internal session ids (``t.<tenant>/``, as ``gateway.tenancy`` makes them),
+``prefix`` is the owner's namespace of internal session ids (``t.<tenant>/``, as ``gateway.state.tenancy`` makes them),
 None for every owner; a record belongs to the period when its time is at or after ``since`` and before ``until``.
 """
 

@@ -1,4 +1,4 @@
-"""What a budget or a rate limit says when it stops a call. The gateway maps them (``gateway.failures``): a spent
+"""What a budget or a rate limit says when it stops a call. The gateway maps them (``gateway.http.failures``): a spent
 cloud budget keeps the step on the edge (``x-ecgw-fallback: budget``) or, with ``limits.on_exceed: reject``, answers
 429; a spent edge budget and a rate limit answer 429; a budget that cannot be read keeps the step off the cloud."""
 

@@ -15,8 +15,8 @@ from sqlalchemy.engine import make_url
 from accounting.factory import build_meter
 from accounting.writer import StoreMeter
 from gateway.app import create_app
+from gateway.config.settings import Settings
 from gateway.service import Services
-from gateway.settings import Settings
 from tests.conftest import settings_for
 from tests.door import guarded_services
 from tests.fakes.model_server import ModelServer

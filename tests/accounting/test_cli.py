@@ -13,7 +13,7 @@ import pytest
 
 from accounting.reports import REPORT_FIELDS
 from accounting.store import UsageStore
-from gateway.cli import main
+from gateway.cli.main import main
 from tests.accounting.rows import row
 
 ROOT = Path(__file__).resolve().parents[2]

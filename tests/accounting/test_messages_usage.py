@@ -9,7 +9,7 @@ import anthropic
 import httpx
 import pytest
 
-from gateway.cli import main
+from gateway.cli.main import main
 from tests.accounting.conftest import MeteredGateway
 from tests.fakes.anthropic_server import AnthropicReply, AnthropicServer
 from tests.fakes.model_server import ModelServer, Reply

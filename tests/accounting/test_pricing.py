@@ -11,7 +11,7 @@ import pytest
 from accounting.pricing import Pricer, bundled_litellm_cost_map, table_version
 from accounting.settings import ModelPrice
 from accounting.usage import Tokens
-from gateway.settings import load_settings
+from gateway.config.settings import load_settings
 from tests.real_parts import acebench_data
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from accounting.flops import FlopsCalculator
 from accounting.pricing import Pricer
 from accounting.settings import EdgeModel, ModelPrice
 from accounting.usage import MalformedUsage, Tokens, normalise
-from gateway.offline import prepare_offline_environment
+from gateway.cli.offline import prepare_offline_environment
 
 prepare_offline_environment()
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.settings import load_settings
+from gateway.config.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 # One worker's peak RSS with the default configuration (NER, jieba, litellm loaded), as `make bench` measured it
@@ -102,7 +102,7 @@ def test_the_deployment_probes_terminates_gracefully_and_takes_its_secrets_from_
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert pod["securityContext"]["runAsNonRoot"] is True
     # long enough for a stream to finish: the edge's read timeout, the longest a step may wait for its upstream
-    from gateway.settings import Settings
+    from gateway.config.settings import Settings
 
     assert pod["terminationGracePeriodSeconds"] >= Settings().edge.read_timeout_s
     env = {e["name"]: e for e in container["env"]}

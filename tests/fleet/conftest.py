@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gateway.fleet.rendezvous import rank
+from gateway.egress.pools.rendezvous import rank
 from tests.fakes.model_server import ModelServer
 from tests.fakes.threaded import ThreadedServer
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from accounting.factory import build_record_builder
-from gateway.settings import ConfigError, load_settings
+from gateway.config.settings import ConfigError, load_settings
 from tests.fakes.model_server import ModelServer, Reply
 from tests.fleet.conftest import closed_port
 

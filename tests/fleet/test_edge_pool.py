@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.fleet.edge_pool import EdgePool
-from gateway.settings import EdgeSettings
-from router.fleet import Call, cache_salt
+from gateway.config.settings import EdgeSettings
+from gateway.egress.pools.edge_pool import EdgePool
+from router.upstreams import Call, cache_salt
 from tests.fakes.model_server import ModelServer, Reply
 from tests.fakes.threaded import ThreadedServer
 from tests.fleet.conftest import closed_port, deployment, session_on

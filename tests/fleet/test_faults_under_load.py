@@ -15,7 +15,7 @@ import yaml
 
 from accounting.store import UsageStore
 from gateway.app import create_app
-from gateway.settings import load_settings
+from gateway.config.settings import load_settings
 from tests.door import GuardedCloud, guarded_services, guarded_targets
 from tests.fakes.model_server import ModelServer, Reply
 from tests.fakes.threaded import ThreadedServer

@@ -1,4 +1,4 @@
-"""Reloading the doors (``gateway.doors.DoorsPart``) over real HTTP: the edge deployment list, the cloud model, a
+"""Reloading the doors (``gateway.egress.doors.DoorsPart``) over real HTTP: the edge deployment list, the cloud model, a
 privacy rule and a price change in the file, ``POST /admin/v1/reload``, and the next request uses them; a member the
 reload adds is probed before it serves, one it removes is closed once the stream that still used it has finished;
 a bad file is refused with 400 and the bad key in ``param``, and the running doors keep serving."""
@@ -18,10 +18,10 @@ from accounting.calls import MemoryMeter
 from accounting.factory import build_record_builder
 from accounting.settings import AccountingSettings
 from gateway.app import create_app
-from gateway.doors import Doors
-from gateway.fleet.rendezvous import rank
+from gateway.config.settings import load_settings
+from gateway.egress.doors import Doors
+from gateway.egress.pools.rendezvous import rank
 from gateway.service import Services
-from gateway.settings import load_settings
 from tests.door import GuardedCloud, guarded_services, guarded_targets
 from tests.fakes.model_server import ModelServer, Reply
 from tests.fakes.threaded import ThreadedServer

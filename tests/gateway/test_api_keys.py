@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from gateway.settings import ApiKey, ConfigError, load_settings
-from gateway.tenancy import Tenancy, bare_owner, owner_moves
+from gateway.config.settings import ApiKey, ConfigError, load_settings
+from gateway.state.tenancy import Tenancy, bare_owner, owner_moves
 from tests.fakes.model_server import ModelServer, Reply
 
 OWNER_KEY = b"o" * 32

@@ -1,5 +1,5 @@
 """Bad input gets a 4xx in the route's own envelope, with a request id, everywhere (issue 22 §3): every route reads
-its body through the one bounded reader (``gateway.body``), so a lone surrogate, a 50,000-deep array or a body
+its body through the one bounded reader (``gateway.http.body``), so a lone surrogate, a 50,000-deep array or a body
 nested just under the JSON parser's own limit is a 400, never a 500 or a RecursionError."""
 
 from __future__ import annotations

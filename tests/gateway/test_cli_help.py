@@ -10,7 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from gateway.cli import build_parser
+from gateway.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import httpx
 from sqlalchemy import text
 
 from accounting.database import make_engine
-from gateway.keys import Keys
+from gateway.state.keys import Keys
 from privacy.audit import ChainSigner, verify_receipt_token, verify_trail
 from privacy.seal import Sealer
 from tests.conftest import RunningGateway

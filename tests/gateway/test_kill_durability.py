@@ -18,7 +18,7 @@ from sqlalchemy import text
 from accounting.database import make_engine
 from accounting.store import UsageStore
 from benchmarks.contenders import free_port
-from gateway.keys import Keys
+from gateway.state.keys import Keys
 from privacy.audit import ChainSigner, verify_trail
 from privacy.audit.receipts import parse
 from tests.fakes.model_server import ModelServer

@@ -11,13 +11,13 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from gateway.app import create_app
-from gateway.keys import load_keys
-from gateway.owner_migration import migrate_owners, move_sessions
-from gateway.redis_sessions import RedisSessionStore
-from gateway.sealing import SealedStore
-from gateway.session_stores import session_store_kind
-from gateway.settings import Settings
-from gateway.tenancy import bare_owner
+from gateway.config.settings import Settings
+from gateway.state.keys import load_keys
+from gateway.state.owner_migration import migrate_owners, move_sessions
+from gateway.state.redis_sessions import RedisSessionStore
+from gateway.state.sealing import SealedStore
+from gateway.state.stores import session_store_kind
+from gateway.state.tenancy import bare_owner
 from tests.conftest import settings_for
 from tests.door import guarded_services
 from tests.fakes.model_server import ModelServer, Reply

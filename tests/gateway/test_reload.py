@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from gateway.app import create_app
-from gateway.settings import load_settings
-from gateway.settings_reference import restart_reason
+from gateway.config.reference import restart_reason
+from gateway.config.settings import load_settings
 from tests.door import guarded_services, guarded_targets
 from tests.fakes.model_server import ModelServer, Reply
 from tests.fakes.threaded import ThreadedServer
@@ -180,7 +180,7 @@ def test_two_replicas_sharing_a_store_agree_after_a_reload(tmp_path, edge, cloud
 
 
 def test_a_request_holds_its_snapshot_while_a_reload_swaps_in_another(tmp_path, edge, cloud):
-    from gateway.snapshot import Configuration
+    from gateway.live.snapshot import Configuration
 
     settings = load_settings(_write(tmp_path / "c.yaml", _config(tmp_path, edge, cloud)))
     services = guarded_services(settings)
@@ -201,7 +201,7 @@ def test_a_request_holds_its_snapshot_while_a_reload_swaps_in_another(tmp_path, 
 def test_a_lease_holds_its_requests_snapshot_after_the_request_until_it_is_released(tmp_path, edge, cloud):
     import dataclasses
 
-    from gateway.snapshot import Configuration, Snapshot
+    from gateway.live.snapshot import Configuration, Snapshot
 
     class Recording:  # a snapshot part that records what is retired
         name = "recording"
@@ -353,7 +353,7 @@ def test_a_version_record_the_store_forgot_does_not_leave_a_replica_behind(tmp_p
     """The store drops a record idle for ``sessions.ttl_s``; the next reload is numbered 1 again, and a replica
     that had seen a version 1 long ago adopts it all the same."""
     from gateway.app import build_session_store
-    from gateway.reload import VERSION_KEY, VERSION_SESSION
+    from gateway.live.reload import VERSION_KEY, VERSION_SESSION
 
     config = _config(tmp_path, edge, cloud)
     path = _write(tmp_path / "config.yaml", config)

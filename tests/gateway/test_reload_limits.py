@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from gateway.app import create_app
+from gateway.config.settings import Settings, load_settings
 from gateway.service import Services
-from gateway.session_stores import build_session_store
-from gateway.settings import Settings, load_settings
+from gateway.state.stores import build_session_store
 from tests.door import guarded_services
 from tests.fakes.model_server import Reply
 from tests.fakes.threaded import ThreadedServer

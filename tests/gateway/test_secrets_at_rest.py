@@ -12,11 +12,11 @@ import httpx
 import pytest
 
 from gateway.app import check_secrets
-from gateway.cli import main
-from gateway.keys import load_keys
-from gateway.sealing import SealBroken, SealedStore
-from gateway.sessions import SQLiteSessionStore
-from gateway.settings import ConfigError, load_settings
+from gateway.cli.main import main
+from gateway.config.settings import ConfigError, load_settings
+from gateway.state.keys import load_keys
+from gateway.state.sealing import SealBroken, SealedStore
+from gateway.state.sessions import SQLiteSessionStore
 from tests.fakes.model_server import Reply
 
 NAME, PASSWORD = "Zhang Wei", "Tr0ub4dor&3"

@@ -57,7 +57,7 @@ def _vault(gw: RunningGateway, session: str) -> object:
 
 def test_a_gateway_started_with_a_retention_tombstones_older_calls(start_gateway: Callable[..., RunningGateway],
                                                                   tmp_path: Path) -> None:
-    from gateway.keys import Keys
+    from gateway.state.keys import Keys
 
     master = bytes(range(32))
     (tmp_path / "ecgw.key").write_text(master.hex() + "\n")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gateway.sessions import MemorySessionStore, SQLiteSessionStore
+from gateway.state.sessions import MemorySessionStore, SQLiteSessionStore
 from privacy.session_store import SessionStoreUnavailable
 from privacy.vault import VAULT_KEY, Vault, allocate
 from tests.real_parts import redis_url
@@ -23,7 +23,7 @@ EACH = 20
 def _store(kind: str, where: str) -> Any:
     if kind == "sqlite":
         return SQLiteSessionStore(where)
-    from gateway.redis_sessions import RedisSessionStore
+    from gateway.state.redis_sessions import RedisSessionStore
 
     return RedisSessionStore(where)
 
@@ -135,7 +135,7 @@ async def test_update_keeps_the_first_value_and_returns_the_stored_one(kind, tmp
 
 
 async def test_redis_sessions_expire_natively_after_the_ttl():
-    from gateway.redis_sessions import RedisSessionStore
+    from gateway.state.redis_sessions import RedisSessionStore
 
     store, session = RedisSessionStore(redis_url(), ttl_s=1), f"ttl-{time.time_ns()}"
     try:
@@ -154,7 +154,7 @@ def _closed_port() -> int:
 
 
 async def test_an_unreachable_redis_raises_an_error_naming_it():
-    from gateway.redis_sessions import RedisSessionStore
+    from gateway.state.redis_sessions import RedisSessionStore
 
     port = _closed_port()
     store = RedisSessionStore(f"redis://:secret@127.0.0.1:{port}/0", timeout_s=0.5)
@@ -168,10 +168,10 @@ async def test_an_unreachable_redis_raises_an_error_naming_it():
 
 
 def test_store_choice_redis_when_a_url_is_set(tmp_path):
-    from gateway.redis_sessions import RedisSessionStore
-    from gateway.sealing import SealedStore
-    from gateway.session_stores import build_session_store
-    from gateway.settings import ConfigError, load_settings
+    from gateway.config.settings import ConfigError, load_settings
+    from gateway.state.redis_sessions import RedisSessionStore
+    from gateway.state.sealing import SealedStore
+    from gateway.state.stores import build_session_store
 
     store = build_session_store(load_settings(None, sessions={"redis_url": "redis://127.0.0.1:1/0"},
                                               secrets={"key_file": str(tmp_path / "ecgw.key")}))
@@ -208,7 +208,7 @@ def test_simultaneous_random_matched_steps_each_draw_their_own_coin(start_gatewa
 async def test_redis_updates_from_a_stale_memory_lose_nothing_and_the_last_writer_needs_one_round_trip():
     """Each store remembers the value it last saw, to compare-and-set from it without reading first: another
     replica's write in between makes that memory stale, and the compare-and-set then retries on the real value."""
-    from gateway.redis_sessions import RedisSessionStore
+    from gateway.state.redis_sessions import RedisSessionStore
 
     a, b, session = RedisSessionStore(redis_url()), RedisSessionStore(redis_url()), f"stale-{time.time_ns()}"
     sent: list[tuple[Any, ...]] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from gateway.sessions import fingerprint, identify_session
+from gateway.state.sessions import fingerprint, identify_session
 
 MSGS = [{"role": "system", "content": "You are an agent."}, {"role": "user", "content": "Do the task."}]
 
@@ -58,7 +58,7 @@ def test_every_upstream_call_is_attributed_to_the_session(gateway):
 
 
 async def test_sqlite_store_is_shared_between_instances(tmp_path):
-    from gateway.sessions import SQLiteSessionStore
+    from gateway.state.sessions import SQLiteSessionStore
 
     path = str(tmp_path / "sessions.sqlite3")
     worker_a, worker_b = SQLiteSessionStore(path), SQLiteSessionStore(path)
@@ -72,10 +72,10 @@ async def test_sqlite_store_is_shared_between_instances(tmp_path):
 
 
 def test_store_choice_follows_worker_count(tmp_path):
-    from gateway.sealing import SealedStore
-    from gateway.session_stores import build_session_store
-    from gateway.sessions import MemorySessionStore, SQLiteSessionStore
-    from gateway.settings import load_settings
+    from gateway.config.settings import load_settings
+    from gateway.state.sealing import SealedStore
+    from gateway.state.sessions import MemorySessionStore, SQLiteSessionStore
+    from gateway.state.stores import build_session_store
 
     one = load_settings(None, server={"workers": 1})
     assert isinstance(build_session_store(one), MemorySessionStore)
@@ -97,7 +97,7 @@ def test_session_ids_with_slashes_work_for_units(gateway):
 
 
 async def test_idle_sessions_are_forgotten_after_the_ttl(tmp_path):
-    from gateway.sessions import MemorySessionStore, SQLiteSessionStore
+    from gateway.state.sessions import MemorySessionStore, SQLiteSessionStore
 
     now = [1000.0]
     for store in (MemorySessionStore(ttl_s=60, clock=lambda: now[0]),
@@ -117,7 +117,7 @@ async def test_a_session_file_from_before_expiry_and_encryption_is_not_kept(tmp_
     not migrated, so nothing raw stays on disk."""
     import sqlite3
 
-    from gateway.sessions import SQLiteSessionStore
+    from gateway.state.sessions import SQLiteSessionStore
 
     path = tmp_path / "old.sqlite3"
     old = sqlite3.connect(path)

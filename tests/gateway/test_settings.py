@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.settings import ConfigError, load_settings
+from gateway.config.settings import ConfigError, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

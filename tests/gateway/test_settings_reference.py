@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from accounting.reloading import DOORS, LIMITS, SNAPSHOT, reloads, restart
-from gateway.settings_reference import _knob_entries, entries, expected, reload_paths, restart_reason
+from gateway.config.reference import _knob_entries, entries, expected, reload_paths, restart_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_committed_copy_is_what_the_models_say(name: str) -> None:
     text = expected()[ROOT / name]
     assert (ROOT / name).read_text(encoding="utf-8") == text, (
-        f"{name} differs from the settings models: run `make config` (python -m gateway.settings_reference)")
+        f"{name} differs from the settings models: run `make config` (python -m gateway.config.reference)")
 
 
 def test_every_setting_has_a_description_and_a_reload_class() -> None:

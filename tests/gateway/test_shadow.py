@@ -1,4 +1,4 @@
-"""Shadow calls (gateway/shadow.py) through a real gateway on loopback, the cloud a double speaking its wire format:
+"""Shadow calls (gateway/learning/shadow.py) through a real gateway on loopback, the cloud a double speaking its wire format:
 the share drawn, the purpose and the meter, the label beside the step's features, never returned to the client, and
 no shadow where the cloud may not go (edge-only, a key that opts out, a step privacy keeps on the edge); a shadow
 call keeps its request's configuration, its cloud target included, through a reload that removes that target."""
@@ -18,9 +18,9 @@ import httpx
 
 from accounting.calls import MemoryMeter, StepRecord
 from gateway.app import create_app
-from gateway.settings import CloudSettings, load_settings
-from gateway.upstreams.cloud import LiteLLMUpstream
-from gateway.upstreams.provider_request import ProviderRequest
+from gateway.config.settings import CloudSettings, load_settings
+from gateway.egress.transports.cloud import LiteLLMUpstream
+from gateway.egress.transports.provider_request import ProviderRequest
 from tests.conftest import RunningGateway
 from tests.door import GuardedCloud, guarded_services
 from tests.fakes.model_server import ModelServer, Reply, ToolCall

@@ -10,7 +10,7 @@ from typing import Any
 from accounting.calls import Meter
 from gateway.app import create_app
 from gateway.service import Services
-from gateway.tracing import Tracing
+from gateway.telemetry.tracing import Tracing
 from tests.conftest import settings_for
 from tests.door import guarded_services
 from tests.fakes.model_server import ModelServer

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from gateway.dashboard.access import COOKIE, LOGIN_MAX_BYTES, UiSessions
-from gateway.sessions import MemorySessionStore
+from gateway.state.sessions import MemorySessionStore
 from privacy.session_store import SessionStoreUnavailable
 from tests.fakes.model_server import ModelServer
 from tests.observability.gateways import running_gateway

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from accounting.calls import MemoryMeter
-from gateway.logs import JsonFormatter, ThreadedHandler, configure_logging
+from gateway.telemetry.logs import JsonFormatter, ThreadedHandler, configure_logging
 from tests.fakes.model_server import ModelServer, Reply
 from tests.observability.gateways import running_gateway
 
@@ -139,7 +139,7 @@ def test_uvicorns_and_litellms_lines_are_json_too(capsys: pytest.CaptureFixture[
     import litellm  # noqa: F401 — its import attaches the handler
     import uvicorn
 
-    from gateway.logs import adopt_library_loggers, uvicorn_options
+    from gateway.telemetry.logs import adopt_library_loggers, uvicorn_options
 
     root = logging.getLogger()
     saved = root.handlers[:], root.level

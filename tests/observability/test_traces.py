@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from accounting.calls import MemoryMeter
 from accounting.usage import normalise
 from gateway.service import Services
-from gateway.tracing import OTelTracing
+from gateway.telemetry.tracing import OTelTracing
 from router import channels
 from tests.fakes.model_server import ModelServer, Reply
 from tests.observability.gateways import running_gateway

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.sessions import MemorySessionStore
+from gateway.state.sessions import MemorySessionStore
 from privacy.detect import UnitsDocument
 from privacy.factory import build_privacy_protector
 from privacy.protector import PrivacyProtector

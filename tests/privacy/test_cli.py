@@ -6,7 +6,7 @@ import io
 import json
 import sys
 
-from gateway.cli import main
+from gateway.cli.main import main
 from tests.privacy.helpers import UNITS, protector, units_document
 
 

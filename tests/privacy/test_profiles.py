@@ -3,7 +3,7 @@ NER's organisations, and a result detected under one profile is never served fro
 
 from __future__ import annotations
 
-from gateway.sessions import MemorySessionStore
+from gateway.state.sessions import MemorySessionStore
 from privacy.detect import Target
 from privacy.factory import build_detector, build_privacy_protector
 from privacy.settings import LayerSettings, PrivacySettings

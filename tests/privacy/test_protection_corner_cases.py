@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from gateway.sessions import MemorySessionStore
+from gateway.state.sessions import MemorySessionStore
 from privacy.errors import PrivacyBlocked
 from privacy.factory import build_protector
 from privacy.restore import Restorer

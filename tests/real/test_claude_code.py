@@ -135,7 +135,7 @@ def bed(tmp_path: Path) -> Iterator[Bed]:
     edge = ModelServer("edge", model="edge-model", responder=edge_says)
     with ThreadedServer(cloud.app) as cloud_server, ThreadedServer(edge.app) as edge_server:
         settings = settings_for(edge_server.url, cloud_server.url)
-        from gateway.upstreams.cloud import LiteLLMUpstream
+        from gateway.egress.transports.cloud import LiteLLMUpstream
 
         meter = MemoryMeter()
         services = build_services(settings, meter=meter, cloud=GuardedCloud(LiteLLMUpstream(settings.cloud)))

@@ -23,7 +23,7 @@ import pytest
 
 from accounting.calls import MemoryMeter
 from gateway.app import create_app
-from gateway.upstreams.openai_http import OpenAIHTTPUpstream
+from gateway.egress.transports.openai_http import OpenAIHTTPUpstream
 from tests.conftest import settings_for
 from tests.door import guarded_services
 from tests.fakes.model_server import ModelServer

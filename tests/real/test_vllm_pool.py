@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from gateway.fleet.rendezvous import rank
+from gateway.egress.pools.rendezvous import rank
 from tests.fleet.conftest import deployment
 from tests.real.helpers import VLLM_MODEL, vllm_url
 from tests.real.test_vllm import LONG_SYSTEM

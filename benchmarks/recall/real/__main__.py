@@ -15,7 +15,7 @@ import asyncio
 from benchmarks.recall.real.corpus import FAMILIES, Prompt, load
 from benchmarks.recall.real.presidio_baseline import PresidioDefaults
 from benchmarks.recall.real.score import Tally
-from gateway.sessions import MemorySessionStore
+from gateway.state.sessions import MemorySessionStore
 from privacy.detect import PROFILES, Profile
 from privacy.errors import PrivacyBlocked
 from privacy.factory import build_privacy_protector

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from gateway.offline import prepare_offline_environment
+from gateway.cli.offline import prepare_offline_environment
 from privacy.settings import NerSettings
 
 

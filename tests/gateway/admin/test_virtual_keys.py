@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from gateway.admin.database import AdminDatabase
-from gateway.cli import main
+from gateway.cli.main import main
 from tests.fakes.model_server import Reply
 from tests.gateway import test_reload
 from tests.gateway.test_reload import ADMIN, USER, _chat, _config, _write

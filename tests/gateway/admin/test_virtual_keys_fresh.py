@@ -11,7 +11,7 @@ import pytest
 
 from gateway.admin.database import AdminDatabase
 from gateway.admin.virtual_keys import VirtualKeys, new_secret
-from gateway.errors import ClientError
+from gateway.http.errors import ClientError
 
 
 def _made(db: AdminDatabase, keys: VirtualKeys) -> str:

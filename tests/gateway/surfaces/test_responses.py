@@ -332,10 +332,10 @@ def test_upstream_failure_has_the_chat_status_in_the_responses_shape(gateway, cl
 
 
 async def test_a_failure_mid_stream_ends_with_error_and_response_failed():
-    from gateway.body import BodyReader
-    from gateway.failures import Failure
-    from gateway.pipeline import Started
-    from gateway.sessions import MemorySessionStore
+    from gateway.http.body import BodyReader
+    from gateway.http.failures import Failure
+    from gateway.state.sessions import MemorySessionStore
+    from gateway.surfaces.pipeline import Started
     from gateway.surfaces.responses import ResponsesSurface
     from gateway.surfaces.responses_store import ResponseStore
 

@@ -167,7 +167,7 @@ def test_a_checkpoint_is_not_repeated_for_a_head_already_signed(engine: Engine) 
 
 def _ecgw(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     """The real command line, in this process (a subprocess per call costs ~15 s of imports on a loaded box)."""
-    from gateway.cli import main
+    from gateway.cli.main import main
 
     code = main(list(args))
     out = capsys.readouterr()
@@ -178,7 +178,7 @@ def test_ecgw_audit_verify_and_public_key_on_a_gateway_configuration(tmp_path: P
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """The CLI finds the same key the gateway signs with (derived from the secrets key beside the database),
     prints it as PEM, and exits 1 naming the break once a row is altered."""
-    from gateway.keys import Keys
+    from gateway.state.keys import Keys
 
     master = secrets.token_bytes(32)
     (tmp_path / "ecgw.key").write_text(master.hex() + "\n")

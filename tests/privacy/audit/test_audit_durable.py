@@ -121,7 +121,7 @@ def test_a_long_outage_moves_records_to_the_spill_file_not_memory_and_back_in_or
 async def test_a_spill_file_holds_nothing_raw(tmp_path):
     import os
 
-    from gateway.sessions import MemorySessionStore
+    from gateway.state.sessions import MemorySessionStore
     from privacy.factory import build_privacy_protector
     from privacy.settings import PrivacySettings
     from tests.privacy.helpers import UNITS

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import text
 
 from accounting.database import make_engine
-from gateway.cli import main
-from gateway.keys import Keys
+from gateway.cli.main import main
+from gateway.state.keys import Keys
 from privacy.audit import AuditStore, AuditWriter, ReceiptIssuer, SigningKeys, body_bytes
 from privacy.audit.receipts import parse
 

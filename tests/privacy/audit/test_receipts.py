@@ -104,8 +104,8 @@ def test_a_receipt_with_an_altered_claim_or_another_key_or_no_algorithm_is_rejec
 def test_ecgw_audit_verify_receipt_checks_the_signature_and_the_body(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     from accounting.database import make_engine
-    from gateway.cli import main
-    from gateway.keys import Keys
+    from gateway.cli.main import main
+    from gateway.state.keys import Keys
 
     master = secrets.token_bytes(32)
     (tmp_path / "ecgw.key").write_text(master.hex() + "\n")

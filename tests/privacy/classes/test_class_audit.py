@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from gateway.app import create_app
-from gateway.cli import main
+from gateway.cli.main import main
 from privacy.audit.receipts import parse
 from tests.conftest import settings_for
 from tests.door import guarded_services, guarded_targets

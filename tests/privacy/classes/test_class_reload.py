@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.settings import ConfigError, load_settings
+from gateway.config.settings import ConfigError, load_settings
 from tests.fakes.model_server import ModelServer, Reply
 from tests.gateway.test_reload import _config, _reload, _write, gateway  # noqa: F401 - the fixture
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.sessions import MemorySessionStore
-from gateway.tenancy import owner_of
+from gateway.state.sessions import MemorySessionStore
+from gateway.state.tenancy import owner_of
 from privacy.detect import LayeredDetector, PatternDetector, SpacyRecognizer
 from privacy.detect.detector import Target
 from privacy.detect.en_names import EnglishNames

@@ -16,7 +16,7 @@ import httpx
 import openai
 import pytest
 
-from gateway.sessions import MemorySessionStore
+from gateway.state.sessions import MemorySessionStore
 from privacy.detect import DetectionError, EdgeEndpoint, EdgeSpanLister, HttpEdgeChat, spans_in
 from privacy.factory import build_detector, build_privacy_protector
 from privacy.settings import EdgeDetectorSettings, PrivacySettings

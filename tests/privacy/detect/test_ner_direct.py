@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.offline import prepare_offline_environment
+from gateway.cli.offline import prepare_offline_environment
 from privacy.detect import Target, clauses, prose_segments
 from privacy.detect.ner import Entity, SpacyRecognizer, _plausible
 from privacy.factory import build_detector

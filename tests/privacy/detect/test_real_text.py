@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.sessions import MemorySessionStore
+from gateway.state.sessions import MemorySessionStore
 from privacy.detect import Target, rules_of
 from privacy.detect.realtext import shared_realtext
 from privacy.factory import build_detector, build_privacy_protector

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.sessions import MemorySessionStore
+from gateway.state.sessions import MemorySessionStore
 from privacy.detect import Finding, LayeredDetector, PatternDetector, UnitsDocument
 from privacy.factory import build_privacy_protector
 from privacy.settings import LayerSettings, PrivacySettings

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from gateway.sessions import MemorySessionStore
+from gateway.state.sessions import MemorySessionStore
 from privacy.detect import LayeredDetector, PatternDetector, SecretDetector, SpacyRecognizer
 from privacy.detect.en_names import EnglishNames
 from privacy.detect.given_names import GivenNames

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from gateway.sessions import MemorySessionStore
+from gateway.state.sessions import MemorySessionStore
 from privacy.factory import build_privacy_protector
 from privacy.settings import PrivacySettings
 from tests.privacy.helpers import protector

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from gateway.app import create_app
-from gateway.cli import main
+from gateway.cli.main import main
 from tests.conftest import settings_for
 from tests.door import guarded_services, guarded_targets
 from tests.fakes.model_server import ModelServer, Reply
@@ -287,7 +287,7 @@ def test_a_step_whose_protection_could_not_run_is_a_fail_closed_event(tmp_path, 
                                                                       reason):
     from accounting.database import make_engine
     from accounting.store import UsageStore
-    from gateway.tenancy import owner_of
+    from gateway.state.tenancy import owner_of
     from privacy.report import Scope, build_report
     from tests.privacy.detect.test_edge_detector import closed_port_url
 

@@ -14,7 +14,7 @@ import yaml
 
 from accounting.factory import build_meter
 from gateway.app import create_app
-from gateway.cli import main
+from gateway.cli.main import main
 from tests.conftest import settings_for
 from tests.door import guarded_cloud, guarded_services
 from tests.fakes.threaded import ThreadedServer

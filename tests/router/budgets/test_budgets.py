@@ -17,7 +17,7 @@ import pytest
 from accounting.calls import MemoryMeter
 from accounting.factory import build_meter
 from gateway.app import create_app
-from gateway.settings import load_settings
+from gateway.config.settings import load_settings
 from tests.conftest import RunningGateway, settings_for
 from tests.door import guarded_cloud, guarded_services
 from tests.fakes.threaded import ThreadedServer
@@ -219,7 +219,7 @@ def test_an_unreadable_budget_keeps_the_step_on_the_edge(tmp_path: Path, edge, c
 def test_a_malformed_limit_stops_serve_with_exit_2_naming_the_key(tmp_path: Path, capsys, limits, named):
     import yaml
 
-    from gateway.cli import main
+    from gateway.cli.main import main
 
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"limits": limits, "cloud": {"model": "openai/gpt-test"},

@@ -13,7 +13,7 @@ from accounting.calls import StepRecord
 from accounting.steps import insert_steps, step_row
 from accounting.store import UsageStore
 from benchmarks.learning import step_rows
-from gateway.cli import main
+from gateway.cli.main import main
 from router.learning.fit import auc, fold_of
 from router.learning.model import load_model
 

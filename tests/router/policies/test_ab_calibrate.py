@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.cli import main
+from gateway.cli.main import main
 from router.ab import bootstrap_ci, compare
 from tests.fakes.model_server import ModelServer, Reply
 

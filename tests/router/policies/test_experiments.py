@@ -8,7 +8,7 @@ from typing import Any
 import openai
 import pytest
 
-from gateway.settings import ConfigError
+from gateway.config.settings import ConfigError
 from router.experiments import ExperimentSettings, assign
 from tests.conftest import RunningGateway
 from tests.fakes.model_server import ModelServer

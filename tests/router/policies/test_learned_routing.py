@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from benchmarks.learning import top_for_entropy
-from gateway.policy_choice import build_router
-from gateway.settings import ConfigError
+from gateway.config.settings import ConfigError
+from gateway.live.policy_choice import build_router
 from router.learning.model import RouterModel
 from tests.conftest import RunningGateway, settings_for
 from tests.fakes.model_server import ModelServer, Reply

@@ -47,7 +47,7 @@ def test_the_classes_knob_names_what_stays(start_gateway: Callable[..., RunningG
 
 
 def test_an_unknown_class_in_the_knob_is_refused_at_start() -> None:
-    from gateway.settings import ConfigError, load_settings
+    from gateway.config.settings import ConfigError, load_settings
     from router.policies import builtin_policies
 
     with pytest.raises((ConfigError, ValueError), match="sensitivity-routing"):

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.settings import ConfigError
+from gateway.config.settings import ConfigError
 from tests.conftest import RunningGateway
 from tests.fakes.model_server import ModelServer, Reply
 from tests.router.policies.helpers import TOOLS, ask, purposes, start_policy, user

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import yaml
 
-from gateway.cli import main
-from gateway.sessions import SQLiteSessionStore
+from gateway.cli.main import main
+from gateway.state.sessions import SQLiteSessionStore
 from router.targets import MIN_SIGNALS, TargetTracker
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gateway.cli import main
+from gateway.cli.main import main
 from router.ab import compare, render_markdown, row_from_call
 from tests.conftest import RunningGateway
 from tests.fakes.model_server import ModelServer, Reply, ToolCall

@@ -1,0 +1,1 @@
+"""The command line: ``ecgw serve`` (``main``) and the sub-commands each package adds."""

@@ -1,0 +1,1 @@
+"""Shadow calls that label edge-answered steps for learning the router."""

@@ -1,1 +1,0 @@
-"""Transports to model servers: the edge over plain OpenAI HTTP, the cloud through litellm."""
