@@ -13,6 +13,8 @@ from re import _constants as sre_constants  # type: ignore[attr-defined]  # what
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
+from accounting.errors import EcgwError
+
 _INLINE_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
 _C = sre_constants
 _CATEGORIES = {_C.CATEGORY_DIGIT: r"\d", _C.CATEGORY_WORD: r"\w", _C.CATEGORY_SPACE: r"\s"}
@@ -20,7 +22,7 @@ _ZERO_WIDTH = (_C.AT, _C.ASSERT, _C.ASSERT_NOT)
 _REPEATS = (_C.MAX_REPEAT, _C.MIN_REPEAT, _C.POSSESSIVE_REPEAT)
 
 
-class _Unknown(Exception):
+class _Unknown(EcgwError):
     """The pattern can begin with anything (``.``, a negated class, a back-reference)."""
 
 

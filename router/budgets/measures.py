@@ -19,6 +19,7 @@ import orjson
 
 from accounting.builder import RecordBuilder
 from accounting.calls import UpstreamCall
+from accounting.errors import EcgwError
 from accounting.pricing import Price
 
 Measures = dict[str, float]
@@ -53,7 +54,7 @@ CAPS = ("max_completion_tokens", "max_tokens")  # OpenAI's output caps, the curr
 SENT_CAP = CAPS[0]  # the name the door sends one cap under: every current OpenAI model takes it, litellm maps it
 
 
-class BadOutputLimit(ValueError):
+class BadOutputLimit(EcgwError, ValueError):
     """An output cap or ``n`` that is not a whole number of at least 1 (the gateway answers 400 naming it)."""
 
     def __init__(self, name: str, value: Any) -> None:

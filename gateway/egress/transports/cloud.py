@@ -13,6 +13,7 @@ import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Final, Protocol
 
+from accounting.errors import EcgwError
 from gateway.config.settings import OPENAI_WIRE_BASES, CloudSettings, ConfigError, cloud_provider
 from gateway.egress.transports.cloud_key import CloudKey
 from gateway.egress.transports.provider_request import ProviderRequest
@@ -33,7 +34,7 @@ _OWN_HANDLER: Final = frozenset({"azure_ai", "cometapi", "deepseek", "edenai", "
 _REDIRECT_SAID = "the provider answered HTTP "
 
 
-class RedirectRefused(Exception):
+class RedirectRefused(EcgwError):
     """A provider answered a redirect; the request was not sent on."""
 
     def __init__(self, status: int) -> None:
