@@ -316,7 +316,7 @@ def edge_endpoint(settings: EdgeSettings) -> EdgeEndpoint:
     return EdgeEndpoint(first.base_url, first.model, key)
 
 
-CloudTransport = Literal["litellm", "openai"]
+CloudTransport = Literal["auto", "litellm", "openai"]
 
 # Where the own transport sends a provider's calls when no api_base is configured: the providers whose own API is
 # OpenAI's chat-completions wire, by the model's provider prefix (``deepseek/deepseek-chat``).
@@ -328,6 +328,14 @@ def cloud_provider(model: str) -> tuple[str, str]:
     (``openai/gpt-4o`` → ``openai``, ``gpt-4o``; no prefix: OpenAI)."""
     provider, _, name = model.partition("/")
     return (provider, name) if name else ("openai", model)
+
+
+def resolved_transport(transport: CloudTransport, model: str) -> Literal["litellm", "openai"]:
+    """The door a target's calls take: ``auto`` is the own transport for a provider whose API is OpenAI's chat
+    completions (``openai/…``, with or without ``api_base``; ``deepseek/…``), litellm for every other provider."""
+    if transport != "auto":
+        return transport
+    return "openai" if cloud_provider(model)[0] in OPENAI_WIRE_BASES else "litellm"
 
 
 def check_transport(transport: str, model: str, api_base: str | None) -> None:
@@ -352,7 +360,7 @@ class CloudTarget(_Section):
         "retries on retryable provider errors (429, 5xx, connection failures)"))
     extra_body_fields: list[str] = Field(default_factory=list, description=(
         "as cloud.extra_body_fields, for this target"))
-    transport: CloudTransport = Field("litellm", description="as cloud.transport, for this target")
+    transport: CloudTransport = Field("auto", description="as cloud.transport, for this target")
     tier: Tier = Field("standard", description=(
         "trusted (self-hosted, contractually zero retention, in-region) | standard: which data classes this target "
         "may receive (privacy.classes, docs/privacy.md); from configuration only, never from a request"))
@@ -386,13 +394,16 @@ class CloudSettings(_Section):
     extra_body_fields: list[str] = Field(default_factory=list, description=(
         "provider-specific body fields a request may send (e.g. [thinking] for DeepSeek): sent as JSON body fields "
         "(litellm's extra_body), privacy-walked; any other non-OpenAI field is dropped"))
-    # Which code makes the call: "litellm" (any provider litellm speaks; the default) or "openai", the gateway's own
-    # OpenAI-compatible transport (gateway.egress.transports.cloud_http) for a target that speaks OpenAI's chat-completions
-    # wire: ~0.1 ms of CPU a call against litellm's ~4 ms (JSON) and ~10 ms (stream), measured by
-    # benchmarks.transport. It sends the allowlisted body as it is, with none of litellm's per-provider mappings.
-    transport: CloudTransport = Field("litellm", description=(
-        "litellm: any provider it speaks; openai: the gateway's own client, for an API that is OpenAI's chat "
-        "completions (OpenAI, DeepSeek, vLLM at api_base): ~40x less CPU a call (docs/fleet.md)"))
+    # Which code makes the call: "openai", the gateway's own OpenAI-compatible transport (gateway.egress.transports.cloud_http)
+    # for a target that speaks OpenAI's chat-completions wire: ~0.1 ms of CPU a call against litellm's ~4 ms (JSON)
+    # and ~10 ms (stream), measured by benchmarks.transport; "litellm" for any provider litellm speaks; "auto" (the
+    # default, resolved_transport) picks the own one for openai/… and deepseek/… and litellm for the rest, which is
+    # then imported only because a target needs it.
+    transport: CloudTransport = Field("auto", description=(
+        "auto: the gateway's own client for openai/… (with or without api_base) and deepseek/…, litellm for every "
+        "other provider (anthropic/… included); openai: the own client, for an API that is OpenAI's chat completions "
+        "(OpenAI, DeepSeek, vLLM at api_base): ~40x less CPU a call, DeepSeek's reasoning_effort mapped to thinking "
+        "as litellm does (docs/fleet.md); litellm: any provider it speaks"))
     tier: Tier = Field("standard", description="the one target's tier (trusted | standard), as cloud.targets.NAME.tier")
     # Several named models (gateway.egress.pools.cloud_targets); empty: the fields above are the one target, "default".
     targets: dict[str, CloudTarget] = Field(default_factory=dict, description=(

@@ -19,7 +19,7 @@ from accounting.calls import Meter, PricedMeter
 from accounting.factory import build_pricer
 from accounting.reloading import DOORS
 from gateway.config.reference import reload_paths
-from gateway.config.settings import CloudSettings, ConfigError, Settings, edge_endpoint
+from gateway.config.settings import CloudSettings, ConfigError, Settings, edge_endpoint, resolved_transport
 from gateway.egress.pools.cloud_targets import CloudTargets
 from gateway.egress.pools.edge_pool import EdgePool
 from gateway.egress.pools.fixed import Fixed
@@ -66,9 +66,9 @@ class ManagedPool(Pool, Protocol):
 
 
 def configured_transport(settings: CloudSettings) -> ProviderTransport:
-    """One target's transport, as its ``transport`` names it: litellm (imported here, at start-up, and only when a
-    target uses it) or the gateway's own OpenAI-compatible one."""
-    if settings.transport == "openai":
+    """One target's transport, as its ``transport`` names it or ``auto`` picks it (``resolved_transport``): litellm
+    (imported here, at start-up, and only when a target uses it) or the gateway's own OpenAI-compatible one."""
+    if resolved_transport(settings.transport, settings.model) == "openai":
         from gateway.egress.transports.cloud_http import OpenAIWireCloud
 
         return OpenAIWireCloud(settings)

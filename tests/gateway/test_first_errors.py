@@ -29,7 +29,8 @@ def test_cloud_call_without_its_key_names_the_variable_and_sends_nothing(start_g
     # the fake cloud (which answers anyone), so an empty request log shows that nothing left the gateway.
     monkeypatch.setenv("DEEPSEEK_API_BASE", cloud.url + "/v1")  # type: ignore[attr-defined]
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
-    gw = start_gateway(cloud={"model": "deepseek/deepseek-chat", "api_base": None, "api_key_env": "DEEPSEEK_API_KEY"})
+    gw = start_gateway(cloud={"model": "deepseek/deepseek-chat", "api_base": None, "api_key_env": "DEEPSEEK_API_KEY",
+                              "transport": "litellm"})  # DEEPSEEK_API_BASE is litellm's
     response = httpx.post(gw.base_url + "/chat/completions", timeout=30, json={
         "model": "ecgw/cloud-only", "stream": stream, "messages": [{"role": "user", "content": "hello"}]})
     assert response.status_code == 503
@@ -44,7 +45,8 @@ def test_the_same_call_with_the_key_set_reaches_the_cloud(start_gateway, cloud: 
     # The control for the test above: the provider URL trick does reach the fake cloud once a key is there.
     monkeypatch.setenv("DEEPSEEK_API_BASE", cloud.url + "/v1")  # type: ignore[attr-defined]
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
-    gw = start_gateway(cloud={"model": "deepseek/deepseek-chat", "api_base": None, "api_key_env": "DEEPSEEK_API_KEY"})
+    gw = start_gateway(cloud={"model": "deepseek/deepseek-chat", "api_base": None, "api_key_env": "DEEPSEEK_API_KEY",
+                              "transport": "litellm"})  # DEEPSEEK_API_BASE is litellm's
     response = httpx.post(gw.base_url + "/chat/completions", timeout=30, json={
         "model": "ecgw/cloud-only", "messages": [{"role": "user", "content": "hello"}]})
     assert response.status_code == 200 and len(cloud.requests) == 1
@@ -117,7 +119,8 @@ def test_serve_reads_ecgw_config_file(tmp_path: Path, edge: ModelServer, cloud: 
 
 def test_litellm_banners_stay_out_of_the_log(tmp_path: Path, edge: ModelServer, cloud: ModelServer, serve) -> None:
     port = free_port()
-    config = _config(tmp_path, edge, cloud, port, api_base=f"http://127.0.0.1:{free_port()}/v1")  # nobody there
+    config = _config(tmp_path, edge, cloud, port, api_base=f"http://127.0.0.1:{free_port()}/v1",  # nobody there
+                     transport="litellm")
     proc, log = serve(config, cwd=tmp_path)
     base = f"http://127.0.0.1:{port}"
     wait_healthy(base, proc)

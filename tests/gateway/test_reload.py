@@ -315,7 +315,8 @@ def test_removing_some_keys_is_allowed_and_audited_and_auth_none_written_out_ope
 
 @pytest.mark.parametrize(("write", "param"), [
     (lambda path, config: path.write_bytes(yaml.safe_dump(config).encode() + b"# caf\xe9\n"), None),
-    (lambda path, config: _write(path, {**config, "cloud": {**config["cloud"], "extra_body_fields": ["api_base"]}}),
+    (lambda path, config: _write(path, {**config, "cloud": {**config["cloud"], "extra_body_fields": ["api_base"],
+                                                       "transport": "litellm"}}),
      "cloud.extra_body_fields"),
 ])
 def test_every_reload_failure_is_a_400_with_an_audit_row_and_the_gateway_keeps_serving(

@@ -5,9 +5,9 @@ Like litellm's door (``gateway.egress.transports.cloud``) it takes a ``ProviderR
 retries come from ``cloud.*`` settings at construction, the body is the request's allowlisted fields plus the model
 and the stream switch. It costs ~0.1 ms of CPU a call where litellm costs ~4 ms (JSON) and ~10 ms (streamed) on the
 same stub (``python -m benchmarks.transport``), because it does nothing but the call: no provider mapping, no cost
-map, no callbacks. Which is also its limit: a provider that does not speak OpenAI's wire needs litellm, and the two
-parameters litellm translates per provider (``top_k``, ``thinking``) go as they are (vLLM takes ``top_k``,
-DeepSeek ``thinking``), except to OpenAI's own API, which refuses parameters it does not know.
+map, no callbacks. Which is also its limit: a provider that does not speak OpenAI's wire needs litellm; of
+litellm's per-provider mapping it keeps what OpenAI's API and DeepSeek's need (``gateway.egress.transports.wire_dialect``),
+and sends the body as it is anywhere else (vLLM takes ``top_k``).
 """
 
 from __future__ import annotations
@@ -26,14 +26,11 @@ from gateway.egress.transports.cloud_key import CloudKey
 from gateway.egress.transports.http_errors import error_message
 from gateway.egress.transports.provider_request import ProviderRequest
 from gateway.egress.transports.stream_end import StreamEnd
+from gateway.egress.transports.wire_dialect import dialect
 from gateway.http import sse
 from gateway.http.jsonio import JSONDecodeError, dumps, loads
 from router.errors import UpstreamError
 
-# Generation parameters a request may set that are not OpenAI's (litellm maps them to the providers that have them):
-# OpenAI's API answers 400 to them, so they are left out of calls to it.
-NOT_OPENAI: Final = frozenset({"top_k", "thinking"})
-OPENAI_HOST: Final = "api.openai.com"
 # Answers worth another try before giving up (``cloud.max_retries``): rate limited, overloaded, a gateway between.
 _RETRIED_STATUS: Final = frozenset({408, 409, 429, 500, 502, 503, 504})
 _BACKOFF_S: Final = (0.5, 1.0, 2.0, 4.0)
@@ -61,7 +58,7 @@ class OpenAIWireCloud:
         self._timeout = aiohttp.ClientTimeout(total=None, connect=settings.timeout_s, sock_read=settings.timeout_s)
         self._backoff_s = backoff_s
         self._proxy = environment_proxy(self._url)
-        self._left_out = NOT_OPENAI if urlsplit(self._url).hostname == OPENAI_HOST else frozenset()
+        self._dialect = dialect(self.provider, urlsplit(self._url).hostname)
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
@@ -82,7 +79,7 @@ class OpenAIWireCloud:
         return self._key.ready()
 
     def _payload(self, request: ProviderRequest, *, stream: bool) -> bytes:
-        body = {name: value for name, value in request.body().items() if name not in self._left_out}
+        body = self._dialect(request.body())
         body.update(model=self._name, stream=stream)
         if stream:
             body["stream_options"] = {"include_usage": True}

@@ -247,7 +247,7 @@ def test_a_name_litellm_reads_itself_cannot_be_an_extra_body_field(start_gateway
     from gateway.config.settings import ConfigError
 
     with pytest.raises(ConfigError, match="api_base") as refused:
-        start_gateway(cloud={"extra_body_fields": ["api_base"]})
+        start_gateway(cloud={"extra_body_fields": ["api_base"], "transport": "litellm"})
     assert refused.value.param == "cloud.extra_body_fields"  # a reload answers 400 naming it (tests/gateway/test_reload_guard.py)
 
 
@@ -278,7 +278,7 @@ def _every_name(url: str) -> dict[str, Any]:
 
 def test_every_keyword_that_reaches_litellm_is_within_the_allowlist(
         start_gateway: Callable[..., RunningGateway], litellm_calls: list[dict[str, Any]]):
-    gw = start_gateway(cloud={"extra_body_fields": ["vendor_options"]})
+    gw = start_gateway(cloud={"extra_body_fields": ["vendor_options"], "transport": "litellm"})
     url = "http://127.0.0.1:9"
     hostile = _every_name(url)
     base = {"model": "ecgw/cloud-only", **hostile, "vendor_options": {"x": 1}, "temperature": 0.3,
