@@ -132,6 +132,9 @@ class Scenario:
             "step-routing": task_id not in self.overconfident,
             "sketch": task_id in self.plan_helps,
             "advisor": task_id not in self.advice_useless,
+            # the cloud answers every step whose context holds neither special categories nor secrets: no hard
+            # task's context does (the secret scan's solution lists files, `grep -l`, and never reads a value)
+            "sensitivity-routing": True,
             "random-matched": all(RandomMatched.coin("", session_id, i) < self.random_p
                                   for i in range(len(self.solutions[task_id]))),
         }[policy]

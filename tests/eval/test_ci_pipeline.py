@@ -34,7 +34,7 @@ from tests.fakes.model_server import ModelServer
 from tests.fakes.threaded import ThreadedServer
 
 POLICIES = ["edge-only", "cloud-only", "task-routing", "step-routing", "sketch", "advisor", "delegate",
-            "random-matched"]
+            "random-matched", "sensitivity-routing"]
 EXPERIMENT = "ci"
 RUNS = 3
 T1, T3, T4, T5 = ("ecgw_task_1_meeting_minutes", "ecgw_task_3_invoice_lookup", "ecgw_task_4_log_search",
@@ -60,6 +60,7 @@ EXPECTED_ROWS = [  # the deterministic outcome (runs in order, one at a time, so
     '| advisor | 75.00 | 75.00 | 1.1e-04/3.3e-04/4.2e-05 | 9.8e-04 | 9.2e-03 | 10.00 |',
     '| delegate | 100.00 | 100.00 | 8.8e-04/9.9e-04/5.4e-05 | 3.2e-03 | 8.3e-03 | 10.00 |',
     '| random-matched | 58.33 | 50.00 | 7.4e-04/1.1e-03/6.1e-05 | 3.0e-03 | 1.9e-03 | 11.90 |',
+    '| sensitivity-routing | 100.00 | 100.00 | 1.3e-03/1.7e-03/8.4e-05 | 5.0e-03 | 2.1e-03 | 10.00 |',
 ]
 
 
