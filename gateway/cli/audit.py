@@ -143,29 +143,23 @@ def query(args: argparse.Namespace) -> int:
     import time
 
     from accounting.database import StoreUnavailable
-    from gateway.cli.periods import moment, owner_prefix
+    from gateway.cli.periods import scope as period
     from gateway.config.settings import ConfigError
-    from privacy.report import Scope
     from privacy.report.build import trail
     from privacy.report.classes import matching
     from privacy.report.reads import receipt_claims
 
     now = time.time()
     try:
-        prefix = owner_prefix(args.owner)
-        since = moment(args.since, now=now, name="--since")
-        until = moment(args.until, now=now, name="--until") or now
-        if since is not None and since >= until:
-            raise ValueError("--since must come before --until")
+        scope = period(args.owner, args.since, args.until, now=now)
         store = _store(_settings(args.config), args.database_url)
-        scope = Scope(owner=args.owner if prefix is None else prefix[:-1], prefix=prefix, since=since, until=until)
         with store.engine.connect() as conn:
             found = matching(receipt_claims(conn, scope), args.data_class, args.tier)
         chain = trail(store.engine, _trusted(store, args.public_key), scope)
     except (ConfigError, OSError, ValueError, StoreUnavailable) as exc:
         return _fail(str(exc))
     answer: dict[str, Any] = {"question": {"class": args.data_class, "tier": args.tier, "owner": scope.owner,
-                           "since": since, "until": until},
+                           "since": scope.since, "until": scope.until},
               "count": len(found), "receipts": found,
               "chain": {"verified": bool(chain.get("verified") and chain.get("intact")),
                         **{k: chain[k] for k in ("entries", "checkpoints", "anchored", "breaks") if k in chain}}}

@@ -4,6 +4,11 @@ duration back from now."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from privacy.report import Scope
+
 _OWNER_KINDS = ("t.", "o.", "k.")
 
 
@@ -27,3 +32,16 @@ def moment(value: str | None, *, now: float, name: str) -> float | None:
         return parse_since(value, now=now)
     except BadReportRequest as exc:
         raise ValueError(str(exc).replace("--since", name)) from None
+
+
+def scope(owner: str, since: str | None, until: str | None, *, now: float) -> Scope:
+    """The auditor's ``--owner``, ``--since`` and ``--until`` as one report scope (``--until`` defaults to now);
+    ValueError names the option that is wrong."""
+    from privacy.report import Scope
+
+    prefix = owner_prefix(owner)
+    start = moment(since, now=now, name="--since")
+    end = moment(until, now=now, name="--until") or now
+    if start is not None and start >= end:
+        raise ValueError("--since must come before --until")
+    return Scope(owner=owner if prefix is None else prefix[:-1], prefix=prefix, since=start, until=end)

@@ -27,24 +27,19 @@ def period_report(args: argparse.Namespace) -> int:
     from accounting.database import StoreUnavailable
     from accounting.store import UsageStore
     from gateway.cli.audit import _settings, _store, _trusted
-    from gateway.cli.periods import moment, owner_prefix
+    from gateway.cli.periods import scope as period
     from gateway.config.settings import ConfigError
     from gateway.state.tenancy import owner_of
-    from privacy.report import Scope, build_report, render
+    from privacy.report import build_report, render
 
     now = time.time()
     try:
-        prefix = owner_prefix(args.owner)
-        since = moment(args.since, now=now, name="--since")
-        until = moment(args.until, now=now, name="--until") or now
-        if since is not None and since >= until:
-            raise ValueError("--since must come before --until")
+        scope = period(args.owner, args.since, args.until, now=now)
         settings = _settings(args.config)
         url = args.database_url or settings.database_url
         audit = _store(settings, url)
         public = _trusted(audit, [args.public_key] if args.public_key else None)  # every generation of the key
         usage = UsageStore.from_url(url) if settings.accounting.enabled else None
-        scope = Scope(owner=args.owner if prefix is None else prefix[:-1], prefix=prefix, since=since, until=until)
         report = build_report(audit.engine, scope, usage=usage, public=public, owner_of=owner_of)
         out = render(report, args.format)
     except (ConfigError, OSError, ValueError, StoreUnavailable) as exc:
