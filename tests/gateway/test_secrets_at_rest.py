@@ -112,7 +112,9 @@ def test_audit_bodies_rest_sealed_and_the_export_opens_them_with_the_same_config
                                                                                   capsys):
     sections = {"sessions": {"store": "sqlite", "sqlite_path": str(tmp_path / "s.sqlite3")},
                 "database_url": f"sqlite:///{tmp_path / 'gw.sqlite3'}",
-                "privacy": {"layers": {"ner": False}, "audit_spill_path": None}}
+                # minimal: listed units and secrets alone, so the name (no unit here) leaves raw and the stored
+                # body holds a raw value to seal
+                "privacy": {"profile": "minimal", "layers": {"ner": False}, "audit_spill_path": None}}
     gw = start_gateway(**sections)
     cloud.script(Reply(content="ok"))
     body = {"model": "ecgw/cloud-only", "messages": [{"role": "user", "content": f"I am {NAME}; mail me"}]}
