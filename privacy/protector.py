@@ -63,6 +63,7 @@ SlotFindings = tuple[str, Sequence[Applied], dict[str, list[dict[str, Any]]] | N
 log = logging.getLogger("ecgw.privacy")
 
 _SWITCH_INTERVAL_S = 0.001  # the GIL's longest turn while detection threads run (``start``)
+_DEFINITIONS = ("tools[", "functions[")  # where a body's tool definitions stand (privacy.walk)
 _INLINE_CHARS = 256  # detect and last-check inline below this many new characters; above it, off the event loop
 # (NER on a few KB holds the loop for ~100 ms; a thread hop costs ~0.1 ms)
 
@@ -227,9 +228,22 @@ class PrivacyProtector:
             check_bytes(sum(len(slots[i].text.encode("utf-8", "surrogatepass")) for i in misses), budget.max_bytes)
             prepared = [prepare(slots[i].text, slots[i].kind, all_numbers=matcher is not None) for i in misses]
 
+            # A tool's definition (its description and parameter docs) is the agent's own instruction prose: the
+            # real-text families read it as people, places and handles (`@name` in a usage note) and the cloud then
+            # gets broken schemas, so it is read for listed units and secrets alone (the minimal profile).
+            groups = [([j for j, i in enumerate(misses) if slots[i].location.startswith(_DEFINITIONS)], "minimal"),
+                      ([j for j, i in enumerate(misses) if not slots[i].location.startswith(_DEFINITIONS)], profile)]
+
             def detect() -> list[list[list[Finding]]]:
+                out: list[list[list[Finding]]] = [[] for _ in misses]
                 with meter.running():
-                    return self._scrubber.detect(prepared, matcher, scope=scope, profile=profile, meter=meter)
+                    for group, read_as in groups:
+                        if group:
+                            for j, each in zip(group, self._scrubber.detect(
+                                    [prepared[j] for j in group], matcher, scope=scope, profile=read_as,
+                                    meter=meter), strict=True):
+                                out[j] = each
+                return out
 
             found = await asyncio.to_thread(detect) if size > _INLINE_CHARS else detect()
 
