@@ -570,7 +570,8 @@ class Settings(BaseSettings):
     edge: EdgeSettings = Field(default_factory=EdgeSettings, description=(
         "the local model server: any OpenAI-compatible server (vLLM in production)"))
     cloud: CloudSettings = Field(default_factory=CloudSettings, json_schema_extra=reloads(DOORS), description=(
-        "the cloud model: any provider litellm speaks"))
+        "the cloud model: OpenAI-compatible targets through the gateway's own transport, any other provider litellm "
+        "speaks through litellm (transport: auto)"))
     policy: PolicySettings = Field(default_factory=PolicySettings, json_schema_extra=reloads(SNAPSHOT), description=(
         "who answers each step: the default policy and each policy's knobs"))
     sessions: SessionSettings = Field(default_factory=SessionSettings,
