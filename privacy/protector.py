@@ -63,7 +63,6 @@ SlotFindings = tuple[str, Sequence[Applied], dict[str, list[dict[str, Any]]] | N
 log = logging.getLogger("ecgw.privacy")
 
 _SWITCH_INTERVAL_S = 0.001  # the GIL's longest turn while detection threads run (``start``)
-_DEFINITIONS = ("tools[", "functions[")  # where a body's tool definitions stand (privacy.walk)
 _INLINE_CHARS = 256  # detect and last-check inline below this many new characters; above it, off the event loop
 # (NER on a few KB holds the loop for ~100 ms; a thread hop costs ~0.1 ms)
 
@@ -231,8 +230,9 @@ class PrivacyProtector:
             # A tool's definition (its description and parameter docs) is the agent's own instruction prose: the
             # real-text families read it as people, places and handles (`@name` in a usage note) and the cloud then
             # gets broken schemas, so it is read for listed units and secrets alone (the minimal profile).
-            groups = [([j for j, i in enumerate(misses) if slots[i].location.startswith(_DEFINITIONS)], "minimal"),
-                      ([j for j, i in enumerate(misses) if not slots[i].location.startswith(_DEFINITIONS)], profile)]
+            definitions = [slots[i].definition for i in misses]
+            groups = [([j for j, d in enumerate(definitions) if d], "minimal"),
+                      ([j for j, d in enumerate(definitions) if not d], profile)]
 
             def detect() -> list[list[list[Finding]]]:
                 out: list[list[list[Finding]]] = [[] for _ in misses]

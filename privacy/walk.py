@@ -28,6 +28,11 @@ class Slot:
     kind: Kind
     set: Callable[[str], None]
 
+    @property
+    def definition(self) -> bool:
+        """Part of a tool's definition (``tools``, ``functions``: its schema and docs), the agent's own prose."""
+        return self.location.startswith(("tools[", "functions["))
+
 
 class _Setter:
     """Writes a scrubbed string back where it came from; knows where that is, so the walk can tell what it

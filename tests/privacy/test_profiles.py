@@ -31,3 +31,23 @@ async def test_the_detection_caches_key_on_the_profile():
     assert "maria.gonzalez@acme-mail.com" in minimal.body["messages"][0]["content"]
     for result in (balanced, other):
         assert "maria.gonzalez@acme-mail.com" not in result.body["messages"][0]["content"]
+
+
+async def test_a_tool_definition_is_read_for_secrets_and_listed_units_alone():
+    """A tool's docs are the agent's own prose: balanced's real-text families read its usage notes as people and
+    handles, and the vault's values then replaced `name` keys and tool names across the body (Claude Code's and
+    Codex's tools reached the cloud without a function name). A secret in them is still found; the user's text is
+    read under the profile."""
+    settings = PrivacySettings(layers=LayerSettings(ner=False))
+    protector = build_privacy_protector(settings, database_url=None, sessions=MemorySessionStore())
+    doc = "Write a bare `@name` only for a real login; ask my son Leo first. Token AKIAIOSFODNN7EXAMPLE."
+    tool = {"type": "function", "function": {"name": "Bash", "description": doc, "parameters": {
+        "type": "object", "properties": {"name": {"type": "string", "description": "the file's name"}}}}}
+    body = {"model": "m", "messages": [{"role": "user", "content": "please ask my son Leo"}],
+            "tools": [tool]}
+    sent = (await protector.scrub(body, session_id="s", profile="balanced")).body
+    function = sent["tools"][0]["function"]
+    assert function["name"] == "Bash" and list(function["parameters"]["properties"]) == ["name"]
+    assert "`@name`" in function["description"] and "my son Leo" in function["description"]
+    assert "AKIAIOSFODNN7EXAMPLE" not in function["description"]
+    assert "Leo" not in sent["messages"][0]["content"]
