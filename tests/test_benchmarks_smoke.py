@@ -50,3 +50,16 @@ def test_the_class_benchmark_measures_the_agent_steps_classes():
     # the workload's people, addresses and its one token are found and classed: the check runs on real counts
     assert {"contact", "people", "secrets"} <= set(report["claims"]) and report["cpu_us_p50"] > 0
     assert "The data-class check" in render(report)
+
+
+def test_the_detectors_benchmark_sets_each_part_against_a_baseline_without_it():
+    from benchmarks.detectors import measure, render
+
+    report = measure(rounds=1, smoke=True)
+    # the pair really differs by the real-text layer: it finds values in real-looking prompts the rest does not
+    assert report["prompt_findings"]["with"] > report["prompt_findings"]["without"], report["prompt_findings"]
+    for row in ("realtext_agent_cold", "realtext_incremental", "realtext_prompt", "meter_agent_cold"):
+        assert report[row]["with_ms"] > 0 and report[row]["without_ms"] > 0, report[row]
+    assert report["classes_agent_step_ms"] > 0
+    text = render(report)
+    assert "real-prompt detectors" in text and "scan budget" in text and "data-class check" in text
