@@ -3,10 +3,17 @@ the gateway served by uvicorn in this process and the load generator and the ups
 this process's CPU time is the gateway's alone (its writer threads included). Machine-load independent enough to
 compare two commits on a shared machine, which wall-clock figures are not.
 
+The floor it is read against is measured in the same run, in the same process, on the same upstream: the bare relay
+(``benchmarks.bare``: uvicorn, one Starlette route, one aiohttp session; the body posted on as it came and the
+upstream's bytes sent back, Starlette's ``StreamingResponse`` for a stream), its CPU per request and the gateway's
+ratio to it (``x_bare``), JSON and streamed. Bare and gateway alternate (``--rounds``), each measurement after the
+other's writer threads have settled.
+
     python -m benchmarks.cpu                      # µs of CPU per request (all threads, and the event loop's
                                                   # alone), JSON and streamed, concurrency 64
     python -m benchmarks.cpu --profile 25         # and the 25 costliest functions (cProfile, event-loop thread)
     python -m benchmarks.cpu --loop uvloop        # on uvloop, as `ecgw serve` runs
+    python -m benchmarks.cpu --rounds 3           # bare and gateway alternating three times: min and median
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import io
 import json
 import logging
 import pstats
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from benchmarks.bare import bare_app
 from benchmarks.contenders import free_port, start_upstream
 from benchmarks.workload import small_request
 
@@ -73,27 +82,29 @@ async def _serve(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         # line was formatted and written on the event loop (the figures before 2026-12-02 06:30 UTC did that).
         server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
                                                **uvicorn_options()))
-        serving = asyncio.create_task(server.serve())
-        while not server.started:
+        bare_port = free_port()
+        bare = uvicorn.Server(uvicorn.Config(bare_app(upstream.url), host="127.0.0.1", port=bare_port,
+                                             **uvicorn_options()))
+        servers = [asyncio.create_task(server.serve()), asyncio.create_task(bare.serve())]
+        while not (server.started and bare.started):
             await asyncio.sleep(0.05)
-        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        urls = {"gateway": f"http://127.0.0.1:{port}/v1/chat/completions",
+                "bare": f"http://127.0.0.1:{bare_port}/v1/chat/completions"}
         out: dict[str, Any] = {}
         profile = cProfile.Profile(time.thread_time) if args.profile else None  # CPU time: a shared machine
         for stream in (False, True):
-            await asyncio.to_thread(_load, url, concurrency=args.concurrency, requests=args.warmup, stream=stream)
-            cpu0, loop0, wall0 = time.process_time(), time.thread_time(), time.perf_counter()
-            if profile is not None:
-                profile.enable()
-            await asyncio.to_thread(_load, url, concurrency=args.concurrency, requests=args.requests, stream=stream)
-            if profile is not None:
-                profile.disable()
-            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-            loop = time.thread_time() - loop0  # this coroutine runs on the event loop's thread
-            out["stream" if stream else "json"] = {"cpu_us_per_request": round(cpu / args.requests * 1e6, 1),
-                                                   "loop_cpu_us_per_request": round(loop / args.requests * 1e6, 1),
-                                                   "req_per_s": round(args.requests / wall, 1)}
-        server.should_exit = True
-        await serving
+            runs: dict[str, list[dict[str, float]]] = {"gateway": [], "bare": []}
+            for url in urls.values():
+                await asyncio.to_thread(_load, url, concurrency=args.concurrency, requests=args.warmup,
+                                        stream=stream)
+            for _ in range(args.rounds):
+                for name, url in urls.items():
+                    await asyncio.sleep(SETTLE_S)  # the other's writer threads done with its requests
+                    measured = profile if name == "gateway" else None
+                    runs[name].append(await _measure(url, args, stream=stream, profile=measured))
+            out["stream" if stream else "json"] = _summary(runs)
+        server.should_exit = bare.should_exit = True
+        await asyncio.gather(*servers)
         if profile is not None:
             text = io.StringIO()
             stats = pstats.Stats(profile, stream=text)
@@ -107,11 +118,45 @@ async def _serve(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         upstream.stop()
 
 
+SETTLE_S = 0.5  # past the log writer's batch (50 ms) and the metering writer's
+
+
+async def _measure(url: str, args: argparse.Namespace, *, stream: bool,
+                   profile: cProfile.Profile | None) -> dict[str, float]:
+    """One load of ``args.requests`` against ``url``: this process's CPU per request (all threads, and the event
+    loop's thread alone: what caps requests per second) and requests per second."""
+    cpu0, loop0, wall0 = time.process_time(), time.thread_time(), time.perf_counter()
+    if profile is not None:
+        profile.enable()
+    await asyncio.to_thread(_load, url, concurrency=args.concurrency, requests=args.requests, stream=stream)
+    if profile is not None:
+        profile.disable()
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    loop = time.thread_time() - loop0  # this coroutine runs on the event loop's thread
+    return {"cpu_us_per_request": round(cpu / args.requests * 1e6, 1),
+            "loop_cpu_us_per_request": round(loop / args.requests * 1e6, 1),
+            "req_per_s": round(args.requests / wall, 1)}
+
+
+def _summary(runs: dict[str, list[dict[str, float]]]) -> dict[str, Any]:
+    """Each figure's runs, min and median, for the gateway and the bare relay, and the gateway's ratio to the bare
+    relay (min to min, median to median)."""
+    out: dict[str, Any] = {}
+    for name, measured in runs.items():
+        out[name] = {key: {"runs": [m[key] for m in measured], "min": min(m[key] for m in measured),
+                           "median": statistics.median(m[key] for m in measured)} for key in measured[0]}
+    cpu = "cpu_us_per_request"
+    out["x_bare"] = {stat: round(out["gateway"][cpu][stat] / out["bare"][cpu][stat], 2) for stat in ("min", "median")}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--warmup", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="gateway and bare relay measured alternately this many times (min and median)")
     parser.add_argument("--no-metering", action="store_true", help="accounting.enabled: false (what it costs)")
     parser.add_argument("--no-access-log", action="store_true", help="the access line off (what it costs)")
     parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions (cProfile)")

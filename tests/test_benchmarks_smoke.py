@@ -63,3 +63,19 @@ def test_the_detectors_benchmark_sets_each_part_against_a_baseline_without_it():
     assert report["classes_agent_step_ms"] > 0
     text = render(report)
     assert "real-prompt detectors" in text and "scan budget" in text and "data-class check" in text
+
+
+def test_the_cpu_benchmark_reads_the_gateway_against_the_bare_relay_in_the_same_run():
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "benchmarks.cpu", "--requests", "20", "--warmup", "5",
+                          "--concurrency", "4", "--rounds", "2"], capture_output=True, text=True, check=True)
+    report = json.loads(out.stdout.splitlines()[0])
+    for shape in ("json", "stream"):  # both relays answered every request (a failed one raises), twice each
+        row = report[shape]
+        assert len(row["gateway"]["cpu_us_per_request"]["runs"]) == 2
+        assert row["bare"]["cpu_us_per_request"]["min"] > 0
+        assert row["x_bare"]["min"] == round(row["gateway"]["cpu_us_per_request"]["min"]
+                                             / row["bare"]["cpu_us_per_request"]["min"], 2)
