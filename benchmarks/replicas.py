@@ -3,7 +3,7 @@
     python -m benchmarks.replicas [--smoke]     # this part of `make bench` alone (prints its table)
     python -m benchmarks.replicas --agent       # each step the agent request instead (~20 KB system prompt,
                                                 # 40-step history: benchmarks.workload), fewer steps
-    python -m benchmarks.replicas --transport openai   # the cloud through the own transport, not litellm
+    python -m benchmarks.replicas --transport litellm  # the cloud through litellm, not the default config's door
 
 Each replica is ``ecgw serve`` with one worker (so one replica ≈ one core of gateway work), ``cloud-only`` with
 privacy on, session state in one Redis. Load: a session per client connection, the same session ids on every
@@ -38,7 +38,7 @@ def stop_redis(workdir: Path) -> None:
     subprocess.run([str(ROOT / "scripts" / "redis.sh"), "stop", str(workdir / "redis")], check=False)
 
 
-def start_replica(name: str, workdir: Path, upstream: Server, redis_url: str, transport: str = "litellm") -> Server:
+def start_replica(name: str, workdir: Path, upstream: Server, redis_url: str, transport: str = "auto") -> Server:
     port = free_port()
     config = {"server": {"port": port, "workers": 1},
               "edge": {"base_url": upstream.url, "model": "bench"},
@@ -110,9 +110,10 @@ def load_shape(smoke: bool, agent: bool = False) -> tuple[int, int]:
 
 
 def replica_throughput(workdir: Path, upstream: Server, *, smoke: bool, agent: bool = False,
-                       transport: str = "litellm") -> dict[str, Any]:
+                       transport: str = "auto") -> dict[str, Any]:
     """``agent``: every step the 20 KB agent request (``agent_body``) instead of the small one; ``transport``: the
-    cloud door's (``cloud.transport``)."""
+    cloud door's (``cloud.transport``; ``auto``, the default configuration's, sends the bench's ``openai/bench``
+    through the own OpenAI-compatible transport)."""
     requests, concurrency = load_shape(smoke, agent)
     redis_url, port, redis_pid = start_redis(workdir)
     replicas: list[Server] = []
@@ -142,9 +143,9 @@ def replica_throughput(workdir: Path, upstream: Server, *, smoke: bool, agent: b
         stop_redis(workdir)
 
 
-def render(rows: dict[str, Any], concurrency: int, agent: bool = False, transport: str = "litellm") -> list[str]:
+def render(rows: dict[str, Any], concurrency: int, agent: bool = False, transport: str = "auto") -> list[str]:
     what = "the agent request (~20 KB system prompt, 40-step history)" if agent else "a small step"
-    door = "" if transport == "litellm" else f", cloud.transport {transport}"
+    door = f", cloud.transport {transport}"
     lines = [f"### Replicas sharing one Redis (cloud-only with privacy, one worker per replica, {concurrency} "
              f"clients, {what}{door})", "", "| gateways | req/s | p50 ms | p99 ms | gateway CPU ms/step | req/s per core | "
              "Redis commands/step | Redis CPU ms/step | errors |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -166,8 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="a few requests each")
     parser.add_argument("--agent", action="store_true", help="every step the 20 KB agent request")
-    parser.add_argument("--transport", choices=("litellm", "openai"), default="litellm",
-                        help="the cloud door's transport (cloud.transport)")
+    parser.add_argument("--transport", choices=("auto", "litellm", "openai"), default="auto",
+                        help="the cloud door's transport (cloud.transport; auto, the default configuration's, is "
+                             "the own transport for the bench's OpenAI-compatible target)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ecgw-bench-") as tmp:
         upstream = start_upstream(Path(tmp))

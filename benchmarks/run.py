@@ -181,8 +181,8 @@ def run(smoke: bool, include_litellm: bool, include_portkey: bool = True) -> dic
             report["rss_mb"] = {s.name: round(s.rss_mb(), 1) for s in servers}
             for server in servers[1:]:  # the replicas below get the cores to themselves
                 server.stop()
-            report["replicas"] = replica_throughput(workdir, upstream, smoke=smoke)
-            report["replicas_cloud_openai"] = replica_throughput(workdir, upstream, smoke=smoke, transport="openai")
+            report["replicas"] = replica_throughput(workdir, upstream, smoke=smoke)  # transport: auto (the default)
+            report["replicas_cloud_litellm"] = replica_throughput(workdir, upstream, smoke=smoke, transport="litellm")
         finally:
             for server in servers:
                 server.stop()
@@ -247,8 +247,8 @@ def render(report: dict[str, Any]) -> str:
               "### Peak RSS (MB)", "", " · ".join(f"{k} {v}" for k, v in report["rss_mb"].items()), ""]
     if "replicas" in report:
         lines += render_replicas(report["replicas"], load_shape(report["smoke"])[1])
-    if "replicas_cloud_openai" in report:
-        lines += render_replicas(report["replicas_cloud_openai"], load_shape(report["smoke"])[1], transport="openai")
+    if "replicas_cloud_litellm" in report:
+        lines += render_replicas(report["replicas_cloud_litellm"], load_shape(report["smoke"])[1], transport="litellm")
     return "\n".join(lines)
 
 

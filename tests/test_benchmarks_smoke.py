@@ -14,13 +14,13 @@ def test_harness_runs_every_contender_and_renders(monkeypatch):
     assert report["agent_request_cloud_private"]["ecgw-cloud-private"]["errors"] == 0
     assert len(report["privacy_scrub"]["steps_ms"]) == 5
     assert report["rss_mb"]["ecgw-edge-only"] > 0
-    for key in ("replicas", "replicas_cloud_openai"):  # through litellm, then through cloud.transport openai
+    for key in ("replicas", "replicas_cloud_litellm"):  # through transport auto (the own door), then litellm
         replicas = report[key]  # one replica, then two sharing one Redis (scripts/redis.sh)
         assert set(replicas) == {"one replica", "two replicas"}
         assert all(r["errors"] == 0 and r["n"] > 0 and r["redis_commands_per_step"] > 0 for r in replicas.values())
     text = run.render(report)
     assert "### Non-streaming, concurrency 4" in text and "ecgw-cloud-private" in text
-    assert "Replicas sharing one Redis" in text and "cloud.transport openai" in text
+    assert "Replicas sharing one Redis" in text and "cloud.transport auto" in text and "cloud.transport litellm" in text
 
 
 def test_the_replicas_agent_step_is_the_20_kb_request_through_the_protected_door():
