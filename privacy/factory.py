@@ -23,8 +23,10 @@ from privacy.detect import (
     shared_people,
 )
 from privacy.detect.realtext import shared_realtext
+from privacy.detect.version import detector_version
 from privacy.hook import PassThroughProtector, Protector
 from privacy.inbound import InboundScanner
+from privacy.kept import KeptDetections, detections_key
 from privacy.lastcheck import EgressCheck, LastCheck
 from privacy.metrics import PrivacyMetrics
 from privacy.passthrough import RecordingPassThroughProtector
@@ -89,11 +91,22 @@ def _audit(settings: PrivacySettings, database_url: str, hash_key: bytes | None,
     return audit, Hasher(key)
 
 
-def _rules(settings: PrivacySettings, detector: LayeredDetector,
-           metrics: PrivacyMetrics) -> tuple[Scrubber, LastCheck | None]:
-    """What the privacy settings decide: the scrubber (layers) and the last check (the actions are the class
-    policy's, per call: ``privacy.classes.policy``)."""
-    scrubber = Scrubber(detector, shared=SharedDetections(settings.cache_entries))
+def _kept(settings: PrivacySettings, sessions: SessionStore, key: bytes | None) -> KeptDetections | None:
+    """Detections kept in the session store under the detectors' version; none without a key that outlives the
+    process (``privacy.hash_key`` or the gateway's derived key): a random one would find nothing after a restart."""
+    key = settings.hash_key.encode() if settings.hash_key else key
+    if key is None or settings.kept_detections == 0:
+        return None
+    return KeptDetections(sessions, detections_key(key), version=detector_version(settings),
+                          entries=settings.kept_detections,
+                          max_age_s=settings.retention_days * 86400 if settings.retention_days else None)
+
+
+def _rules(settings: PrivacySettings, detector: LayeredDetector, metrics: PrivacyMetrics,
+           kept: KeptDetections | None) -> tuple[Scrubber, LastCheck | None]:
+    """What the privacy settings decide: the scrubber (layers, and what it keeps in the session store) and the
+    last check (the actions are the class policy's, per call: ``privacy.classes.policy``)."""
+    scrubber = Scrubber(detector, shared=SharedDetections(settings.cache_entries), kept=kept)
     return scrubber, LastCheck(build_egress_check(settings), metrics) if settings.last_check else None
 
 
@@ -108,7 +121,8 @@ def build_privacy_protector(settings: PrivacySettings, *, database_url: str | No
     audit, hasher = (_audit(settings, database_url, hash_key, sign_keys) if settings.audit and database_url
                      else (None, None))
     metrics = PrivacyMetrics()
-    scrubber, last_check = _rules(settings, detector or build_detector(settings, edge=edge), metrics)
+    scrubber, last_check = _rules(settings, detector or build_detector(settings, edge=edge), metrics,
+                                  _kept(settings, sessions, hash_key))
     inbound = InboundScanner(*last_check_detectors()) if settings.response_guard.action != "off" else None
     return PrivacyProtector(settings, sessions=sessions, scrubber=scrubber,
                             units=UnitRegistry(sessions, settings.units_files), audit=audit, hasher=hasher,
@@ -132,7 +146,11 @@ def reconfigured(protector: Protector, settings: PrivacySettings, *, sessions: S
         return protector
     units = UnitRegistry(sessions, settings.units_files)
     units.file_units()  # read now: a bad file refuses the reload rather than failing a step later
-    scrubber, last_check = _rules(settings, build_detector(settings, edge=edge), protector.metrics or PrivacyMetrics())
+    kept = protector.kept.under(version=detector_version(settings), entries=settings.kept_detections,
+                                max_age_s=settings.retention_days * 86400 if settings.retention_days else None) \
+        if protector.kept is not None else None
+    scrubber, last_check = _rules(settings, build_detector(settings, edge=edge), protector.metrics or PrivacyMetrics(),
+                                  kept)
     return protector.reconfigured(settings, scrubber=scrubber, units=units, last_check=last_check)
 
 

@@ -44,6 +44,7 @@ from privacy.errors import PrivacyBlocked, PrivacyFailedToEdge, PrivacyUnavailab
 from privacy.guard import AnswerGuard, Found
 from privacy.hook import Protection, ReceiptSource, StreamRestorer
 from privacy.inbound import Carried, InboundScanner
+from privacy.kept import KeptDetections
 from privacy.lastcheck import LastCheck, Settled
 from privacy.metrics import PrivacyMetrics
 from privacy.registry import UnitRegistry
@@ -184,6 +185,11 @@ class PrivacyProtector:
             sibling._audited = self._audited.over(units)
         return sibling
 
+    @property
+    def kept(self) -> KeptDetections | None:
+        """The detections its scrubber keeps in the session store (a reload keeps the store and key)."""
+        return self._scrubber.kept
+
     async def scrub(self, body: dict[str, Any], *, session_id: str, who: Who = ANYONE, tier: str = "standard",
                     profile: Profile | None = None) -> ScrubbedRequest:
         """The body a cloud target of ``tier`` would receive from ``who`` (their class policy and profile:
@@ -245,7 +251,14 @@ class PrivacyProtector:
                                 out[j] = each
                 return out
 
+            # What the session store kept for this owner's long slots (another replica's detection, or this one's
+            # before a restart) is not scanned again; what is scanned now is kept there for them.
+            profiles: list[Profile] = ["minimal" if d else profile for d in definitions]
+            await self._scrubber.recall(prepared, profiles, all_numbers=matcher is not None, scope=scope,
+                                        session_id=session_id)
             found = await asyncio.to_thread(detect) if size > _INLINE_CHARS else detect()
+            await self._scrubber.keep(prepared, profiles, all_numbers=matcher is not None, scope=scope,
+                                      session_id=session_id)
 
         decide = functools.partial(policy.decide, tier=tier)
 
@@ -431,6 +444,7 @@ class PrivacyProtector:
         """The vault and the units in the session store, then the audit's content (``privacy.audit.audited``)."""
         await self._sessions.set(session_id, VAULT_KEY, None)
         await self.units.forget(session_id)
+        await self._scrubber.forget(session_id)
         if self._last_check is not None:
             self._last_check.forget(session_id)
         return None if self._audited is None else await self._audited.erase(session_id)

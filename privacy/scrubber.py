@@ -12,6 +12,7 @@ from typing import Any
 
 from privacy.classes.policy import Decision, Held
 from privacy.detect import UNMETERED, Checkpoint, Finding, LayeredDetector, Profile, Target, UnitMatcher, replace_spans
+from privacy.kept import KEEP_MIN_CHARS, KeptDetections, Slot
 from privacy.settings import Action
 from privacy.vault import Vault
 from privacy.walk import Kind
@@ -147,22 +148,64 @@ class SharedDetections:
                 self._data.popitem(last=False)
 
 
+def _kind(prepared: Prepared) -> str:
+    return "json" if prepared.leaves is not None else "text"
+
+
 class Scrubber:
-    def __init__(self, detector: LayeredDetector, *, shared: SharedDetections | None = None) -> None:
+    def __init__(self, detector: LayeredDetector, *, shared: SharedDetections | None = None,
+                 kept: KeptDetections | None = None) -> None:
+        """``kept``: detections kept in the session store per owner, across restarts and replicas (None: this
+        process's ``shared`` only)."""
         self._detector = detector
         self._shared = shared or SharedDetections(50_000)
+        self.kept = kept
 
     def warm(self) -> None:
         """Load the detectors' models and dictionaries now (blocking, seconds: call it off the event loop)."""
         self._detector.warm()
+
+    def _slot(self, prepared: Prepared, all_numbers: bool, profile: Profile) -> Slot:
+        return Slot([t.text for t in prepared.targets], prepared.text, _kind(prepared), all_numbers, profile)
+
+    async def recall(self, prepared: list[Prepared], profiles: list[Profile], *, all_numbers: bool, scope: str,
+                     session_id: str) -> None:
+        """What the session store kept for long slots this process has not detected under their profile (another
+        replica's, or this one's before a restart): ``detect`` then finds it here and does not scan them."""
+        if self.kept is None:
+            return
+        for p, profile in zip(prepared, profiles, strict=True):
+            key = SharedDetections.key(p, _kind(p), all_numbers, scope, profile)
+            if len(p.text) < KEEP_MIN_CHARS or self._shared.get(key) is not None:
+                continue
+            found = await self.kept.recall(scope, self._slot(p, all_numbers, profile), session_id)
+            if found is not None:
+                self._shared.put(key, found)
+
+    async def keep(self, prepared: list[Prepared], profiles: list[Profile], *, all_numbers: bool, scope: str,
+                   session_id: str) -> None:
+        """Keep in the session store what ``detect`` found in long slots the store did not hold yet."""
+        if self.kept is None:
+            return
+        for p, profile in zip(prepared, profiles, strict=True):
+            slot = self._slot(p, all_numbers, profile)
+            if len(p.text) < KEEP_MIN_CHARS or self.kept.known(scope, slot):
+                continue
+            found = self._shared.get(SharedDetections.key(p, _kind(p), all_numbers, scope, profile))
+            if found is not None:
+                await self.kept.keep(scope, slot, found, session_id)
+
+    async def forget(self, session_id: str) -> None:
+        """The session is erased: the kept detections it alone used go (``KeptDetections.forget``)."""
+        if self.kept is not None:
+            await self.kept.forget(session_id)
 
     def detect(self, prepared: list[Prepared], units: UnitMatcher | None, *, scope: str,
                profile: Profile, meter: Checkpoint = UNMETERED) -> list[list[list[Finding]]]:
         """Runs the detector under ``profile`` on what no session of ``scope`` scanned yet under it, then adds the
         session's listed units (CPU-bound: call it off the event loop for large inputs). ``meter``: the request's
         scan budget (``ScanOverBudget`` past it)."""
-        keys = [SharedDetections.key(p, "json" if p.leaves is not None else "text", units is not None, scope,
-                                     profile) for p in prepared]
+        keys = [SharedDetections.key(p, _kind(p), units is not None, scope, profile) for p in prepared]
         shared = [self._shared.get(key) for key in keys]
         todo = [i for i, found in enumerate(shared) if found is None]
         if todo:

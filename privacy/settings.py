@@ -183,6 +183,10 @@ class PrivacySettings(_Section):
         "at start and hourly; null = kept until DELETE /v1/sessions/{id} erases them"))
     cache_entries: int = Field(50_000, gt=0, description=(
         "detection results kept per process (shared across sessions by content hash)"))
+    kept_detections: int = Field(2_000, ge=0, json_schema_extra=reloads(DOORS), description=(
+        "per owner, detection results of long texts (a system prompt) kept in the session store as types and "
+        "offsets under a keyed hash, so a restart or another replica does not scan them again; erased with the "
+        "sessions that used them and past retention_days; 0 = none (docs/privacy.md: kept detections)"))
     restore_secrets_in_tools: Literal["allow", "audit", "deny"] = Field("audit", json_schema_extra=reloads(DOORS),
         description=(
         "a credential's or key's placeholder the cloud puts into a tool call's arguments:"))

@@ -97,6 +97,7 @@ class LayeredDetector:
         self._identifiers = IdentifierDetector()
         self._phones = PhoneDetector()
         self._manifests = SecretManifestDetector()
+        self.scanned = 0  # texts the layers read (a counter: kept and shared detections read none)
 
     def warm(self) -> None:
         """Load every model and dictionary the layers build lazily (spaCy's NER, jieba, the given-name list), so
@@ -149,6 +150,7 @@ class LayeredDetector:
     def _detect(self, targets: list[Target], scope: str, rules: ProfileRules,
                 meter: Checkpoint) -> list[list[Finding]]:
         found: list[list[Finding]] = []
+        self.scanned += len(targets)
         for target in targets:
             meter.check()
             found.append(self._shaped(target, scope, rules))

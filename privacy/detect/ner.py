@@ -80,6 +80,7 @@ class SpacyRecognizer:
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple[str, str], list[Entity]] = OrderedDict()
         self._cache_entries = cache_entries
+        self.analysed = 0  # segments the model read (a counter: cached segments are not read again)
 
     def _build(self) -> Any:
         import spacy
@@ -117,6 +118,7 @@ class SpacyRecognizer:
         if todo:
             nlp = self.nlp()
             with self._lock:  # spaCy pipelines are not documented as thread-safe
+                self.analysed += len(todo)
                 for text, doc in zip(todo, nlp.pipe(todo, batch_size=256), strict=True):
                     found = [Entity(PRESIDIO_TYPES.get(ent.label_, ent.label_), ent.text, PRESIDIO_SCORE)
                              for ent in doc.ents]
