@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from privacy.structure import FUNCTION_KEYS, STRUCTURAL_KEYS
+
 Kind = Literal["text", "json"]
 
 
@@ -62,9 +64,6 @@ def _targets(slots: list[Slot]) -> list[tuple[Any, Any]]:
     return [(slot.set.container, slot.set.key) for slot in slots if isinstance(slot.set, _Setter)]
 
 
-# String values that are structure, not content: they must reach the provider as they are.
-_STRUCTURAL_KEYS = frozenset({"model", "role", "type", "id", "tool_call_id", "tool_choice", "reasoning_effort",
-                              "service_tier", "object", "finish_reason", "format", "detail"})
 _NON_TEXT_PARTS = frozenset({"image_url", "input_image", "image", "input_audio", "audio", "file", "input_file"})
 
 
@@ -76,13 +75,13 @@ def _rest(value: Any, location: str, in_function: bool, covered: set[tuple[int, 
             return  # binary payloads: reported by the content walk, never scanned as text
         for key, item in value.items():
             if isinstance(item, str):
-                if key in _STRUCTURAL_KEYS or (key == "name" and in_function) or (id(value), key) in covered:
+                if key in STRUCTURAL_KEYS or (key == "name" and in_function) or (id(value), key) in covered:
                     continue
                 where = f"{location}.{key}" if location else str(key)
                 out.append(Slot(where, item, "json" if _looks_json(item) else "text", _setter(value, key)))
             elif isinstance(item, dict | list):
                 _rest(item, f"{location}.{key}" if location else str(key),
-                      key in ("function", "function_call", "functions"), covered, out)
+                      key in FUNCTION_KEYS, covered, out)
     elif isinstance(value, list):
         for i, item in enumerate(value):
             if isinstance(item, str):

@@ -41,6 +41,7 @@ class Decision:
     action: Action
     data_class: DataClass
     governed: bool
+    kept_off: bool = False  # the class policy keeps the class off this tier (``block``): no raw value may go there
 
 
 @dataclass
@@ -116,7 +117,8 @@ class ClassPolicy:
         for name in (finding.type, finding.dimension, finding.layer):
             if name and name in self._actions:
                 return Decision(self._actions[name], data_class, False)
-        return Decision("audit" if self.rule(data_class, tier) == "allow" else self._default, data_class, True)
+        rule = self.rule(data_class, tier)
+        return Decision("audit" if rule == "allow" else self._default, data_class, True, kept_off=rule == "block")
 
     def actions(self, tier: str) -> Callable[[Finding], Action]:
         """The scrub's action per finding on ``tier`` (what ``privacy.scrubber`` and the last check apply)."""

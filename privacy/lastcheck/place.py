@@ -1,64 +1,127 @@
-"""Replace raw values where they stand in an outgoing body: keys, strings (JSON-escaped too) and equal numbers."""
+"""Replace raw values where they stand in an outgoing body — strings (JSON-escaped too) and equal numbers — but never
+in its structure (``privacy.structure``: keys, tool and function names, ``role``/``type``/ids, a schema's own
+strings): what stands there is left as it is and reported, for the verdict to let stand or to keep the step home."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 
-def place(body: dict[str, Any], replacements: list[tuple[str, str]],
-          texts: Callable[[int], str | None] | None = None) -> dict[str, Any]:
-    """A copy of ``body`` with every occurrence of each raw value — in keys, strings (JSON-escaped too) and equal
-    numbers — replaced by its placeholder, longer values first. ``body`` is left as it is (an atomic store may run
-    the last check again on it); what does not change is shared, not copied. ``texts``: a message's keys, strings
-    and numbers as the last check read them, joined, by its index in ``messages`` (``EgressScan.text``; None: not
-    known): a message whose text holds no form of any value is left as it is without walking it (a long history's
-    every step)."""
-    pairs: list[tuple[str, str]] = []
-    for raw, placeholder in sorted(replacements, key=lambda p: -len(p[0])):
-        pairs += [(form, placeholder) for form in dict.fromkeys(
+from privacy.structure import FUNCTION_KEYS, SCHEMA_DOCS, SCHEMAS, STRUCTURAL_KEYS
+
+# A JSON string token, and whether a colon follows it (a key). In JSON, every '"' outside a string opens one, so
+# finding them left to right reads every string of a document in order.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"(\s*:)?')
+
+
+@dataclass
+class Placed:
+    """The body with the values replaced, which values were (``placed``), and those left standing in the body's
+    structure: raw value → where (``kept``; a key, a function's name, a structural field, a schema)."""
+
+    body: dict[str, Any]
+    placed: set[str] = field(default_factory=set)
+    kept: dict[str, str] = field(default_factory=dict)
+
+
+def place(body: dict[str, Any], replacements: Mapping[str, str], texts: Callable[[int], str | None] | None = None,
+          *, heuristic: frozenset[str] = frozenset()) -> Placed:
+    """A copy of ``body`` with every occurrence of each raw value in a string (JSON-escaped too) or an equal number
+    replaced by its placeholder, longer values first; a placeholder is read from ``replacements`` only when its value
+    is replaced (the verdict hands out placeholders lazily). Structure is left as it is (``Placed.kept`` says what
+    stood there). ``heuristic``: values a detector read from the words around them elsewhere (a person, a place, a
+    handle), which may name a key or a tool by chance (``name``, ``file``, ``Bash``): replaced in the body's text
+    alone, not in the keys of a JSON document inside a string (a tool call's arguments, a tool result) nor in a
+    tool's docs (read for listed units and secrets alone, as the walk reads them). ``body`` is left as it is (an atomic store may run the last check again on it);
+    what does not change is shared, not copied. ``texts``: a message's keys, strings and numbers as the last check
+    read them, joined, by its index in ``messages`` (``EgressScan.text``; None: not known): a message whose text
+    holds no form of any value is left as it is without walking it (a long history's every step)."""
+    placed = Placed(body)
+    forms: list[tuple[str, str]] = []  # (form, raw value)
+    for raw in sorted(replacements, key=lambda r: -len(r)):
+        forms += [(form, raw) for form in dict.fromkeys(
             [raw] + [json.dumps(raw, ensure_ascii=flag)[1:-1] for flag in (False, True)])]
-    numbers = dict(replacements)
+    sure = [(form, raw) for form, raw in forms if raw not in heuristic]
 
-    def fix(text: str) -> str:
-        for form, placeholder in pairs:
+    def fix(text: str, which: list[tuple[str, str]] = forms) -> str:
+        for form, raw in which:
             if form in text:
-                text = text.replace(form, placeholder)
+                text = text.replace(form, replacements[raw])
+                placed.placed.add(raw)
         return text
 
-    def new_value(value: Any) -> Any:
+    def string(text: str) -> str:
+        """A string's values replaced; in a JSON document, not the heuristic ones in its keys."""
+        if len(sure) == len(forms) or text.lstrip()[:1] not in ("{", "[") or \
+                not any(form in text for form, raw in forms if raw in heuristic):
+            return fix(text)
+        try:
+            orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return fix(text)
+        out, last = [], 0
+        for token in _JSON_STRING.finditer(text):
+            if token.group(1) is not None:
+                out += [fix(text[last:token.start()]), fix(token.group(), sure)]
+                last = token.end()
+        out.append(fix(text[last:]))
+        return "".join(out)
+
+    def stands(text: str, where: str) -> None:
+        for form, raw in forms:
+            if form in text:
+                placed.kept.setdefault(raw, where)
+
+    def new_value(value: Any, key: str, in_function: bool, schema: bool, top: str) -> Any:
+        """``key``: the key ``value`` sits under (a list's items: the list's); ``in_function``: the object holding
+        it is a function's; ``schema``: it is in a schema (``privacy.structure.SCHEMAS``)."""
         if isinstance(value, str):
-            return fix(value)
+            if key in STRUCTURAL_KEYS or (key == "name" and in_function) or (schema and key not in SCHEMA_DOCS):
+                stands(value, f"'{key}' in {top}")
+                return value
+            return fix(value, sure) if schema else string(value)
         if isinstance(value, int | float) and not isinstance(value, bool):
             # the number as the last check read it; one that holds a value (-539487261, 539487261.0) leaves as
             # the placeholder's text
             text = repr(value) if isinstance(value, float) else str(value)
-            if text in numbers:
-                return numbers[text]
-            placed = fix(text)
-            return value if placed == text else placed
+            if text in replacements:
+                placed.placed.add(text)
+                return replacements[text]
+            fixed = fix(text)
+            return value if fixed == text else fixed
         if isinstance(value, dict):
-            items = [(fix(str(k)) if isinstance(k, str) else k, new_value(v)) for k, v in value.items()]
-            if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
+            for name in value:
+                if isinstance(name, str):
+                    stands(name, f"a key in {top}")
+            items = [(k, new_value(v, str(k), key in FUNCTION_KEYS, schema, top)) for k, v in value.items()]
+            if all(v is v0 for (_, v), v0 in zip(items, value.values(), strict=True)):
                 return value
             return dict(items)
         if isinstance(value, list):
-            new = [new_value(item) for item in value]
+            new = [new_value(item, key, in_function, schema, top) for item in value]
             return value if all(a is b for a, b in zip(new, value, strict=True)) else new
         return value
 
     def message(i: int, value: Any) -> Any:
         text = texts(i) if texts is not None else None
-        if text is not None and not any(form in text for form, _ in pairs):
+        if text is not None and not any(form in text for form, _ in forms):
             return value
-        return new_value(value)
+        return new_value(value, "messages", False, False, f"messages[{i}]")
 
     def top(key: Any, value: Any) -> Any:
-        if key == "messages" and isinstance(value, list) and texts is not None:
+        if key == "messages" and isinstance(value, list):
             new = [message(i, item) for i, item in enumerate(value)]
             return value if all(a is b for a, b in zip(new, value, strict=True)) else new
-        return new_value(value)
+        name = str(key)
+        return new_value(value, name, name in FUNCTION_KEYS, name in SCHEMAS, name)
 
-    items = [(fix(k) if isinstance(k, str) else k, top(k, v)) for k, v in body.items()]
-    return dict(items)
+    for key in body:
+        if isinstance(key, str):
+            stands(key, "a top-level key")
+    placed.body = {k: top(k, v) for k, v in body.items()}
+    return placed

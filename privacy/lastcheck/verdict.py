@@ -8,7 +8,7 @@ and is left alone; ``block``, or a hit only an encoding or a split reveals, mean
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -19,6 +19,7 @@ from privacy.lastcheck.place import place
 from privacy.lastcheck.scan import EgressCheck, EgressHit
 from privacy.metrics import PrivacyMetrics
 from privacy.scrubber import Applied
+from privacy.settings import Action
 from privacy.vault import Vault
 
 log = logging.getLogger("ecgw.privacy")
@@ -67,7 +68,9 @@ class LastCheck:
             return Settled(body)
         settled = Settled(body)
         blocked: list[EgressHit] = []
-        replaced: dict[str, str] = {}
+        chosen: list[tuple[EgressHit, Decision]] = []
+        placeholders = _Placeholders(vault)
+        confirmed: set[str] = set()
         let_through = "\0".join(audited)  # one substring search per hit, whatever the number of audited values
         for hit in sorted(hits, key=lambda h: -len(h.finding.value)):
             decision = decide(hit.finding)
@@ -82,27 +85,87 @@ class LastCheck:
             if action == "block" or not hit.placeable or not hit.finding.value:
                 blocked.append(hit)
                 continue
-            settled.held.add(decision)
-            finding = hit.finding
-            if finding.value not in replaced:
-                if action == "pseudonymise":
-                    replaced[finding.value] = vault.placeholder(finding.type, finding.key, finding.value)
-                    settled.given.add(replaced[finding.value])
-                else:
-                    replaced[finding.value] = f"[{finding.type}]"
-            settled.hits.append((finding.type, hit.how, action))
-            settled.done.append((hit.path, Applied(replace(finding, layer="egress", location=""), action)))
+            placeholders.want(hit.finding, action)
+            if confirmed_value(hit.finding, decision):
+                confirmed.add(hit.finding.value)
+            chosen.append((hit, decision))
+        placed = None
+        if chosen and not blocked:  # a copy: ``body`` stays as scanned, since an atomic store may run this again
+            placed = place(body, placeholders, scan.text, heuristic=frozenset(placeholders.wanted - confirmed))
+            stuck = {raw: where for raw, where in placed.kept.items() if raw in confirmed}
+            blocked += [replace(hit, path=stuck[hit.finding.value]) for hit, _ in chosen
+                        if hit.finding.value in stuck]
         if blocked:
             for hit in blocked:
                 self._metrics.egress_hits.labels(hit.finding.type, hit.how, "block").inc()
             where = ", ".join(sorted({f"{h.finding.type} at {h.path} ({h.how})" for h in blocked})[:5])
             log.warning("last check kept a step off the cloud: %s", where)
             raise PrivacyBlocked(f"the last check on the outgoing body found {where} that cannot be replaced "
-                                 "where it stands; the step stays on the edge")
-        if replaced:  # a copy: ``body`` stays as scanned, since an atomic store may run this again
-            settled.body = place(body, list(replaced.items()), scan.text)
+                                 "where it stands (a placeholder in a key, a tool's name or a structural field "
+                                 "would break the request); the step stays on the edge")
+        if placed is not None:
+            settled.body = placed.body
+            settled.given = set(placeholders.given)
+            for hit, decision in chosen:
+                finding = hit.finding
+                if finding.value not in placed.placed or hit.path.endswith("{key}"):
+                    continue  # it stood only in the structure (a heuristic value named like a key): left as it is
+                settled.held.add(decision)
+                settled.hits.append((finding.type, hit.how, decision.action))
+                settled.done.append((hit.path, Applied(replace(finding, layer="egress", location=""),
+                                                       decision.action)))
         return settled
 
     def count(self, settled: Settled) -> None:
         for type_, how, action in settled.hits:
             self._metrics.egress_hits.labels(type_, how, action).inc()
+
+
+def confirmed_value(finding: Finding, decision: Decision) -> bool:
+    """Whether a value is known private wherever it stands, not only where a detector read it from the words around
+    it: one the last check's own detectors found (listed units, secrets, patterns, labelled values), a listed unit
+    or a secret the vault holds, or one of a class the call's tier may not receive. Such a value standing in a key,
+    a tool's name or a structural field keeps the step on the edge. Any other vault value (a person, a place or a
+    handle the real-text families read in a sentence) may name a key by chance (``name``, ``file``, ``Bash``): it is
+    replaced in the body's text and left where it names structure."""
+    return (finding.layer != "vault" or finding.key.startswith("unit:") or decision.data_class in ("secrets", "listed")
+            or decision.kept_off)
+
+
+class _Placeholders(Mapping[str, str]):
+    """raw value → what replaces it (its vault placeholder, or its type's mask), taken from the vault only when
+    ``place`` writes it: a value that stands only in the body's structure gets no placeholder."""
+
+    def __init__(self, vault: Vault) -> None:
+        self._vault = vault
+        self._findings: dict[str, tuple[Finding, Action]] = {}
+        self._made: dict[str, str] = {}
+        self.given: set[str] = set()  # placeholders handed out (restore gives those back)
+
+    @property
+    def wanted(self) -> set[str]:
+        return set(self._findings)
+
+    def want(self, finding: Finding, action: Action) -> None:
+        self._findings.setdefault(finding.value, (finding, action))
+
+    def __getitem__(self, raw: str) -> str:
+        made = self._made.get(raw)
+        if made is None:
+            finding, action = self._findings[raw]
+            if action == "pseudonymise":
+                made = self._vault.placeholder(finding.type, finding.key, finding.value)
+                self.given.add(made)
+            else:
+                made = f"[{finding.type}]"
+            self._made[raw] = made
+        return made
+
+    def __contains__(self, raw: object) -> bool:
+        return raw in self._findings
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._findings)
+
+    def __len__(self) -> int:
+        return len(self._findings)

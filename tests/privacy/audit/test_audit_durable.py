@@ -24,7 +24,9 @@ async def test_locations_never_hold_raw_object_keys(tmp_path):
     body = {"messages": [
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "save", "arguments": arguments}}]}],
-        "vendor_extra": {EMAIL_KEY: "Maria Gonzalez"}}
+        # a vendor's JSON document in a string: an object key there is data the last check replaces (a key of the
+        # body's own objects is its structure: an e-mail there keeps the step home, privacy.structure)
+        "vendor_extra": json.dumps({EMAIL_KEY: "Maria Gonzalez"})}
     await p.protect(body, session_id="s", request_id="r1")
     p.flush()
     with Session(p._audit.store.engine) as db:

@@ -67,7 +67,11 @@ VALUES = [EMAIL, CARD, "88213"]
 # literally (full-width forms read one for one) and must be replaced where it stands, not keep the step home.
 REVEALED = {"base64", "split across two parts", "split across two messages", "percent-encoded", "html entity",
             "zero-width", "u-escape"}
-LITERAL = sorted(set(CHANNELS) - REVEALED)
+# Channels where the value stands in the body's structure (a parameter's key, a tool's name, a call's id, a schema's
+# format, an ``id``): a placeholder there breaks the request a provider validates, and the value may not leave raw,
+# so the step stays home (the last check never rewrites structure: privacy.structure).
+STRUCTURE = {"tool_calls id", "tool name", "parameter name", "schema format string", "nested vendor extra"}
+LITERAL = sorted(set(CHANNELS) - REVEALED - STRUCTURE)
 
 
 def _raw_values_in(body: dict[str, Any]) -> list[str]:
@@ -115,6 +119,8 @@ async def test_with_every_earlier_layer_off_nothing_listed_leaves_raw(channel):
     outcome = await _outcome(CHANNELS[channel], **ALL_LAYERS_OFF)
     if channel in REVEALED:
         assert outcome == "blocked" or outcome == [], f"{channel}: {outcome} reached the cloud raw"
+    elif channel in STRUCTURE:
+        assert outcome == "blocked", f"{channel}: {outcome} (a listed value in the structure keeps the step home)"
     else:
         assert outcome == [], f"{channel}: {outcome} (a literal value is replaced where it stands)"
 
@@ -125,8 +131,10 @@ async def test_without_a_list_the_default_layers_and_last_check_leave_nothing_ra
     try:
         sent = (await p.scrub(CHANNELS[channel], session_id="s")).body
     except PrivacyBlocked:
-        assert channel in REVEALED, f"{channel}: a literal value keeps the step home instead of being replaced"
+        assert channel in REVEALED | STRUCTURE, f"{channel}: a literal value keeps the step home instead of being " \
+            "replaced"
         return
+    assert channel not in STRUCTURE, f"{channel}: the value's structure was rewritten or let through"
     assert _raw_values_in(sent) == [], channel
 
 
@@ -280,7 +288,8 @@ async def test_the_vault_is_read_again_only_when_the_last_check_needs_a_new_plac
 
 def test_place_walks_only_the_messages_whose_text_holds_a_value() -> None:
     """``place`` leaves a message as it is when the last check's text of it holds no form of any value (the same
-    object, not walked), and replaces keys, strings, escaped forms and equal numbers in the others."""
+    object, not walked), and replaces strings, escaped forms and equal numbers in the others; a key is left as it is
+    and reported where it stands."""
     from privacy.lastcheck import EgressCheck, place
     from privacy.vault import Vault
 
@@ -288,11 +297,13 @@ def test_place_walks_only_the_messages_whose_text_holds_a_value() -> None:
         {"role": "user", "content": "nothing here"},
         {"role": "tool", "content": '{"who": "Ana \\"Bo\\" Li"}', "Ana \"Bo\" Li": 539487261}]}
     scan = EgressCheck([]).read(body, None, Vault())
-    placed = place(body, [('Ana "Bo" Li', "[PERSON_001]"), ("539487261", "[ID_001]")], scan.text)
-    assert placed["messages"][0] is body["messages"][0]
-    assert placed["messages"][1] == {"role": "tool", "content": '{"who": "[PERSON_001]"}', "[PERSON_001]": "[ID_001]"}
-    told = place(body, [("nothing", "[X_001]")], lambda index: "" if index == 0 else None)
-    assert told["messages"][0] is body["messages"][0]  # its text (as told) holds no value: not walked
+    placed = place(body, {'Ana "Bo" Li': "[PERSON_001]", "539487261": "[ID_001]"}, scan.text)
+    assert placed.body["messages"][0] is body["messages"][0]
+    assert placed.body["messages"][1] == {"role": "tool", "content": '{"who": "[PERSON_001]"}',
+                                          'Ana "Bo" Li': "[ID_001]"}
+    assert placed.kept == {'Ana "Bo" Li': "a key in messages[1]"} and placed.placed == {'Ana "Bo" Li', "539487261"}
+    told = place(body, {"nothing": "[X_001]"}, lambda index: "" if index == 0 else None)
+    assert told.body["messages"][0] is body["messages"][0]  # its text (as told) holds no value: not walked
 
 
 def test_a_top_level_key_named_like_a_message_does_not_hide_that_message_from_place() -> None:
@@ -303,8 +314,8 @@ def test_a_top_level_key_named_like_a_message_does_not_hide_that_message_from_pl
 
     body = {"messages": [{"role": "user", "content": "call Ana Lindqvist now"}], "messages[0]": "nothing"}
     scan = EgressCheck([]).read(body, None, Vault())
-    placed = place(body, [("Ana Lindqvist", "[PERSON_001]")], scan.text)
-    assert placed["messages"][0]["content"] == "call [PERSON_001] now"
+    placed = place(body, {"Ana Lindqvist": "[PERSON_001]"}, scan.text)
+    assert placed.body["messages"][0]["content"] == "call [PERSON_001] now"
 
 
 @pytest.mark.parametrize("line", ['10.0.0.1 - - "GET /call?to=%2B44%207700%20900123 HTTP/1.1" 200',
