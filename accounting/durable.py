@@ -212,6 +212,8 @@ class Journal:
         return claims
 
     def _open(self) -> int:
+        # this process's: a journal built before ``ecgw serve`` forked its workers is opened in each of them
+        self._path = self.base.with_name(f"{self.base.name}.{os.getpid()}")
         self._path.parent.mkdir(parents=True, exist_ok=True)
         if self._path.exists():  # an earlier process with this id (a container's restart): its file is an orphan
             os.replace(self._path, self._path.with_name(f"{self._path.name}.{uuid.uuid4().hex[:8]}"))

@@ -66,6 +66,16 @@ class Protector(Protocol):
         sent); raises ``privacy.errors.PrivacyError`` when protection cannot run or would not let it leave."""
         ...
 
+    def load_models(self) -> None:
+        """Load the detectors' models and dictionaries now, blocking (seconds): ``ecgw serve`` calls it before it
+        forks its workers, which then share them; ``start`` loads them when this was not called."""
+        ...
+
+    def models_loaded_in(self) -> int | None:
+        """The pid of the process that loaded the models ahead of the first request (this one, or the one a worker
+        was forked from); None when none was (no detector has one, or ``privacy.warm_at_start`` is off)."""
+        ...
+
     async def start(self) -> None:
         """Start what needs the running event loop (the audit's writer); called once, before the first call."""
         ...
@@ -139,6 +149,12 @@ class PassThroughProtector:
 
     async def classes(self, body: dict[str, Any], *, session_id: str, who: Who = ANYONE) -> frozenset[str]:
         return frozenset()  # nothing is looked for (privacy.enabled: false)
+
+    def load_models(self) -> None:
+        return None
+
+    def models_loaded_in(self) -> int | None:
+        return None
 
     async def start(self) -> None:
         return None

@@ -6,6 +6,7 @@ import asyncio
 import copy
 import functools
 import logging
+import os
 import sys
 import time
 import uuid
@@ -167,6 +168,7 @@ class PrivacyProtector:
         self._cache = DetectionCache(settings.cache_entries)
         self._session_locks: dict[str, asyncio.Lock] = {}
         self._policies = ClassPolicies(settings)
+        self._models_pid: int | None = None  # the process that loaded the models (``load_models``)
         self._switch_interval: float | None = None  # the process's, while ``start`` holds it lower
 
     def reconfigured(self, settings: PrivacySettings, *, scrubber: Scrubber, units: UnitRegistry,
@@ -453,6 +455,13 @@ class PrivacyProtector:
         """The dashboard's reads of the audit (``privacy.audit.audited``); None when the audit is off."""
         return None if self._audited is None else await self._audited.read_audit(read, *args)
 
+    def load_models(self) -> None:
+        self._scrubber.warm()
+        self._models_pid = os.getpid()
+
+    def models_loaded_in(self) -> int | None:
+        return self._models_pid
+
     async def start(self) -> None:
         # Detection runs on worker threads that hold the GIL (regexes, jieba, spaCy): the event loop, serving
         # everyone else's small requests, gets it back within the switch interval — 1 ms here, not CPython's 5, so
@@ -460,8 +469,8 @@ class PrivacyProtector:
         # interval is the process's: put back at ``aclose``.
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch_interval, _SWITCH_INTERVAL_S))
-        if self._settings.warm_at_start:  # a first request must not pay seconds of model and dictionary loading
-            await asyncio.to_thread(self._scrubber.warm)
+        if self._settings.warm_at_start and self._models_pid is None:  # a first request must not pay seconds of
+            await asyncio.to_thread(self.load_models)                      # model and dictionary loading
         if self._audited is not None:
             await self._audited.start()
 

@@ -14,13 +14,12 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.cli.offline import prepare_offline_environment
 from gateway.config.settings import (
     ConfigError,
     Settings,
-    load_settings,
     missing_cloud_key,
     parse_config,
     read_config,
@@ -29,10 +28,10 @@ from gateway.config.settings import (
 from gateway.http.errors import StartupError
 from gateway.telemetry.logs import adopt_library_loggers, configure_logging, uvicorn_options
 
+if TYPE_CHECKING:
+    from gateway.launch.edge import LaunchedEdge
+
 CONFIG_ENV = "ECGW_CONFIG_FILE"
-# Set by ``ecgw serve`` for its workers: the file as serve read it at start (a private copy: a worker started again
-# after a refused reload never reads the refused file), and the configuration version it stands for.
-START_COPY_ENV, START_VERSION_ENV = "ECGW_START_CONFIG_FILE", "ECGW_START_CONFIG_VERSION"
 
 # Packages that add sub-commands: each module has ``register(subparsers)``.
 COMMAND_MODULES: tuple[str, ...] = ("accounting.cli", "gateway.cli.budget", "gateway.cli.privacy",
@@ -60,75 +59,47 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {"server": server} if server else {}
 
 
-def _supervise(settings: Settings, workers: int) -> None:
-    """uvicorn's multi-worker supervisor, except that SIGHUP reloads the configuration (``gateway.live.reload``: one
-    worker reloads, the others follow) instead of restarting every worker, which would drop their streams."""
-    import uvicorn
-    from uvicorn.supervisors import Multiprocess
-
-    from gateway.live.reload import pass_sighup
-
-    class Supervisor(Multiprocess):
-        def handle_hup(self) -> None:
-            # only a worker that has finished starting takes SIGHUP (until then its default action ends it)
-            pass_sighup([process.pid for process in self.processes if process.is_ready(timeout=1)])
-
-    config = uvicorn.Config("gateway.cli.main:app_factory", factory=True, host=settings.server.host,
-                            port=settings.server.port, workers=workers, **uvicorn_options())
-    with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run
-        Supervisor(config, sockets=[config.bind_socket()]).run()
-
-
-def app_factory() -> Any:
-    """For uvicorn's ``--factory`` with several workers: each worker builds its app from the file serve read at
-    start (``START_COPY_ENV``), then adopts the reloads since (``gateway.live.reload``)."""
-    from gateway.app import build_services, create_app
-    from gateway.live.reload import Seen
-
-    prepare_offline_environment()  # a worker process starts here
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until it serves; then the supervisor passes SIGHUP to one worker
-    settings = load_settings(os.environ.get(START_COPY_ENV) or os.environ.get(CONFIG_ENV))
-    configure_logging(settings.server.log_format)
-    started = os.environ.get(START_VERSION_ENV, "")
-    version, _, reload_id = started.partition(":")
-    services = build_services(settings, config_path=os.environ.get(CONFIG_ENV),
-                              reload_adopt_after=Seen(int(version), reload_id) if version else None)
-    app = create_app(settings, services=services, reload_on_sighup=True)
-    adopt_library_loggers()  # litellm, imported by create_app, attached its own handler
-    return app
-
-
-@contextmanager
-def _start_copy(text: str | None, settings: Settings) -> Iterator[None]:
-    """For the workers ``ecgw serve`` starts (they inherit the variables): the file as serve read it, in a private
-    directory removed afterwards, and the store's configuration version it stands for."""
+def _prefork(args: argparse.Namespace, settings: Settings, workers: int, launched: LaunchedEdge | None) -> int:
+    """Several workers: the app built and the detectors' models loaded here, once, then forked
+    (``gateway.launch.prefork``): every worker shares them, and a worker started again is forked from the same."""
     import asyncio
 
-    from gateway.live.reload import stored_version
+    from gateway.app import build_services, create_app
+    from gateway.launch.prefork import Prefork, listening_socket, worker_server
+    from gateway.live.reload import Seen, pass_sighup, stored_version
     from gateway.state.stores import build_session_store
 
-    store = build_session_store(settings)
-
-    async def current() -> str:
+    async def current() -> Seen:
+        store = build_session_store(settings)
         try:
-            seen = await stored_version(store)
+            return await stored_version(store)
         finally:
             await store.aclose()
-        return f"{seen.version}:{seen.id}"
 
-    os.environ[START_VERSION_ENV] = asyncio.run(current())
-    if text is None:
-        yield
-        return
-    folder = tempfile.mkdtemp(prefix="ecgw-config-")  # 0700
-    copy = Path(folder) / "config.yaml"
-    copy.touch(mode=0o600)
-    copy.write_text(text, encoding="utf-8")
-    os.environ[START_COPY_ENV] = str(copy)
-    try:
-        yield
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    config = os.path.abspath(args.config) if args.config else None
+    services = build_services(settings, config_path=config, overrides=_overrides(args),
+                              reload_adopt_after=asyncio.run(current()))  # a reload since then: adopted at once
+    app = create_app(settings, services=services, reload_on_sighup=True)
+    adopt_library_loggers()  # litellm, imported by create_app, attached its own handler
+    if settings.privacy.warm_at_start:  # else each worker loads what it needs when it needs it
+        services.protector.load_models()
+    log_format = settings.server.log_format
+    configure_logging(log_format, threaded=False)  # the parent's own lines, written in place: no thread at the fork
+    sock = listening_socket(settings.server.host, settings.server.port)
+    options = {"host": settings.server.host, "port": settings.server.port, **uvicorn_options()}
+
+    def worker(ready_fd: int) -> int:
+        configure_logging(log_format)  # the worker's own log writer
+        return worker_server(app, sock, ready_fd, options=options)
+
+    print(f"ecgw listening on http://{settings.server.host}:{settings.server.port}/v1 with {workers} workers "
+          f"(default policy {settings.policy.default}, {_fleet(settings)}, "
+          f"sessions in {_store_name(settings)})", file=sys.stderr, flush=True)
+    tolerated = {launched.supervisor.thread_name} if launched is not None else set()
+    with contextlib.suppress(KeyboardInterrupt):
+        Prefork(worker, workers=workers, on_hup=pass_sighup, tolerated=tolerated).run()
+    sock.close()
+    return 0
 
 
 def _store_name(settings: Settings) -> str:
@@ -145,13 +116,14 @@ def _store_name(settings: Settings) -> str:
 def _multiprocess_metrics() -> Iterator[None]:
     """Prometheus multiprocess mode for the workers this command starts (they inherit the variable): a fresh
     directory of their own, removed afterwards; one the operator set is emptied first, as the client asks."""
-    from gateway.telemetry.metrics import MULTIPROC_ENV
+    from gateway.telemetry.metrics import MULTIPROC_ENV, multiprocess_values
 
     given = os.environ.get(MULTIPROC_ENV)
     path = given or tempfile.mkdtemp(prefix="ecgw-metrics-")
     for stale in Path(path).glob("*.db"):
         stale.unlink()
     os.environ[MULTIPROC_ENV] = path
+    multiprocess_values()
     try:
         yield
     finally:
@@ -173,42 +145,36 @@ def _fleet(settings: Settings) -> str:
 def serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until it serves, there is nothing to reload
     args.config = config_path(args.config)
-    text = read_config(args.config) if args.config else None  # read once: the workers start from this text
+    text = read_config(args.config) if args.config else None
     settings = settings_from(parse_config(text, args.config) if text is not None else {}, args.config,
                              **_overrides(args))
-    from gateway.app import preflight
+    workers = settings.server.worker_count
+    # several workers: their metrics in files they share
+    with _multiprocess_metrics() if workers > 1 else contextlib.nullcontext():
+        from gateway.app import preflight
 
-    preflight(settings)  # fail here, once, with a message, not in every worker with a traceback
-    configure_logging(settings.server.log_format)
-    from gateway.launch.edge import launch_edge
-    for target in settings.cloud.named_targets():
-        if (missing := missing_cloud_key(settings.cloud.for_target(target))) is not None:
-            print(f"ecgw: warning: {missing}", file=sys.stderr)
-    launched = None
-    try:
-        settings, launched = launch_edge(settings, out=sys.stderr)  # only here: workers never launch
-        if launched is not None:
-            os.environ["ECGW_EDGE__BASE_URL"], os.environ["ECGW_EDGE__MODEL"] = launched.base_url, launched.model
-        return _run(args, settings, text)
-    finally:
-        if launched is not None:
-            launched.stop()
+        preflight(settings)  # fail here, once, with a message, not in every worker with a traceback
+        configure_logging(settings.server.log_format)
+        from gateway.launch.edge import launch_edge
+        for target in settings.cloud.named_targets():
+            if (missing := missing_cloud_key(settings.cloud.for_target(target))) is not None:
+                print(f"ecgw: warning: {missing}", file=sys.stderr)
+        launched = None
+        try:
+            settings, launched = launch_edge(settings, out=sys.stderr)  # only here: workers never launch
+            if launched is not None:
+                os.environ["ECGW_EDGE__BASE_URL"], os.environ["ECGW_EDGE__MODEL"] = launched.base_url, launched.model
+            if workers > 1:
+                return _prefork(args, settings, workers, launched)
+            return _single(args, settings)
+        finally:
+            if launched is not None:
+                launched.stop()
 
 
-def _run(args: argparse.Namespace, settings: Settings, text: str | None) -> int:
+def _single(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
-    workers = settings.server.worker_count
-    if workers > 1:
-        if args.config:
-            os.environ[CONFIG_ENV] = os.path.abspath(args.config)
-        os.environ["ECGW_SERVER__WORKERS"] = str(workers)
-        print(f"ecgw listening on http://{settings.server.host}:{settings.server.port}/v1 with {workers} workers "
-              f"(default policy {settings.policy.default}, {_fleet(settings)}, "
-              f"sessions in {_store_name(settings)})", file=sys.stderr)
-        with _multiprocess_metrics(), _start_copy(text, settings):
-            _supervise(settings, workers)
-        return 0
     from gateway.app import create_app
 
     app = create_app(settings, config_path=args.config, overrides=_overrides(args), reload_on_sighup=True)

@@ -18,8 +18,8 @@ log = logging.getLogger("ecgw.launch")
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: the kernel sends SIGTERM if the gateway dies without stopping it (SIGKILL)."""
+def die_with_parent() -> None:
+    """In a child (before exec, or a forked worker): the kernel sends SIGTERM if the gateway dies without stopping it (SIGKILL)."""
     try:
         import ctypes
 
@@ -57,6 +57,11 @@ class Supervisor:
         self.restarts = 0
 
     @property
+    def thread_name(self) -> str:
+        """Its watcher's: a thread that takes no lock a forked worker needs (``gateway.launch.prefork``)."""
+        return f"ecgw-{self.name}"
+
+    @property
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
@@ -71,13 +76,13 @@ class Supervisor:
             with open(self.log_path, "ab") as out:
                 self._process = subprocess.Popen(
                     self._command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=self._env,
-                    start_new_session=True, preexec_fn=_die_with_parent)
+                    start_new_session=True, preexec_fn=die_with_parent)
             self._started_at = time.monotonic()
             return self._process.pid
 
     def watch(self, poll_s: float = 1.0) -> None:
         """Restart the child whenever it exits on its own, until ``stop()``."""
-        self._watcher = threading.Thread(target=self._watch, args=(poll_s,), name=f"ecgw-{self.name}", daemon=True)
+        self._watcher = threading.Thread(target=self._watch, args=(poll_s,), name=self.thread_name, daemon=True)
         self._watcher.start()
 
     def _watch(self, poll_s: float) -> None:

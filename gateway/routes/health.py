@@ -3,6 +3,7 @@ every route shares (the API key, the body limit) is ``gateway.routes.gatekeeper`
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from starlette.requests import Request
@@ -38,5 +39,7 @@ async def readyz(request: Request) -> Response:
         ok = ok and ready
     for side, members in services.doors.deployments().items():
         checks[side]["deployments"] = members
-    return Response(dumps({"status": "ready" if ok else "not ready", "upstreams": checks}),
+    # which process answers, and where its detectors' models were loaded (``ecgw serve``'s parent, for a worker)
+    process = {"pid": os.getpid(), "models_loaded_in": services.protector.models_loaded_in()}
+    return Response(dumps({"status": "ready" if ok else "not ready", "upstreams": checks, "process": process}),
                     status_code=200 if ok else 503, media_type="application/json")

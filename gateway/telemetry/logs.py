@@ -154,16 +154,17 @@ def uvicorn_options() -> dict[str, Any]:
     return {"log_config": None, "log_level": "warning", "proxy_headers": False}
 
 
-def configure_logging(log_format: str) -> None:
+def configure_logging(log_format: str, *, threaded: bool = True) -> None:
     """The root logger's one handler, on stderr, in the configured format, written off the event loop
-    (idempotent: a handler this set before is closed, its lines written)."""
+    (idempotent: a handler this set before is closed, its lines written). ``threaded=False``: written in the
+    caller's thread (a process about to fork its workers runs no thread)."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
     for old in root.handlers:
         if isinstance(old, ThreadedHandler):
             old.close()
-    root.handlers[:] = [ThreadedHandler(handler)]
+    root.handlers[:] = [ThreadedHandler(handler) if threaded else handler]
     root.setLevel(logging.INFO)
     adopt_library_loggers()
 

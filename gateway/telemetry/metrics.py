@@ -46,6 +46,15 @@ class RequestMetrics:
         return generate_latest(self.registry)
 
 
+def multiprocess_values() -> None:
+    """Metrics made from now on keep their values in ``$PROMETHEUS_MULTIPROC_DIR``'s files, which every worker of
+    this machine shares. prometheus_client reads the variable once, when it is imported, and ``ecgw``'s own
+    sub-commands import it before ``ecgw serve`` knows it forks workers: so it is read again here."""
+    from prometheus_client import values
+
+    values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
+
+
 def multiprocess_exposition() -> bytes | None:
     """Every worker's metrics of this machine, summed; None when this process serves alone."""
     if not os.environ.get(MULTIPROC_ENV):

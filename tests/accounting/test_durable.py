@@ -118,3 +118,26 @@ def test_a_journal_past_its_size_keeps_only_its_unwritten_tail(tmp_path: Path) -
     journal.written(journal.mark())
     assert journal.path.stat().st_size == 0
     journal.close()
+
+
+def test_a_journal_built_before_a_fork_is_each_process_own(tmp_path: Path) -> None:
+    """``ecgw serve`` builds the metering writer once and forks its workers: each worker journals to a file of its
+    own (two sharing one would each take the other's file for an orphan's)."""
+    import logging
+
+    from accounting.durable import Journal
+
+    journal = Journal(tmp_path / "spill.jsonl.journal", log=logging.getLogger("t"))
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            journal.append([{"n": os.getpid()}])
+            code = 0 if journal.path.name.endswith(f".{os.getpid()}") else 2
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    journal.append([{"n": 0}])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"spill.jsonl.journal.{pid}", f"spill.jsonl.journal.{os.getpid()}"])
+    journal.close()

@@ -26,15 +26,8 @@ BOUND_S = 180  # a bound on each wait, not a measurement (workers poll the store
 
 
 def _workers(pid: int) -> set[int]:
-    """The supervisor's worker processes (multiprocessing's spawned children, not its resource tracker)."""
-    out = set()
-    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-        try:
-            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
-                out.add(int(child))
-        except OSError:
-            continue
-    return out
+    """The supervisor's worker processes (every child: ``gateway.launch.prefork`` forks nothing else)."""
+    return {int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
 
 
 def _until(check: Callable[[], bool], what: str) -> None:
