@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from privacy.audit import (
     AuditedUnits,
     AuditWriter,
+    FindingSet,
     Hasher,
     Record,
     body_bytes,
@@ -60,8 +61,8 @@ from privacy.walk import collect
 
 T = TypeVar("T")
 # One slot's findings: its location, the findings (locations relative to it) and, for a cached slot result, where
-# their audit rows are kept (``ScrubResult.audit_rows``; None: built for this call only).
-SlotFindings = tuple[str, Sequence[Applied], dict[str, list[dict[str, Any]]] | None]
+# their finding set is kept (``ScrubResult.audit_sets``; None: the call's own rows, built for this call only).
+SlotFindings = tuple[str, Sequence[Applied], dict[str, Any] | None]
 log = logging.getLogger("ecgw.privacy")
 
 _SWITCH_INTERVAL_S = 0.001  # the GIL's longest turn while detection threads run (``start``)
@@ -94,18 +95,21 @@ class ScrubbedRequest:
                              for location, results, _ in self._by_slot for a in results]
         return self._applied
 
-    def finding_rows(self, row: Callable[[Applied, str], dict[str, Any]]) -> list[dict[str, Any]]:
-        """The audit's rows of every finding, in ``applied``'s order: ``row(applied, full location)`` per finding,
-        except where a cached slot result already holds them (the repeated prefix of a session: built once)."""
-        rows: list[dict[str, Any]] = []
+    def findings(self, row: Callable[[Applied, str], dict[str, Any]]) -> tuple[list[dict[str, Any]], list[FindingSet]]:
+        """The audit's rows of every finding, ``row(applied, full location)`` each: the call's own (what the last
+        check replaced), and the finding sets of the slots a cached scrub result holds, in ``applied``'s order —
+        each set made once per result and location (a session's repeated prefix: once, not at every step)."""
+        own: list[dict[str, Any]] = []
+        sets: list[FindingSet] = []
         for location, results, memo in self._by_slot:
-            known = memo.get(location) if memo is not None else None
+            if memo is None:
+                own += [row(a, location + a.finding.location) for a in results]
+                continue
+            known = memo.get(location)
             if known is None:
-                known = [row(a, location + a.finding.location) for a in results]
-                if memo is not None:
-                    memo[location] = known
-            rows += known
-        return rows
+                known = memo[location] = FindingSet.of([row(a, location + a.finding.location) for a in results])
+            sets.append(known)
+        return own, sets
 
 
 class PrivacyProtection:
@@ -287,7 +291,7 @@ class PrivacyProtector:
                 given |= result.given
                 slot.set(result.text)
             if result.applied:
-                by_slot.append((slot.location, result.applied, result.audit_rows))
+                by_slot.append((slot.location, result.applied, result.audit_sets))
                 held.merge(result.held)
         if self._last_check is not None:  # the last check on the exact body that would leave (privacy.lastcheck)
             last_check, scanned = self._last_check, copy_
@@ -419,16 +423,18 @@ class PrivacyProtector:
         call_id = uuid.uuid4().hex
         hasher, sealer, created = self._hasher, self._sealer, time.time()
 
-        def row(a: Applied, location: str) -> dict[str, Any]:  # without the call's id: reused across calls
+        def row(a: Applied, location: str) -> dict[str, Any]:  # without the call's id: a set's is reused across calls
             return finding_row(session_id=session_id, type=a.finding.type, layer=a.finding.layer, action=a.action,
                                location=safe_location(location, hasher), value_hash=hasher(a.finding.value),
                                unit_id=a.finding.unit_id, field=a.finding.field, dimension=a.finding.dimension)
 
         def build() -> Record:
-            findings = [{**r, "call_id": call_id} for r in scrubbed.finding_rows(row)]
+            own, sets = scrubbed.findings(row)
+            findings = [{**r, "call_id": call_id} for r in own]
             call = call_row(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
-                            created_at=created, body=seal_body(sealer, call_id, data), findings=len(findings))
-            return {"kind": "call", "call": call, "findings": findings}
+                            created_at=created, body=seal_body(sealer, call_id, data),
+                            findings=len(findings) + sum(len(s.rows) for s in sets))
+            return {"kind": "call", "call": call, "findings": findings, "sets": [[s.id, s.rows] for s in sets]}
 
         self._audit.submit(build)
         return call_id

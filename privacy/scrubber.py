@@ -32,10 +32,11 @@ class ScrubResult:
     applied: list[Applied] = field(default_factory=list)
     blocked: str | None = None
     given: frozenset[str] | None = None  # the placeholders ``text`` holds more often than its source: set on first use
-    # The audit's rows for ``applied`` by the slot's location, without the call's id: built once on the audit's
-    # writer thread and reused while this result is cached (a system prompt's hundreds of findings, every step).
-    # Keyed hashes only, never a raw value; the result is one session's (``DetectionCache`` keys by session).
-    audit_rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False, compare=False)
+    # The audit's finding set of ``applied`` (``privacy.audit.sets.FindingSet``) by the slot's location: built once on
+    # the audit's writer thread and referenced by every call while this result is cached (a system prompt's hundreds
+    # of findings, every step). Keyed hashes only, never a raw value; the result is one session's (``DetectionCache``
+    # keys by session).
+    audit_sets: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     held: Held = field(default_factory=Held)  # what ``text`` carries by data class
 
 

@@ -3,7 +3,8 @@
 ``tables`` holds the tables, ``store`` the store, ``writer`` the durable background writer, ``migrations`` the schema's
 steps, ``exposure`` the egress scan of what was sent, ``session_report`` and ``dashboard`` the reads (a session's exposure,
 the dashboard's), ``inbound`` what cloud answers carried that no request did, ``audited`` the audit side shared by the protector and the pass-through, and ``locations`` the
-keyless paths a finding is recorded under; ``chain`` the tamper-evident trail over every record and its signed
+keyless paths a finding is recorded under, ``sets`` the finding sets a session's repeated findings are written once
+as (and ``all_findings``, what every reader counts); ``chain`` the tamper-evident trail over every record and its signed
 checkpoints, ``verify`` its walk, ``receipts`` the signed egress receipts a client keeps. Code outside this folder imports the names below from here.
 """
 
@@ -24,6 +25,7 @@ from privacy.audit.session_report import (
     to_html,
     to_markdown,
 )
+from privacy.audit.sets import FindingSet, all_findings
 from privacy.audit.store import (
     AuditStore,
     Hasher,
@@ -37,10 +39,12 @@ from privacy.audit.store import (
 )
 from privacy.audit.tables import (
     PrivacyCall,
+    PrivacyCallSet,
     PrivacyChain,
     PrivacyCheckpoint,
     PrivacyEgress,
     PrivacyFinding,
+    PrivacyFindingSet,
     PrivacyInbound,
     PrivacyReceipt,
     PrivacyUnit,
@@ -51,7 +55,7 @@ from privacy.audit.writer import AuditWriter, Record
 __all__ = [
     "RECEIPT_HEADER", "Anchor", "SigningKeys", "PrivacyChain", "PrivacyCheckpoint", "PrivacyReceipt", "ReceiptInvalid", "ReceiptIssuer", "body_bytes", "key_id",
     "load_public_pems", "placeholder_counts", "chain_row", "chained", "ensure_schema", "request_receipts", "verify_receipt_token",
-    "AuditStore", "AuditWriter", "AuditedUnits", "Break", "ChainSigner", "ExposureRecorder", "Hasher", "PrivacyCall",
+    "AuditStore", "AuditWriter", "FindingSet", "PrivacyCallSet", "PrivacyFindingSet", "all_findings", "AuditedUnits", "Break", "ChainSigner", "ExposureRecorder", "Hasher", "PrivacyCall",
     "PrivacyEgress", "PrivacyFinding", "PrivacyInbound", "inbound_counts", "inbound_record", "TrailReport", "PrivacyUnit", "Record", "benchmark_export", "body_opener", "call_row", "cloud_bodies",
     "finding_row", "overview", "safe_location", "seal_body", "session_exposure", "session_report", "sessions_of",
     "load_public_pem", "public_pem", "to_html", "to_markdown", "units_left_raw", "verify_trail",

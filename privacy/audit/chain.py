@@ -79,6 +79,18 @@ def rows_digest(rows: list[dict[str, Any]]) -> str:
     return sha256(canonical([{k: v for k, v in r.items() if k != "id"} if "id" in r else r for r in rows]))
 
 
+def set_digest(rows: list[dict[str, Any]]) -> str:
+    """A finding set's rows (in order), their numbering and set id aside: the set's id as written
+    (``privacy.audit.sets``), and what its rows must still hash to."""
+    return sha256(canonical(["set:v1", [{k: v for k, v in r.items() if k not in ("id", "set_id")} for r in rows]]))
+
+
+def findings_digest(own: str, set_ids: list[str]) -> str:
+    """What a call's ``findings_digest`` covers: its own rows (``own``, their ``rows_digest``) alone, as before
+    finding sets; with the sets it references, their ids (each its rows' digest) in order too."""
+    return sha256(canonical(["findings:v2", own, set_ids])) if set_ids else own
+
+
 def entry_hash(seq: int, kind: str, ref: str, digest: str, created_at: float, prev: str) -> str:
     return sha256(canonical([seq, kind, ref, digest, created_at, prev]))
 

@@ -17,7 +17,8 @@ from sqlmodel import Session, col, select
 
 from privacy.audit.inbound import inbound_by_session
 from privacy.audit.session_report import session_report
-from privacy.audit.tables import PrivacyCall, PrivacyEgress, PrivacyFinding, PrivacyUnit
+from privacy.audit.sets import all_findings
+from privacy.audit.tables import PrivacyCall, PrivacyEgress, PrivacyUnit
 
 _SUMMARY = ("session_id", "cloud_calls", "units_known", "units_exposed", "units_protected", "exposure")
 
@@ -25,8 +26,9 @@ _SUMMARY = ("session_id", "cloud_calls", "units_known", "units_exposed", "units_
 def overview(engine: Engine, open_body: Callable[[PrivacyCall], str]) -> dict[str, Any]:  # noqa: ARG001 (no bodies)
     with Session(engine) as db:
         units = db.exec(select(PrivacyUnit.session_id, func.count()).group_by(PrivacyUnit.session_id)).all()
-        findings = db.exec(select(PrivacyFinding.type, PrivacyFinding.action, func.count())
-                           .group_by(PrivacyFinding.type, PrivacyFinding.action)).all()
+        found = all_findings()
+        findings = db.exec(select(found.c.type, found.c.action, func.count())
+                           .group_by(found.c.type, found.c.action)).all()
         called = db.exec(select(PrivacyCall.session_id).distinct()).all()
     by_type: dict[str, dict[str, int]] = {}
     for type_, action, n in findings:
@@ -50,9 +52,10 @@ def cloud_bodies(engine: Engine, open_body: Callable[[PrivacyCall], str], sessio
     with Session(engine) as db:
         calls = db.exec(select(PrivacyCall).where(PrivacyCall.session_id == session_id)
                         .order_by(col(PrivacyCall.created_at))).all()
-        rows = db.exec(select(PrivacyFinding.call_id, PrivacyFinding.action, func.count())
-                       .where(PrivacyFinding.session_id == session_id)
-                       .group_by(PrivacyFinding.call_id, PrivacyFinding.action)).all()
+        found = all_findings()
+        rows = db.exec(select(found.c.call_id, found.c.action, func.count())
+                       .where(found.c.session_id == session_id)
+                       .group_by(found.c.call_id, found.c.action)).all()
         egress = db.exec(select(PrivacyEgress.call_id, func.count()).where(PrivacyEgress.session_id == session_id)
                          .group_by(PrivacyEgress.call_id)).all()
     units_left = {call_id: int(n) for call_id, n in egress}

@@ -177,6 +177,36 @@ def _v8_inbound(conn: Connection) -> None:
     meta.create_all(conn, checkfirst=True)
 
 
+def _v9_finding_sets(conn: Connection) -> None:
+    """The findings of a slot a session sends again and again (its system prompt, each tool result) are written once
+    per session as a finding set, and each call references the sets it sent."""
+    meta = MetaData()
+    Table(
+        "privacy_finding_set", meta,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("set_id", String, nullable=False),
+        Column("session_id", String, nullable=False),
+        Column("type", String, nullable=False),
+        Column("layer", String, nullable=False),
+        Column("action", String, nullable=False),
+        Column("location", String, nullable=False),
+        Column("value_hash", String, nullable=False),
+        Column("unit_id", String),
+        Column("field", String),
+        Column("dimension", String),
+        Index("ix_privacy_finding_set_set_id", "set_id"),
+        Index("ix_privacy_finding_set_session_id", "session_id"),
+    )
+    Table(
+        "privacy_call_set", meta,
+        Column("call_id", String, primary_key=True),
+        Column("position", Integer, primary_key=True, autoincrement=False),
+        Column("set_id", String, nullable=False),
+        Index("ix_privacy_call_set_set_id", "set_id"),
+    )
+    meta.create_all(conn, checkfirst=True)
+
+
 AUDIT_MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "audit: calls, findings, units", _v1_audit_tables),
     Migration(2, "audit: the hash key leaves the database", _v2_drop_hash_key),
@@ -186,4 +216,6 @@ AUDIT_MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "audit: erasable content (digests beside it, erasure records)", _v6_erasable_calls),
     Migration(7, "audit: generations of the signing key (rotation)", _v7_signing_keys),
     Migration(8, "audit: inbound findings (what cloud answers carried that no request did)", _v8_inbound),
+    Migration(9, "audit: finding sets (a session's repeated findings written once, referenced per call)",
+              _v9_finding_sets),
 )

@@ -18,7 +18,8 @@ from sqlmodel import Session, col, select
 
 from privacy.audit.exposure import exposed_unit_ids
 from privacy.audit.inbound import inbound_counts
-from privacy.audit.tables import PrivacyCall, PrivacyFinding, PrivacyUnit
+from privacy.audit.sets import all_findings
+from privacy.audit.tables import PrivacyCall, PrivacyUnit
 
 _PROTECTING = {"pseudonymise", "mask"}
 
@@ -32,15 +33,17 @@ def sessions_of(engine: Engine, experiment: str) -> list[str]:
 def session_report(engine: Engine, session_id: str) -> dict[str, Any]:
     with Session(engine) as db:
         units = db.exec(select(PrivacyUnit).where(col(PrivacyUnit.session_id).in_([session_id, "*"]))).all()
-        findings = db.exec(select(PrivacyFinding).where(PrivacyFinding.session_id == session_id)).all()
+        found = all_findings()
+        findings = db.exec(select(found.c.unit_id, found.c.action, found.c.type)
+                           .where(found.c.session_id == session_id)).all()
         calls = db.exec(select(PrivacyCall).where(PrivacyCall.session_id == session_id)).all()
     left_raw = exposed_unit_ids(engine, session_id)  # what the bodies that actually left carried
     actions: dict[str, set[str]] = defaultdict(set)
     by_type: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for f in findings:
-        if f.unit_id:
-            actions[f.unit_id].add(f.action)
-        by_type[f.type][f.action] += 1
+    for unit_id, action, type_ in findings:
+        if unit_id:
+            actions[unit_id].add(action)
+        by_type[type_][action] += 1
     rows = []
     dims: dict[str, dict[str, float]] = defaultdict(lambda: {"units": 0, "weight": 0.0, "exposed_weight": 0.0,
                                                              "exposed": 0, "protected": 0})

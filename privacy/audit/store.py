@@ -27,11 +27,14 @@ from accounting.migrations import migrate
 from privacy.audit import chain
 from privacy.audit.chain import Anchor, ChainSigner, SigningKeys
 from privacy.audit.migrations import AUDIT_MIGRATIONS, VERSION_TABLE
+from privacy.audit.sets import SET_COLUMNS
 from privacy.audit.tables import (
     PrivacyCall,
+    PrivacyCallSet,
     PrivacyEgress,
     PrivacyErasure,
     PrivacyFinding,
+    PrivacyFindingSet,
     PrivacyInbound,
     PrivacyReceipt,
     PrivacyUnit,
@@ -47,7 +50,6 @@ log = logging.getLogger("ecgw.privacy")
 _CALL_COLUMNS = tuple(PrivacyCall.model_fields)
 _FINDING_COLUMNS = tuple(name for name in PrivacyFinding.model_fields if name != "id")  # the database numbers them
 _FINDING_KEYS = frozenset(_FINDING_COLUMNS)
-_FINDING_INSERT = f"INSERT INTO privacy_finding ({', '.join(_FINDING_COLUMNS)}) VALUES ({{}})"
 _EGRESS_COLUMNS = tuple(name for name in PrivacyEgress.model_fields if name != "id")
 _RECEIPT_COLUMNS = tuple(PrivacyReceipt.model_fields)
 _INBOUND_COLUMNS = tuple(name for name in PrivacyInbound.model_fields if name != "id")
@@ -97,27 +99,37 @@ def _insert_findings(conn: Connection, findings: list[dict[str, Any]],
     each row's parameters in Python again (~2 µs a row, on the writer thread that shares the GIL with the request
     path). ``params``: the rows' values in ``_FINDING_COLUMNS`` order, when made already. Another paramstyle than a
     positional one takes SQLAlchemy's insert."""
-    mark = marker(conn)
-    if mark is None:
+    if marker(conn) is None:
         conn.execute(PrivacyFinding.__table__.insert(), findings)  # type: ignore[attr-defined]
         return
     if params is None:
         params = [tuple(map(row.get, _FINDING_COLUMNS)) for row in findings]
-    if conn.dialect.name == "sqlite":  # rows of one statement take their ids in the order of its VALUES
+    _insert_params(conn, "privacy_finding", _FINDING_COLUMNS, params)
+
+
+def _insert_params(conn: Connection, table: str, columns: tuple[str, ...], params: list[tuple[Any, ...]]) -> None:
+    """Rows given as their values in ``columns`` order, as the driver's own statements (a positional paramstyle):
+    on SQLite many rows a statement, which binds and steps once (the rows take their ids in order); elsewhere one
+    executemany."""
+    mark = marker(conn)
+    assert mark is not None
+    if conn.dialect.name == "sqlite":
         for start in range(0, len(params), _ROWS_A_STATEMENT):
             chunk = params[start:start + _ROWS_A_STATEMENT]
-            conn.exec_driver_sql(_rows_insert(mark, len(chunk)), tuple(itertools.chain.from_iterable(chunk)))
+            conn.exec_driver_sql(_rows_insert(table, columns, mark, len(chunk)),
+                                 tuple(itertools.chain.from_iterable(chunk)))
         return
-    conn.exec_driver_sql(_rows_insert(mark, 1), params)
+    if params:
+        conn.exec_driver_sql(_rows_insert(table, columns, mark, 1), params)
 
 
 _ROWS_A_STATEMENT = 64  # SQLite: one statement for many rows binds and steps once (~20 % of an insert's CPU)
 
 
-@functools.lru_cache(maxsize=2 * _ROWS_A_STATEMENT)
-def _rows_insert(marker: str, rows: int) -> str:
-    row = f"({', '.join([marker] * len(_FINDING_COLUMNS))})"
-    return _FINDING_INSERT.format(", ".join([row] * rows)[1:-1])
+@functools.lru_cache(maxsize=4 * _ROWS_A_STATEMENT)
+def _rows_insert(table: str, columns: tuple[str, ...], marker: str, rows: int) -> str:
+    row = f"({', '.join([marker] * len(columns))})"
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row] * rows)}"
 
 
 _REST = _FINDING_COLUMNS[1:]  # a finding's columns but its call's id (the first)
@@ -243,6 +255,7 @@ class AuditStore:
         writer thread hands over what queued up meanwhile; a retried batch skips what the database took before)."""
         with self._chained() as conn:
             batch = _Batch(conn, _taken(conn, records))
+            batch.sets = _sets_held(conn, records)
             for record in records:
                 self._apply(batch, record)
             batch.flush()
@@ -254,7 +267,8 @@ class AuditStore:
     def _apply(self, batch: _Batch, record: dict[str, Any]) -> None:
         kind = record["kind"]
         if kind == "call":
-            self._write_call(batch, call_row(**record["call"]), [_finding(f) for f in record["findings"]])
+            self._write_call(batch, call_row(**record["call"]), [_finding(f) for f in record["findings"]],
+                             record.get("sets") or [])
         elif kind == "usage":
             self._write_usage(batch, record["call_id"], record["usage"])
         elif kind == "units":
@@ -274,17 +288,41 @@ class AuditStore:
         else:
             raise ValueError(f"unknown audit record kind {kind!r}")
 
-    def _write_call(self, batch: _Batch, call: dict[str, Any], findings: list[dict[str, Any]]) -> None:
-        """The call's row, its findings in one multi-row insert (rows as ``call_row``/``finding_row`` make them)."""
+    def _write_call(self, batch: _Batch, call: dict[str, Any], findings: list[dict[str, Any]],
+                    sets: list[list[Any]]) -> None:
+        """The call's row, its own findings in one multi-row insert (rows as ``call_row``/``finding_row`` make
+        them), the finding sets it sent (``[set id, rows]``, ``privacy.audit.sets``: the rows written only where the
+        database holds no set of that id yet) and its references to them."""
         if not batch.take(("call", str(call["id"]))):
             return  # a retried record the database took before
-        digest, params = self._findings.encode(findings)
-        call = {**call, "body_digest": chain.content_digest(call["body"]), "findings_digest": digest,
-                "erased_by": None}
+        own, params = self._findings.encode(findings)
+        set_ids = [str(set_id) for set_id, _ in sets]
+        call = {**call, "body_digest": chain.content_digest(call["body"]),
+                "findings_digest": chain.findings_digest(own, set_ids), "erased_by": None}
         insert_rows(batch.conn, PrivacyCall, [call])
         if findings:
             _insert_findings(batch.conn, findings, params)
+        if sets:
+            self._write_sets(batch, sets)
+            _insert_params(batch.conn, "privacy_call_set", _REF_COLUMNS,
+                           [(call["id"], position, set_id) for position, set_id in enumerate(set_ids)])
         batch.links.append("call", call["id"], chain.erasable_call_digest(call), call["created_at"])
+
+    def _write_sets(self, batch: _Batch, sets: list[list[Any]]) -> None:
+        """The rows of the sets the database does not hold yet (those it held when the batch began are in
+        ``batch.sets``, and so is every set written since)."""
+        fresh: list[tuple[Any, ...]] = []
+        for set_id, rows in sets:
+            if set_id in batch.sets:
+                continue
+            batch.sets.add(set_id)
+            fresh += [(set_id, *map(row.get, SET_COLUMNS)) for row in rows]
+        if fresh:
+            if marker(batch.conn) is None:
+                batch.conn.execute(PrivacyFindingSet.__table__.insert(),  # type: ignore[attr-defined]
+                                   [dict(zip(_SET_ROW_COLUMNS, row, strict=True)) for row in fresh])
+            else:
+                _insert_params(batch.conn, "privacy_finding_set", _SET_ROW_COLUMNS, fresh)
 
     def _write_findings(self, batch: _Batch, findings: list[dict[str, Any]]) -> None:
         """Findings of a call written before them (what restore did with its answer): the call is chained again
@@ -307,7 +345,8 @@ class AuditStore:
             digest = chain.call_digest(call, stored)
         else:
             if call["erased_by"] is None:
-                call["findings_digest"] = chain.rows_digest(stored)
+                call["findings_digest"] = chain.findings_digest(chain.rows_digest(stored),
+                                                                _set_ids(conn, call_id))
                 conn.execute(calls.update().where(calls.c.id == call_id).values(
                     findings_digest=call["findings_digest"]))
             digest = chain.erasable_call_digest(call)
@@ -329,6 +368,7 @@ class AuditStore:
         conn, links = batch.conn, batch.links
         calls, rows = PrivacyCall.__table__, PrivacyFinding.__table__  # type: ignore[attr-defined]
         erasures, units = PrivacyErasure.__table__, PrivacyUnit.__table__  # type: ignore[attr-defined]
+        refs = PrivacyCallSet.__table__  # type: ignore[attr-defined]
         query = select(calls).where(calls.c.erased_by.is_(None))
         if session_id is not None:
             query = query.where(calls.c.session_id == session_id)
@@ -354,6 +394,8 @@ class AuditStore:
             conn.execute(calls.update().where(calls.c.id.in_(chunk)).values(body=chain.ERASED_BODY,
                                                                            erased_by=erasure["id"]))
             conn.execute(rows.delete().where(rows.c.call_id.in_(chunk)))
+            conn.execute(refs.delete().where(refs.c.call_id.in_(chunk)))
+        _drop_unreferenced_sets(conn, session_id)
         conn.execute(erasures.insert(), [erasure])
         links.append("erasure", erasure["id"], chain.rows_digest([erasure]), erasure["created_at"])
         if session_id is not None:
@@ -440,6 +482,7 @@ class _Batch:
         self.receipts: list[dict[str, Any]] = []
         self.checkpointed = False
         self.checkpoint: str | None = None
+        self.sets: set[str] = set()  # the finding sets the database holds (those the batch's calls send, at least)
 
     def take(self, key: tuple[str, str]) -> bool:
         """False when the record of ``key`` is written already."""
@@ -491,6 +534,44 @@ def _taken(conn: Connection, records: list[dict[str, Any]]) -> set[tuple[str, st
                                              f"WHERE {name} IN ({', '.join([mark] * len(chunk))})", tuple(chunk))
             taken.update((kind, str(value)) for (value,) in found)
     return taken
+
+
+_REF_COLUMNS = ("call_id", "position", "set_id")
+_SET_ROW_COLUMNS = ("set_id", *SET_COLUMNS)
+
+
+def _set_ids(conn: Connection, call_id: str) -> list[str]:
+    """The finding sets a call references, in order."""
+    refs = PrivacyCallSet.__table__  # type: ignore[attr-defined]
+    return [str(set_id) for (set_id,) in conn.execute(
+        select(refs.c.set_id).where(refs.c.call_id == call_id).order_by(refs.c.position))]
+
+
+def _sets_held(conn: Connection, records: list[dict[str, Any]]) -> set[str]:
+    """Of the finding sets ``records``' calls send, those the database holds (one query per 500)."""
+    wanted = sorted({str(set_id) for record in records if record["kind"] == "call"
+                     for set_id, _ in record.get("sets") or ()})
+    column = PrivacyFindingSet.__table__.c.set_id  # type: ignore[attr-defined]
+    mark = marker(conn)
+    held: set[str] = set()
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        if mark is None:
+            found = conn.execute(select(column).where(column.in_(chunk)).distinct())
+        else:  # the driver's own statement: SQLAlchemy built and compiled the select again per batch
+            found = conn.exec_driver_sql(f"SELECT DISTINCT set_id FROM privacy_finding_set "
+                                         f"WHERE set_id IN ({', '.join([mark] * len(chunk))})", tuple(chunk))
+        held.update(str(v) for (v,) in found)
+    return held
+
+
+def _drop_unreferenced_sets(conn: Connection, session_id: str | None) -> None:
+    """The finding sets no call references any more (its calls erased): of one session, or of every session."""
+    sets, refs = PrivacyFindingSet.__table__, PrivacyCallSet.__table__  # type: ignore[attr-defined]
+    query = sets.delete().where(sets.c.set_id.not_in(select(refs.c.set_id)))
+    if session_id is not None:
+        query = query.where(sets.c.session_id == session_id)
+    conn.execute(query)
 
 
 def units_record(session_id: str, units: list[Unit], hasher: Hasher) -> dict[str, Any]:

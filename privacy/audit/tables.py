@@ -1,5 +1,6 @@
 """The audit's tables, all in one place: per cloud call (``privacy_call``), what was found in it
-(``privacy_finding``), the units known per session (``privacy_unit``) and the listed units that left raw
+(``privacy_finding``, and the sets of a session's repeated findings, ``privacy_finding_set``, each written once and
+referenced by the calls that sent them, ``privacy_call_set``), the units known per session (``privacy_unit``) and the listed units that left raw
 (``privacy_egress``), the signed egress receipts (``privacy_receipt``), erasures (``privacy_erasure``), the signing keys' generations (``privacy_signing_key``), what cloud
 answers carried that their request never did (``privacy_inbound``), and the tamper-evident trail over them
 (``privacy_chain``, ``privacy_checkpoint``). Their schema is created and changed only by ``privacy.audit.migrations``; a test holds the
@@ -71,6 +72,38 @@ class PrivacyFinding(SQLModel, table=True):
     unit_id: str | None = None
     field: str | None = None
     dimension: str | None = None
+
+
+class PrivacyFindingSet(SQLModel, table=True):
+    """One finding of a finding set: the findings of one slot of a session's bodies (a system prompt, a tool result:
+    its full location, its findings), written once for the session and referenced by every call that sent the slot
+    (``privacy_call_set``) instead of written again at each. ``set_id`` is the digest of the set's rows
+    (``chain.set_digest``): a set altered in place no longer matches it."""
+
+    __tablename__ = "privacy_finding_set"
+
+    id: int | None = Field(default=None, primary_key=True)
+    set_id: str = Field(index=True)
+    session_id: str = Field(index=True)
+    type: str
+    layer: str
+    action: str
+    location: str
+    value_hash: str
+    unit_id: str | None = None
+    field: str | None = None
+    dimension: str | None = None
+
+
+class PrivacyCallSet(SQLModel, table=True):
+    """A call's reference to a finding set it sent: its findings are the call's own rows (``privacy_finding``) and
+    those of the sets it references, in ``position`` order."""
+
+    __tablename__ = "privacy_call_set"
+
+    call_id: str = Field(primary_key=True)
+    position: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    set_id: str = Field(index=True)
 
 
 class PrivacyUnit(SQLModel, table=True):
@@ -190,6 +223,7 @@ class PrivacyCheckpoint(SQLModel, table=True):
 
 
 TABLES = [PrivacyCall.__table__, PrivacyFinding.__table__, PrivacyUnit.__table__,  # type: ignore[attr-defined]
+          PrivacyFindingSet.__table__, PrivacyCallSet.__table__,  # type: ignore[attr-defined]
           PrivacyEgress.__table__, PrivacyReceipt.__table__, PrivacyErasure.__table__,  # type: ignore[attr-defined]
           PrivacyInbound.__table__, PrivacySigningKey.__table__, PrivacyChain.__table__,  # type: ignore[attr-defined]
           PrivacyCheckpoint.__table__]  # type: ignore[attr-defined]

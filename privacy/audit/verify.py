@@ -19,11 +19,13 @@ from sqlalchemy.engine import Engine
 from privacy.audit import chain, receipts
 from privacy.audit.tables import (
     PrivacyCall,
+    PrivacyCallSet,
     PrivacyChain,
     PrivacyCheckpoint,
     PrivacyEgress,
     PrivacyErasure,
     PrivacyFinding,
+    PrivacyFindingSet,
     PrivacyInbound,
     PrivacyReceipt,
     PrivacyUnit,
@@ -106,6 +108,11 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
     calls = {r["id"]: r for r in _rows(conn, calls_t, calls_t.c.id)}
     inbound_t = PrivacyInbound.__table__  # type: ignore[attr-defined]
     findings = _grouped(conn, findings_t, findings_t.c.id, "call_id")
+    sets_t, refs_t = PrivacyFindingSet.__table__, PrivacyCallSet.__table__  # type: ignore[attr-defined]
+    sets = _grouped(conn, sets_t, sets_t.c.id, "set_id")
+    intact_sets = {ref for ref, rows in sets.items() if chain.set_digest(rows) == ref}
+    refs = {call: [r["set_id"] for r in rows] for call, rows in _grouped(conn, refs_t, refs_t.c.position,
+                                                                          "call_id").items()}
     egress = _grouped(conn, egress_t, egress_t.c.id, "call_id")
     inbound = _grouped(conn, inbound_t, inbound_t.c.id, "call_id")
     units = _grouped(conn, units_t, units_t.c.unit_id, "session_id")
@@ -122,10 +129,13 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
         if call["body_digest"] is None and call["erased_by"] is None:  # chained before schema step 6
             return chain.call_digest(call, findings.get(ref, []))
         if call["erased_by"] is None:
+            set_ids = refs.get(ref, [])
             if (chain.content_digest(call["body"]) != call["body_digest"]
-                    or chain.rows_digest(findings.get(ref, [])) != call["findings_digest"]):
-                return "content"  # the body or the findings differ from the digests chained beside them
-        elif ref in findings:
+                    or chain.findings_digest(chain.rows_digest(findings.get(ref, [])), set_ids)
+                    != call["findings_digest"]
+                    or not intact_sets.issuperset(set_ids)):
+                return "content"  # the body or the findings (its own, its sets') differ from the digests chained
+        elif ref in findings or ref in refs:
             return "content"  # findings under a tombstone
         return chain.erasable_call_digest(call)
 
@@ -167,6 +177,12 @@ def _check_records(conn: Connection, entries: list[dict[str, Any]], since: float
             report.breaks.append(Break("inserted", f"call {ref}", "a cloud call that is not in the chain"))
     for ref in set(findings) - set(calls):
         report.breaks.append(Break("inserted", f"findings of call {ref}", "findings of a call that does not exist"))
+    for ref in set(refs) - set(calls):
+        report.breaks.append(Break("inserted", f"finding sets of call {ref}",
+                                   "finding sets referenced by a call that does not exist"))
+    referenced = {set_id for ids in refs.values() for set_id in ids}
+    for ref in set(sets) - referenced:
+        report.breaks.append(Break("inserted", f"finding set {ref}", "a finding set no call references"))
     chained_egress = {ref for kind, ref in latest if kind == "egress"}
     for ref in set(egress) - chained_egress:
         report.breaks.append(Break("inserted", f"egress of call {ref}", "egress rows that are not in the chain"))

@@ -20,9 +20,9 @@ from privacy.audit import (
     PrivacyChain,
     PrivacyCheckpoint,
     PrivacyEgress,
-    PrivacyFinding,
     PrivacyInbound,
     PrivacyReceipt,
+    all_findings,
 )
 from privacy.audit.receipts import parse
 from privacy.report.period import Scope
@@ -50,7 +50,7 @@ def audited_calls(conn: Connection, scope: Scope) -> list[dict[str, Any]]:
 
 def findings(conn: Connection, scope: Scope) -> list[dict[str, Any]]:
     """Per call, type, layer and action: how many findings (the call's time decides the period)."""
-    c, f = _t(PrivacyCall), _t(PrivacyFinding)
+    c, f = _t(PrivacyCall), all_findings()
     query = (select(f.c.call_id, f.c.type, f.c.layer, f.c.action, func.count().label("n"))
              .select_from(f.join(c, c.c.id == f.c.call_id))
              .where(*scope.where(c.c.session_id, c.c.created_at))
@@ -60,7 +60,7 @@ def findings(conn: Connection, scope: Scope) -> list[dict[str, Any]]:
 
 def audited_units(conn: Connection, scope: Scope) -> list[dict[str, Any]]:
     """Per call: the listed units an ``audit`` action let through on purpose (the operator's choice)."""
-    c, f = _t(PrivacyCall), _t(PrivacyFinding)
+    c, f = _t(PrivacyCall), all_findings()
     query = (select(f.c.call_id, f.c.unit_id).distinct().select_from(f.join(c, c.c.id == f.c.call_id))
              .where(*scope.where(c.c.session_id, c.c.created_at), f.c.action == "audit", f.c.unit_id.is_not(None)))
     return [dict(r._mapping) for r in conn.execute(query)]

@@ -31,6 +31,10 @@ def test_an_owner_erases_a_session_and_the_trail_still_verifies(start_gateway: C
     cloud.script(Reply("ok"))
     answer = _chat(gw, "sk-alice", "Mail Maria.Gonzalez@acme-mail.com about it.")
     receipt = answer.headers["x-ecgw-egress-receipt"]
+    gw.services.protector.flush()  # type: ignore[attr-defined]
+    engine = make_engine(f"sqlite:///{tmp_path / 'gw.sqlite3'}")
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM privacy_finding_set")).scalar_one() > 0
     assert _vault(gw, "t.alice/s1") is not None  # the vault holds the address
 
     other = httpx.delete(f"{gw.url}/v1/sessions/s1", headers={"Authorization": "Bearer sk-bob"})
@@ -40,9 +44,10 @@ def test_an_owner_erases_a_session_and_the_trail_still_verifies(start_gateway: C
     assert erased.json() == {"session_id": "s1", "erased": True, "calls_erased": 1}
     assert _vault(gw, "t.alice/s1") is None
 
-    engine = make_engine(f"sqlite:///{tmp_path / 'gw.sqlite3'}")
     with engine.connect() as conn:
         assert conn.execute(text("SELECT body FROM privacy_call")).scalar_one() == ERASED_BODY
+        for table in ("privacy_finding_set", "privacy_call_set"):  # the message's findings were a finding set
+            assert conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one() == 0, table
         assert conn.execute(text("SELECT count(*) FROM privacy_finding")).scalar_one() == 0
         assert conn.execute(text("SELECT count(*) FROM privacy_unit WHERE session_id = 't.alice/s1'")).scalar_one() == 0
     report = verify_trail(engine, ChainSigner(keys.derive("audit-sign")).public)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, select
 
-from privacy.audit import PrivacyCall, PrivacyFinding
+from privacy.audit import PrivacyCall, PrivacyFinding, PrivacyFindingSet, all_findings
 from privacy.errors import PrivacyBlocked, PrivacyUnavailable
 from tests.privacy.helpers import protector, strings_of, units_document
 
@@ -139,20 +140,21 @@ async def test_audit_rows_hold_hashes_never_values():
     engine = p._audit.store.engine
     with Session(engine) as db:
         call = db.exec(select(PrivacyCall)).one()
-        findings = db.exec(select(PrivacyFinding)).all()
+        findings = db.connection().execute(sa_select(all_findings())).all()  # a call's own rows and its sets'
     assert call.request_id == "req-1" and call.prompt_tokens == 10 and call.findings == len(findings)
     # the JSON key inside the arguments is hashed: object keys may themselves be private (an e-mail as a key)
     phone = [f for f in findings if f.location.startswith("messages[2].tool_calls[0].arguments.#")
              and f.unit_id == "cust-7.phone"]
     assert phone[0].unit_id == "cust-7.phone" and phone[0].dimension == "contact" and len(phone[0].value_hash) == 32
-    dump = " ".join(str(f.model_dump()) for f in findings) + call.body
+    dump = " ".join(str(f._mapping) for f in findings) + call.body
     for raw in RAW:
         assert raw not in dump
 
 
 async def test_a_repeated_prefix_keeps_its_audit_rows_and_hashes_its_values_once():
     """Each call still records every finding of its body, the repeated prefix's as well, with the same rows a fresh
-    build gives; but the prefix's values are hashed (and its locations made safe) once per session, not per call."""
+    build gives; but the prefix's values are hashed (and its locations made safe) once per session, not per call,
+    and its rows are written once (a finding set each call references), not at every call."""
     p = protector()
     hashed: list[str] = []
     hasher = p._hasher
@@ -173,7 +175,8 @@ async def test_a_repeated_prefix_keeps_its_audit_rows_and_hashes_its_values_once
     assert sorted(hashed[before:]) == ["ann@x.org"]  # only the new message's finding
     with Session(p._audit.store.engine) as db:
         calls = {c.request_id: c for c in db.exec(select(PrivacyCall))}
-        rows = db.exec(select(PrivacyFinding)).all()
+        rows = db.connection().execute(sa_select(all_findings())).all()
+        written = len(db.exec(select(PrivacyFinding)).all()) + len(db.exec(select(PrivacyFindingSet)).all())
 
     def of(request_id: str) -> list[tuple[object, ...]]:
         return sorted((f.location, f.type, f.layer, f.action, f.value_hash, f.session_id)
@@ -182,3 +185,4 @@ async def test_a_repeated_prefix_keeps_its_audit_rows_and_hashes_its_values_once
     assert len(of("r2")) == len(of("r1")) + 1 == calls["r2"].findings
     assert set(of("r1")) < set(of("r2"))  # the prefix's rows, equal to the first call's
     assert ("messages[2].content", "EMAIL_ADDRESS", "patterns", "pseudonymise", hasher("ann@x.org"), "s") in of("r2")
+    assert written == len(of("r2"))  # every finding once: the first call's sets are the second's too

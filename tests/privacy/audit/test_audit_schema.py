@@ -30,7 +30,7 @@ def test_the_audit_schema_is_versioned_beside_the_metering_schema(tmp_path: Path
     with engine.connect() as conn:
         audit = [r[0] for r in conn.execute(text("SELECT version FROM ecgw_privacy_schema_version ORDER BY 1"))]
         usage = [r[0] for r in conn.execute(text("SELECT version FROM ecgw_schema_version ORDER BY 1"))]
-    assert audit == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert audit == [1, 2, 3, 4, 5, 6, 7, 8, 9]
     assert usage == metering_versions
     metering.dispose()
 
@@ -52,5 +52,5 @@ def test_the_migrations_build_exactly_the_tables_the_code_writes(tmp_path: Path)
     assert _schema(migrated) == _schema(modelled)
     assert set(_schema(migrated)) == {"privacy_call", "privacy_finding", "privacy_unit", "privacy_egress",
                                       "privacy_receipt", "privacy_erasure", "privacy_inbound", "privacy_signing_key",
-                                      "privacy_chain",
-                                      "privacy_checkpoint"}
+                                      "privacy_chain", "privacy_checkpoint", "privacy_finding_set",
+                                      "privacy_call_set"}

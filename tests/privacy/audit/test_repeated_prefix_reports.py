@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import io
 import json
 import os
 import re
@@ -27,13 +29,13 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from sqlalchemy import text
+from sqlalchemy import func, select, text
 
 from accounting.database import make_engine
 from gateway.app import create_app
 from gateway.cli.main import main
 from privacy import SessionPrivacy
-from privacy.audit import cloud_bodies, overview
+from privacy.audit import PrivacyCall, all_findings, cloud_bodies, overview
 from tests.conftest import settings_for
 from tests.door import guarded_services, guarded_targets
 from tests.fakes.model_server import ModelServer, Reply
@@ -124,16 +126,18 @@ def _database(tmp: Path, kind: str) -> Iterator[str]:
 
 
 def _findings(db: str) -> dict[str, list[list[Any]]]:
-    """What the audit holds per call of each session, oldest first: how many findings of each type, layer, action,
-    location and unit (the keyed hashes aside: their key is made anew for every run)."""
+    """What the audit holds per call of each session, oldest first (``all_findings``: a call's own rows and its
+    finding sets'; before sets, ``privacy_finding``'s rows): how many findings of each type, layer, action, location
+    and unit (the keyed hashes aside: their key is made anew for every run)."""
     engine = make_engine(db)
+    found, calls_t = all_findings(), PrivacyCall.__table__  # type: ignore[attr-defined]
+    keys = (found.c.type, found.c.layer, found.c.action, found.c.location, found.c.unit_id, found.c.field,
+            found.c.dimension)
     try:
         with engine.connect() as conn:
-            rows = conn.execute(text(
-                "SELECT c.session_id, c.created_at, c.id, f.type, f.layer, f.action, f.location, f.unit_id, f.field, "
-                "f.dimension, COUNT(*) FROM privacy_call c JOIN privacy_finding f ON f.call_id = c.id "
-                "GROUP BY c.session_id, c.created_at, c.id, f.type, f.layer, f.action, f.location, f.unit_id, "
-                "f.field, f.dimension")).all()
+            rows = conn.execute(select(calls_t.c.session_id, calls_t.c.created_at, calls_t.c.id, *keys, func.count())
+                                .select_from(calls_t.join(found, found.c.call_id == calls_t.c.id))
+                                .group_by(calls_t.c.session_id, calls_t.c.created_at, calls_t.c.id, *keys)).all()
     finally:
         engine.dispose()
     calls: dict[tuple[str, float, str], list[list[Any]]] = {}
@@ -145,13 +149,28 @@ def _findings(db: str) -> dict[str, list[list[Any]]]:
     return out
 
 
-def _cli(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 0) -> Any:
-    capsys.readouterr()
-    assert main(list(argv)) == code
-    return json.loads(capsys.readouterr().out)
+def _stored(db: str) -> dict[str, int]:
+    """Finding rows the database holds per session: a call's own and the finding sets' (not in the snapshot)."""
+    engine = make_engine(db)
+    try:
+        with engine.connect() as conn:
+            out: dict[str, int] = {}
+            for table in ("privacy_finding", "privacy_finding_set"):
+                for session, n in conn.execute(text(f"SELECT session_id, COUNT(*) FROM {table} GROUP BY session_id")):
+                    out[session] = out.get(session, 0) + int(n)
+    finally:
+        engine.dispose()
+    return out
 
 
-def _reports(tmp: Path, kind: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+def _cli(*argv: str, code: int = 0) -> Any:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(list(argv)) == code
+    return json.loads(printed.getvalue())
+
+
+def _reports(tmp: Path, kind: str) -> dict[str, Any]:
     """Drive the traffic through a gateway on ``kind``'s database and ask every reader of the audit."""
     out: dict[str, Any] = {}
     for db in _database(tmp, kind):
@@ -203,11 +222,12 @@ def _reports(tmp: Path, kind: str, capsys: pytest.CaptureFixture[str]) -> dict[s
             finally:
                 server.stop()
         out["findings"] = _findings(db)
+        out["stored"] = _stored(db)  # not in the snapshot: what changed
         config = tmp / "config.yaml"
         config.write_text(yaml.safe_dump({"database_url": db, "secrets": {"key_file": key_file}}), encoding="utf-8")
         common = ("--config", str(config))
         period = ("--since", str(start), "--until", str(end + 1))
-        out["session_reports"] = {s: _cli(capsys, "privacy-report", "--session", s, "--format", "json", *common)
+        out["session_reports"] = {s: _cli("privacy-report", "--session", s, "--format", "json", *common)
                                   for s in internal}
         for owner in ("acme", "beta", "all"):
             report = tmp / f"period-{owner}.json"
@@ -217,22 +237,22 @@ def _reports(tmp: Path, kind: str, capsys: pytest.CaptureFixture[str]) -> dict[s
             points = found.pop("series")["points"]  # buckets of wall-clock time: their sums hold across runs
             found["series_sums"] = {k: sum(p[k] for p in points) for k in points[0] if k != "t"} if points else {}
             out[f"period_{owner}"] = found
-        out["verify"] = _cli(capsys, "audit", "verify", "--format", "json", *common)
-        out["query"] = {f"{c}/{t}": _cli(capsys, "audit", "query", "--class", c, "--tier", t, *period,
+        out["verify"] = _cli("audit", "verify", "--format", "json", *common)
+        out["query"] = {f"{c}/{t}": _cli("audit", "query", "--class", c, "--tier", t, *period,
                                          "--format", "json", *common)
                         for c in ("contact", "online", "listed") for t in ("standard", "trusted")}
     return out
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def reports(request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def reports(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     if request.param == "postgresql" and not os.environ.get("ECGW_TEST_POSTGRES_URL"):
         pytest.skip("ECGW_TEST_POSTGRES_URL is not set (the test PostgreSQL server, scripts/postgres.sh)")
-    return _reports(tmp_path, request.param, capsys)
+    return _reports(tmp_path_factory.mktemp(f"prefix-{request.param}"), request.param)
 
 
 def test_every_report_says_what_it_said_before_on_the_same_traffic(reports: dict[str, Any]) -> None:
-    named = _Names()(reports)
+    named = _Names()({k: v for k, v in reports.items() if k != "stored"})
     if os.environ.get("ECGW_SNAPSHOT_WRITE") == "1":
         SNAPSHOT.write_text(json.dumps(named, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     snapshot = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
@@ -246,3 +266,14 @@ def test_every_report_says_what_it_said_before_on_the_same_traffic(reports: dict
     assert pseudonymised[0] >= 6 and grown and all(g == grown[0] > 0 for g in grown), pseudonymised
     assert all(step["findings"]["audit"] == steps[0]["findings"]["audit"] > 0 for step in steps)  # the IP, each step
     assert reports["verify"]["intact"] is True
+
+
+def test_a_session_stores_each_finding_once_not_once_per_call_that_sends_it_again(reports: dict[str, Any]) -> None:
+    """Each step of a session re-sends the step before it whole, so what its calls found is what its last call found,
+    and that is all the database holds: the findings of the repeated prefix are written once, not at every call."""
+    held = reports["stored"]
+    for session, calls in reports["cloud_bodies"].items():
+        per_call = [sum(call["findings"].values()) for call in calls]
+        assert held.get(session, 0) == per_call[-1], (session, per_call)
+    assert sum(held.values()) < sum(sum(sum(c["findings"].values()) for c in calls)
+                                    for calls in reports["cloud_bodies"].values()) / 2
