@@ -434,7 +434,7 @@ class PrivacyProtector:
             call = call_row(id=call_id, session_id=session_id, request_id=request_id, experiment=experiment,
                             created_at=created, body=seal_body(sealer, call_id, data),
                             findings=len(findings) + sum(len(s.rows) for s in sets))
-            return {"kind": "call", "call": call, "findings": findings, "sets": [[s.id, s.rows] for s in sets]}
+            return {"kind": "call", "call": call, "findings": findings, "sets": [[s.id, s] for s in sets]}
 
         self._audit.submit(build)
         return call_id

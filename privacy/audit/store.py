@@ -27,7 +27,7 @@ from accounting.migrations import migrate
 from privacy.audit import chain
 from privacy.audit.chain import Anchor, ChainSigner, SigningKeys
 from privacy.audit.migrations import AUDIT_MIGRATIONS, VERSION_TABLE
-from privacy.audit.sets import SET_COLUMNS
+from privacy.audit.sets import SET_COLUMNS, rows_of
 from privacy.audit.tables import (
     PrivacyCall,
     PrivacyCallSet,
@@ -291,8 +291,8 @@ class AuditStore:
     def _write_call(self, batch: _Batch, call: dict[str, Any], findings: list[dict[str, Any]],
                     sets: list[list[Any]]) -> None:
         """The call's row, its own findings in one multi-row insert (rows as ``call_row``/``finding_row`` make
-        them), the finding sets it sent (``[set id, rows]``, ``privacy.audit.sets``: the rows written only where the
-        database holds no set of that id yet) and its references to them."""
+        them), the finding sets it sent (``[set id, the set]``, ``privacy.audit.sets``: the rows written only where
+        the database holds no set of that id yet) and its references to them."""
         if not batch.take(("call", str(call["id"]))):
             return  # a retried record the database took before
         own, params = self._findings.encode(findings)
@@ -312,11 +312,11 @@ class AuditStore:
         """The rows of the sets the database does not hold yet (those it held when the batch began are in
         ``batch.sets``, and so is every set written since)."""
         fresh: list[tuple[Any, ...]] = []
-        for set_id, rows in sets:
+        for set_id, carried in sets:
             if set_id in batch.sets:
                 continue
             batch.sets.add(set_id)
-            fresh += [(set_id, *map(row.get, SET_COLUMNS)) for row in rows]
+            fresh += [(set_id, *map(row.get, SET_COLUMNS)) for row in rows_of(carried)]
         if fresh:
             if marker(batch.conn) is None:
                 batch.conn.execute(PrivacyFindingSet.__table__.insert(),  # type: ignore[attr-defined]

@@ -5,6 +5,7 @@ and a spill file from before sets still read and verify."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select, text
@@ -127,3 +128,31 @@ def test_a_call_record_from_before_sets_is_written_and_verified_as_before(engine
     assert verify_trail(engine, ChainSigner(SEED).public).intact
     _sql(engine, f"UPDATE privacy_finding_set SET value_hash = 'other' WHERE set_id = '{PROMPT.id}'")
     assert _breaks(engine) == ["altered: seq 4 (call c2): the call record's rows differ from what was chained"]
+
+
+def test_a_call_record_carrying_its_sets_journals_and_spills_as_their_rows(engine: Engine, tmp_path: Path) -> None:
+    """In the process a record carries the set itself (its JSON made once); the journal and the spill file hold its
+    rows, and a record read back from either is written and verified like the one handed over."""
+    import logging
+
+    import orjson
+
+    from accounting.durable import Journal, SpillFile
+
+    record = _call("c1", "s1", 1000.0, [])
+    record["sets"] = [[PROMPT.id, PROMPT], [TOOL.id, TOOL]]
+    plain = {**record, "sets": [[PROMPT.id, PROMPT.rows], [TOOL.id, TOOL.rows]]}
+    journal = Journal(tmp_path / "audit.journal", log=logging.getLogger("test"))
+    journal.append([record])
+    assert [orjson.loads(line) for line in journal.path.read_bytes().splitlines()] == [plain]
+    journal.close()
+    spill = SpillFile(tmp_path / "audit.spill")
+    assert spill.append([record]) == 1
+    claim = spill.claim()
+    assert claim is not None and claim.records == [plain]
+    store = AuditStore(engine, signer=ChainSigner(SEED))
+    store.apply(claim.records[0])
+    store.apply({**record, "call": {**record["call"], "id": "c2"}})
+    assert _rows(engine, "SELECT COUNT(*) FROM privacy_finding_set") == [(4,)]
+    assert _rows(engine, "SELECT COUNT(*) FROM privacy_call_set") == [(4,)]
+    assert verify_trail(engine, ChainSigner(SEED).public).intact
