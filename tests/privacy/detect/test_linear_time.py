@@ -31,6 +31,7 @@ from privacy.detect.profile import rules_of
 from privacy.detect.realtext import shared_realtext
 from privacy.detect.recurrence import everywhere
 from privacy.factory import build_detector, build_egress_check
+from privacy.lastcheck import EgressCheck
 from privacy.settings import PrivacySettings
 from privacy.vault import Vault
 
@@ -85,8 +86,12 @@ def _real_text(text: str) -> object:
 
 
 def _last_check_vault() -> Callable[[str], object]:
-    """The last check of a body whose every name the session's vault already holds (each looked for in it)."""
-    check, session = build_egress_check(PrivacySettings()), _scope()
+    """The last check's search for vault values alone (the detectors have their own rows), in a body whose every name
+    the session's vault already holds (each looked for in it). Its row runs at 32,000 characters: below ~200 M
+    characters searched, a search per value (C-fast) is cheaper than one pass, so only at 8n of that size does the
+    one pass run — and a search per value at every size (``present``'s quadratic form) fails the row (checked:
+    31 ms → 1,353 ms at 8n, ×43; the one pass 34 → 284 ms, ×8.4; load 8)."""
+    check, session = EgressCheck([]), _scope()
 
     def run(text: str) -> object:
         vault = Vault()
@@ -179,7 +184,7 @@ LAYERS = [
     Layer("listed units", _units, _repeat("Maria Gonzale 415-555-013 1101051949123100 Maria.Gonzalez@acme ")),
     Layer("secret manifests", lambda: SecretManifestDetector().find, _manifest),
     Layer("last check", _last_check, lambda i: f"passport: K{1000000 + i} 密码：x{i} ", chars=2000),
-    Layer("last check: vault values", _last_check_vault, lambda i: f"assignee: Mary Jon{_NAMES[i]}\n"),
+    Layer("last check: vault values", _last_check_vault, lambda i: f"assignee: Mary Jon{_NAMES[i]}\n", chars=32_000),
 ]
 
 
