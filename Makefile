@@ -56,7 +56,7 @@ clean: ## remove .venv and the tool caches (not ~/.cache/ecgw)
 
 # Gateway overhead against a direct call and LiteLLM's proxy, the edge pool (affinity vs round-robin, a replica
 # killed), faults under load (an edge replica, PostgreSQL, the primary cloud); each appends to benchmarks/RESULTS.md.
-bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy; the edge pool's affinity and failover; faults under load; receipts; the data-class check; what the real-prompt detectors and the scan meter add; a small request during a heavy scan
+bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy; the edge pool's affinity and failover; faults under load; receipts; the data-class check; what the real-prompt detectors and the scan meter add; a small request during a heavy scan; memory per worker, over a soak and per open stream
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.fleet
 	$(PY) -m benchmarks.faults
@@ -66,6 +66,7 @@ bench: $(STAMP) ## gateway overhead vs a direct call and LiteLLM's proxy; the ed
 	$(PY) -m benchmarks.classes
 	$(PY) -m benchmarks.detectors
 	$(PY) -m benchmarks.victim
+	$(PY) -m benchmarks.memory --record
 
 .PHONY: help
 help: ## list the targets

@@ -1,5 +1,7 @@
 """A fast OpenAI chat upstream for benchmarks: a fixed short completion, streaming or not, with usage.
 Raw ASGI (no framework) so that the upstream costs as little as possible; every contender calls the same one.
+A stream whose request says ``"bench_hold_s": S`` holds S seconds after its first word (``benchmarks.memory``'s
+slow streams: the gateway passes fields it does not know on to the edge).
 
     python -m benchmarks.upstream --port 9001
 """
@@ -7,6 +9,7 @@ Raw ASGI (no framework) so that the upstream costs as little as possible; every 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from typing import Any
 
@@ -59,8 +62,11 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await send({"type": "http.response.body", "body": COMPLETION})
         return
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
-    for piece in STREAM:
+    hold = float(request.get("bench_hold_s") or 0)
+    for n, piece in enumerate(STREAM):
         await send({"type": "http.response.body", "body": piece, "more_body": True})
+        if n == 1 and hold > 0:  # after its first word: the gateway has begun the client's stream
+            await asyncio.sleep(hold)
     if (request.get("stream_options") or {}).get("include_usage"):
         await send({"type": "http.response.body", "body": USAGE_CHUNK, "more_body": True})
     await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})

@@ -79,3 +79,26 @@ def test_the_cpu_benchmark_reads_the_gateway_against_the_bare_relay_in_the_same_
         assert row["bare"]["cpu_us_per_request"]["min"] > 0
         assert row["x_bare"]["min"] == round(row["gateway"]["cpu_us_per_request"]["min"]
                                              / row["bare"]["cpu_us_per_request"]["min"], 2)
+
+
+def test_the_memory_benchmark_measures_forked_workers_a_soak_and_open_streams(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from benchmarks.results import RESULTS
+
+    before = RESULTS.read_bytes()
+    out = subprocess.run([sys.executable, "-m", "benchmarks.memory", "--smoke"], capture_output=True, text=True,
+                         check=True, timeout=900)
+    report = json.loads(out.stdout.splitlines()[0])
+    assert all(mb > 0 for mb in report["components_mb"].values()), report["components_mb"]
+    assert report["one_worker"]["pss_mb"] > 0 and report["one_worker"]["warmup_errors"] == 0
+    soak = report["soak"]
+    assert len(soak["workers"]) == 2 and soak["errors"] == 0 and not soak["restarted_workers"]
+    assert len(soak["rss_mb_samples"]) == 21 and all(w["pss_mb"] > 0 for w in soak["workers"])
+    streams = report["open_streams"]
+    assert streams["completed"] == report["streams"] and streams["open_at_measure"] > 0
+    assert report["raw_addresses_reached_cloud"] == 0  # the cloud-private half was protected
+    assert "PSS of each further worker" in out.stdout
+    assert RESULTS.read_bytes() == before  # --smoke writes nothing
