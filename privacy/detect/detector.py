@@ -103,7 +103,8 @@ class LayeredDetector:
         """Load every model and dictionary the layers build lazily (spaCy's NER, jieba, the given-name list), so
         that the first request after the gateway's start does not pay them (``PrivacyProtector.start``); then read
         a few sample texts with every layer but the edge model, so that it pays no table built on first use either
-        (the look-alike table of ``fold``, spaCy's first pass, jieba's first cut, patterns compiled on first use)."""
+        (the look-alike table of ``fold``, spaCy's first pass, jieba's first cut, patterns compiled on first use, the
+        phone regions' metadata)."""
         if self._ner is not None:
             self._ner.warm()
         if self._people is not None:
@@ -112,6 +113,7 @@ class LayeredDetector:
             self._edge.warm()
         if self._realtext is not None:
             self._realtext.warm()
+        self._phones.warm()
         for text in _WARM_TEXTS:
             self._shaped(Target(text, label="note"), _WARM_SCOPE, rules_of("strict"))
         if self._ner is not None:

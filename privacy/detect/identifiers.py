@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from privacy.detect.checksums import iban_ok, luhn_ok
 from privacy.detect.findings import Finding
+from privacy.detect.firstchars import compile_fast
 
 # ISO 13616 lengths (SWIFT IBAN registry).
 IBAN_LENGTHS = {
@@ -146,32 +147,32 @@ class _Rule:
 
 
 _RULES = (
-    _Rule("IBAN_CODE", re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[A-Za-z0-9]{11,30}|(?:[ \-.][A-Za-z0-9]{1,4}){3,8})"
+    _Rule("IBAN_CODE", compile_fast(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[A-Za-z0-9]{11,30}|(?:[ \-.][A-Za-z0-9]{1,4}){3,8})"
                                   r"(?![A-Za-z0-9])"), _iban_any_ok, _compact, shrink=True),
-    _Rule("PASSPORT", re.compile(r"(?<![A-Z0-9<])[A-Z0-9<]{9}\d[A-Z<]{3}\d{6}\d[MFX<]\d{6}\d[A-Z0-9<]{14}[\d<]\d"
+    _Rule("PASSPORT", compile_fast(r"(?<![A-Z0-9<])[A-Z0-9<]{9}\d[A-Z<]{3}\d{6}\d[MFX<]\d{6}\d[A-Z0-9<]{14}[\d<]\d"
                                  r"(?![A-Z0-9<])"), _mrz_ok, str),
-    _Rule("PASSPORT", re.compile(r"(?<![A-Z0-9<])P[A-Z<][A-Z<]{3}[A-Z]+<<[A-Z<]{2,39}(?![A-Z0-9<])"), None, str),
-    _Rule("CREDIT_CARD", re.compile(r"(?<![\d\-.])(?:\d[ \-.]?){12,18}\d(?![\d\-])"), _card_ok,
+    _Rule("PASSPORT", compile_fast(r"(?<![A-Z0-9<])P[A-Z<][A-Z<]{3}[A-Z]+<<[A-Z<]{2,39}(?![A-Z0-9<])"), None, str),
+    _Rule("CREDIT_CARD", compile_fast(r"(?<![\d\-.])(?:\d[ \-.]?){12,18}\d(?![\d\-])"), _card_ok,
           lambda v: re.sub(r"\D", "", v)),
-    _Rule("NATIONAL_ID", re.compile(r"(?<![A-Za-z0-9])(?![DFIQUV])[A-Z](?![DFIOQUV])[A-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]"
+    _Rule("NATIONAL_ID", compile_fast(r"(?<![A-Za-z0-9])(?![DFIQUV])[A-Z](?![DFIOQUV])[A-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]"
                                     r"(?![A-Za-z0-9])"), lambda v: v[:2] not in {"BG", "GB", "NK", "KN", "TN", "NT",
                                                                                   "ZZ"}, lambda v: v.replace(" ", "")),
-    _Rule("NATIONAL_ID", re.compile(r"(?<![\w\-.])[2-9]\d{3}([ \-]?)\d{4}\1\d{4}(?![\w\-]|\.\d)"), _aadhaar_ok,
+    _Rule("NATIONAL_ID", compile_fast(r"(?<![\w\-.])[2-9]\d{3}([ \-]?)\d{4}\1\d{4}(?![\w\-]|\.\d)"), _aadhaar_ok,
           _digits),
-    _Rule("NATIONAL_ID", re.compile(r"(?<![A-Za-z0-9])[STFGM]\d{7}[A-Z](?![A-Za-z0-9])", re.IGNORECASE), _nric_ok, str,
+    _Rule("NATIONAL_ID", compile_fast(r"(?<![A-Za-z0-9])[STFGM]\d{7}[A-Z](?![A-Za-z0-9])", re.IGNORECASE), _nric_ok, str,
           fold=True),
-    _Rule("NATIONAL_ID", re.compile(r"(?<![A-Za-z0-9])[A-Z]{1,2}\d{6}(?:\([0-9A]\)|[0-9A])(?![A-Za-z0-9])", re.IGNORECASE),
+    _Rule("NATIONAL_ID", compile_fast(r"(?<![A-Za-z0-9])[A-Z]{1,2}\d{6}(?:\([0-9A]\)|[0-9A])(?![A-Za-z0-9])", re.IGNORECASE),
           _hkid_ok, lambda v: re.sub(r"[()]", "", v), fold=True),
-    _Rule("NATIONAL_ID", re.compile(r"(?<![\w\-.])\d{3}([ \-.])\d{3}\1\d{3}(?![\w\-]|\.\d)"), _sin_or_tfn_ok, _digits),
-    _Rule("NATIONAL_ID", re.compile(r"(?<![\w\-.])\d{3}([ \-])\d{3}\1\d{4}(?![\w\-]|\.\d)"), _nhs_ok, _digits),
+    _Rule("NATIONAL_ID", compile_fast(r"(?<![\w\-.])\d{3}([ \-.])\d{3}\1\d{3}(?![\w\-]|\.\d)"), _sin_or_tfn_ok, _digits),
+    _Rule("NATIONAL_ID", compile_fast(r"(?<![\w\-.])\d{3}([ \-])\d{3}\1\d{4}(?![\w\-]|\.\d)"), _nhs_ok, _digits),
     # India's PAN: five letters (the fourth the holder's kind), four digits, a letter.
-    _Rule("NATIONAL_ID", re.compile(r"(?<![A-Za-z0-9])[A-Z]{3}[PCHFATBLJG][A-Z]\d{4}[A-Z](?![A-Za-z0-9])"), None, str),
-    _Rule("DRIVERS_LICENSE", re.compile(r"(?<![A-Za-z0-9])[A-Z9]{5}\d[0156]\d[0-3]\d{2}[A-Z9]{2}\d[A-Z]{2}"
+    _Rule("NATIONAL_ID", compile_fast(r"(?<![A-Za-z0-9])[A-Z]{3}[PCHFATBLJG][A-Z]\d{4}[A-Z](?![A-Za-z0-9])"), None, str),
+    _Rule("DRIVERS_LICENSE", compile_fast(r"(?<![A-Za-z0-9])[A-Z9]{5}\d[0156]\d[0-3]\d{2}[A-Z9]{2}\d[A-Z]{2}"
                                         r"(?![A-Za-z0-9])"), None, str),
-    _Rule("EMAIL_ADDRESS", re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._+\-]+(?:%40|&#0*64;|&commat;|\\u0040|＠|"
+    _Rule("EMAIL_ADDRESS", compile_fast(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._+\-]+(?:%40|&#0*64;|&commat;|\\u0040|＠|"
                                       r"\s?[\[(]at[\])]\s?)[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}"
                                       r"(?![A-Za-z0-9\-])", re.IGNORECASE), None, _email_key),
-    _Rule("LOCATION", re.compile(r"[\u4e00-\u9fff]{2,9}(?:省|自治区|市)[\u4e00-\u9fff]{0,9}(?:市|区|县|旗)"
+    _Rule("LOCATION", compile_fast(r"[\u4e00-\u9fff]{2,9}(?:省|自治区|市)[\u4e00-\u9fff]{0,9}(?:市|区|县|旗)"
                                  r"[\u4e00-\u9fff\d]{1,20}?(?:路|街|道|大道|巷|弄|村)\d+号"
                                  r"(?:[\d一二三四五六七八九十]+(?:栋|幢|号楼|单元|层|楼|室))*"), None, str),
 )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from privacy.detect.checksums import cn_resident_id_ok, iban_ok, luhn_ok
 from privacy.detect.findings import Finding
+from privacy.detect.firstchars import compile_fast
 
 
 def _digits(value: str) -> str:
@@ -60,45 +61,45 @@ _CJK = r"\u4e00-\u9fff"
 _LOWER = str.lower
 
 RULES: tuple[PatternRule, ...] = (
-    PatternRule("EMAIL_ADDRESS", re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*"
+    PatternRule("EMAIL_ADDRESS", compile_fast(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*"
                                             r"\.[A-Za-z]{2,}(?![A-Za-z0-9\-])"), check=_email_ok, canonical=_LOWER),
-    PatternRule("CN_RESIDENT_ID", re.compile(r"(?<![0-9A-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])"
+    PatternRule("CN_RESIDENT_ID", compile_fast(r"(?<![0-9A-Za-z])[1-9]\d{5}(?:18|19|20)\d{2}(?:0[1-9]|1[0-2])"
                                              r"(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![0-9A-Za-z])"),
                 check=cn_resident_id_ok, canonical=str.upper),
-    PatternRule("CREDIT_CARD", re.compile(r"(?<![\d\-])(?:\d[ \-]?){12,18}\d(?![\d\-])"), check=_card_ok,
+    PatternRule("CREDIT_CARD", compile_fast(r"(?<![\d\-])(?:\d[ \-]?){12,18}\d(?![\d\-])"), check=_card_ok,
                 canonical=_digits),
-    PatternRule("IBAN_CODE", re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?"
+    PatternRule("IBAN_CODE", compile_fast(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?"
                                         r"(?![A-Za-z0-9])"), check=iban_ok, canonical=lambda v: v.replace(" ", "")),
     # the dashed shape is the signal, valid or not (9xx, the ITIN range, 666); validity gates only spaced digits
-    PatternRule("US_SSN", re.compile(r"(?<![\d\-])(?:\d{3}-\d{2}-\d{4}|(?!000|666|9\d\d)\d{3} (?!00)\d{2} "
+    PatternRule("US_SSN", compile_fast(r"(?<![\d\-])(?:\d{3}-\d{2}-\d{4}|(?!000|666|9\d\d)\d{3} (?!00)\d{2} "
                                      r"(?!0000)\d{4})(?![\d\-])"),
                 canonical=_digits),
-    PatternRule("PHONE_NUMBER", re.compile(r"(?<![0-9A-Za-z_+])(?:\+?86[\s\-]?)?1[3-9]\d" + r"(?:[\s\-.]?\d{4}){2}(?!\d)"),
+    PatternRule("PHONE_NUMBER", compile_fast(r"(?<![0-9A-Za-z_+])(?:\+?86[\s\-]?)?1[3-9]\d" + r"(?:[\s\-.]?\d{4}){2}(?!\d)"),
                 canonical=lambda v: _digits(v)[-11:]),
-    PatternRule("PHONE_NUMBER", re.compile(r"(?<![0-9A-Za-z_])0\d{2,3}-\d{7,8}(?!\d)"), canonical=_digits),
-    PatternRule("PHONE_NUMBER", re.compile(r"(?<![0-9A-Za-z_+])(?:\+?1[\s.\-]?)?(?:\([2-9]\d{2}\)\s?|[2-9]\d{2}[\s.\-])"
+    PatternRule("PHONE_NUMBER", compile_fast(r"(?<![0-9A-Za-z_])0\d{2,3}-\d{7,8}(?!\d)"), canonical=_digits),
+    PatternRule("PHONE_NUMBER", compile_fast(r"(?<![0-9A-Za-z_+])(?:\+?1[\s.\-]?)?(?:\([2-9]\d{2}\)\s?|[2-9]\d{2}[\s.\-])"
                                            r"[2-9]\d{2}[\s.\-]\d{4}(?!\d)"), check=_phone_ok,
                 canonical=lambda v: _digits(v)[-10:]),
-    PatternRule("PHONE_NUMBER", re.compile(r"(?<![0-9A-Za-z_+])(?:\+44\s?|0)(?:7\d{3}|20|1\d{2,3})\s?\d{3,4}\s?\d{3,4}(?!\d)"),
+    PatternRule("PHONE_NUMBER", compile_fast(r"(?<![0-9A-Za-z_+])(?:\+44\s?|0)(?:7\d{3}|20|1\d{2,3})\s?\d{3,4}\s?\d{3,4}(?!\d)"),
                 check=_phone_ok, canonical=lambda v: _digits(v)[-10:]),
-    PatternRule("PHONE_NUMBER", re.compile(r"(?<![0-9A-Za-z_+])\+\d{1,3}(?:[\s\-.]?(?:\(\d{1,5}\)|\d{1,5})){2,5}(?![\d])"),
+    PatternRule("PHONE_NUMBER", compile_fast(r"(?<![0-9A-Za-z_+])\+\d{1,3}(?:[\s\-.]?(?:\(\d{1,5}\)|\d{1,5})){2,5}(?![\d])"),
                 check=_phone_ok, canonical=_digits),
-    PatternRule("PASSPORT", re.compile(r"(?i)(?:passport|护照)(?:\s*(?:no\.?|number|#|号码?))?\s*[:：#]?\s*"
+    PatternRule("PASSPORT", compile_fast(r"(?i)(?:passport|护照)(?:\s*(?:no\.?|number|#|号码?))?\s*[:：#]?\s*"
                                        r"([A-Z]{1,2}\d{6,8}|\d{9})(?![A-Za-z0-9])"), group=1, canonical=str.upper),
-    PatternRule("BANK_ACCOUNT", re.compile(r"(?i)(?:account(?:\s*(?:no\.?|number|#))?|acct\.?|routing(?:\s*number)?|"
+    PatternRule("BANK_ACCOUNT", compile_fast(r"(?i)(?:account(?:\s*(?:no\.?|number|#))?|acct\.?|routing(?:\s*number)?|"
                                            r"银行卡号?|卡号|账号|帐号|账户|開戶|开户账号)\s*[:：#]?\s*((?:\d[\s\-]?){7,22}\d)"
                                            r"(?!\d)"), group=1, canonical=_digits),
-    PatternRule("IP_ADDRESS", re.compile(r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
+    PatternRule("IP_ADDRESS", compile_fast(r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
                                          r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\d.])"), check=_ip_ok),
-    PatternRule("IP_ADDRESS", re.compile(r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![0-9A-Fa-f:])"),
+    PatternRule("IP_ADDRESS", compile_fast(r"(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![0-9A-Fa-f:])"),
                 check=_ip_ok, canonical=_LOWER),
-    PatternRule("DATE_OF_BIRTH", re.compile(r"(?i)(?:\bdob|date of birth|birth ?date|birthday|出生日期|生日)\s*[:：]?\s*"
+    PatternRule("DATE_OF_BIRTH", compile_fast(r"(?i)(?:\bdob|date of birth|birth ?date|birthday|出生日期|生日)\s*[:：]?\s*"
                                             r"(\d{4}[\-/.年]\d{1,2}[\-/.月]\d{1,2}日?|\d{1,2}[\-/.]\d{1,2}[\-/.]\d{4})"),
                 group=1),
-    PatternRule("PERSON", re.compile(r"(?:姓名|联系人|客户姓名|收件人|发件人|寄件人|收货人|负责人|患者|申请人|持卡人|户主)\s*[:：]\s*"
+    PatternRule("PERSON", compile_fast(r"(?:姓名|联系人|客户姓名|收件人|发件人|寄件人|收货人|负责人|患者|申请人|持卡人|户主)\s*[:：]\s*"
                                      r"([" + _CJK + r"·]{2,5})"), group=1),
-    PatternRule("LOCATION", re.compile(r"(?:地址|住址|家庭住址|收货地址|居住地)\s*[:：]\s*([^\s\"'，,;；|]{4,60})"), group=1),
-    PatternRule("LOCATION", re.compile(r"(?i)\b(?:home |mailing |street |billing |shipping )?address\s*[:：]\s*"
+    PatternRule("LOCATION", compile_fast(r"(?:地址|住址|家庭住址|收货地址|居住地)\s*[:：]\s*([^\s\"'，,;；|]{4,60})"), group=1),
+    PatternRule("LOCATION", compile_fast(r"(?i)\b(?:home |mailing |street |billing |shipping )?address\s*[:：]\s*"
                                        r"(\d[^\n\"|;]{5,80}?)(?=\s*(?:\n|\"|\||;|$))"), group=1),
 )
 

@@ -23,6 +23,16 @@ class PhoneDetector:
     def __init__(self, regions: tuple[str, ...] = DEFAULT_REGIONS) -> None:
         self._regions = regions
 
+    def warm(self) -> None:
+        """Read a fixed-line and a mobile example number of each of its regions and of +1 now (~50 ms, once per
+        process): libphonenumber loads a region's metadata and compiles its patterns on the region's first number
+        (~2–5 ms), which would otherwise fall on the first request that holds one."""
+        for region in (*self._regions, "US"):
+            for kind in (phonenumbers.PhoneNumberType.FIXED_LINE, phonenumbers.PhoneNumberType.MOBILE):
+                example = phonenumbers.example_number_for_type(region, kind)
+                if example is not None:
+                    self.find(phonenumbers.format_number(example, phonenumbers.PhoneNumberFormat.INTERNATIONAL))
+
     def _valid(self, candidate: str) -> str | None:
         """The E.164 form of a valid number, or None."""
         compact = _SEPARATORS.sub("", candidate)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from privacy.detect.findings import Finding
+from privacy.detect.firstchars import compile_fast
 
 
 @dataclass(frozen=True)
@@ -16,7 +18,7 @@ class SecretRule:
 
 
 def _r(type_: str, pattern: str, group: int = 0, flags: int = 0) -> SecretRule:
-    return SecretRule(type_, re.compile(pattern, flags), group)
+    return SecretRule(type_, compile_fast(pattern, flags), group)  # the same matches, led by their first characters
 
 
 _Q = r"\\{0,3}[\"']?"  # an optional quote, possibly JSON-escaped (once or twice)
@@ -83,6 +85,37 @@ _ASSIGNMENT = re.compile(
     + r"+)" + _Q + r"[ \t]*(?:[:=]|：|=>)[ \t]*" + _Q + r"([^\s\"'\\,;}{\]\[<>`]{4,200})")
 
 
+_KEY_WORD = compile_fast(r"(?i)(?:" + _KEY_WORDS + r")")
+_ASCII_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_CJK_KEY_WORDS = frozenset({"密码", "口令", "密钥"})
+
+
+def _run_start(text: str, at: int) -> int:
+    """Where the run of key characters holding ``at`` begins (a Chinese key word is one key character)."""
+    while True:
+        if at > 0 and text[at - 1] in _ASCII_KEY_CHARS:
+            at -= 1
+        elif at > 1 and text[at - 2:at] in _CJK_KEY_WORDS:
+            at -= 2
+        else:
+            return at
+
+
+def assignments(text: str) -> Iterator[re.Match[str]]:
+    """``_ASSIGNMENT.finditer(text)``, tried only where a match can begin: a match begins where a run of key
+    characters does (its lookbehinds) and that run holds a key word (its lookahead), so the key words are found
+    first (~1 ms on 20 KB) and the pattern is tried at the start of their runs alone, instead of at every letter
+    of the text (~15 ms)."""
+    end = 0
+    for start in sorted({_run_start(text, m.start()) for m in _KEY_WORD.finditer(text)}):
+        if start < end:
+            continue
+        m = _ASSIGNMENT.match(text, start)
+        if m is not None:
+            end = m.end()
+            yield m
+
+
 class SecretDetector:
     def find(self, text: str) -> list[Finding]:
         out: list[Finding] = []
@@ -92,7 +125,7 @@ class SecretDetector:
                 value = text[start:end]
                 out.append(Finding(type=rule.type, start=start, end=end, value=value, layer="secrets",
                                    key=f"{rule.type}:{value}"))
-        for m in _ASSIGNMENT.finditer(text):
+        for m in assignments(text):
             key, value = m.group(1), m.group(2)
             if _NOT_SECRET_KEY_END.search(key) or value.lower() in _PLACEHOLDER_VALUES or value.startswith("$") \
                     or CODE_VALUE.match(value):

@@ -95,3 +95,19 @@ def test_start_builds_the_tables_a_first_non_ascii_text_would_build() -> None:
 
     asyncio.run(run())
     assert _fold_table.cache_info().currsize == 1
+
+
+def test_warm_phones_leave_no_region_to_load_on_the_first_number() -> None:
+    """A fresh process: libphonenumber's region data is loaded by ``PhoneDetector.warm``, not by the first number."""
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "from privacy.detect import PhoneDetector\n"
+              "d = PhoneDetector()\n"
+              "d.warm()\n"
+              "before = set(sys.modules)\n"
+              "assert d.find('call +1 415-555-0142, 020 7946 0321 or 0049 30 901820')\n"
+              "print(sorted(m for m in set(sys.modules) - before if m.startswith('phonenumbers')))\n")
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"
