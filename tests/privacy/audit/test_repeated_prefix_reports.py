@@ -223,6 +223,7 @@ def _reports(tmp: Path, kind: str) -> dict[str, Any]:
                 server.stop()
         out["findings"] = _findings(db)
         out["stored"] = _stored(db)  # not in the snapshot: what changed
+        out["where"] = {"db": db, "key_file": key_file}  # nor this run's files
         config = tmp / "config.yaml"
         config.write_text(yaml.safe_dump({"database_url": db, "secrets": {"key_file": key_file}}), encoding="utf-8")
         common = ("--config", str(config))
@@ -252,7 +253,7 @@ def reports(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 
 def test_every_report_says_what_it_said_before_on_the_same_traffic(reports: dict[str, Any]) -> None:
-    named = _Names()({k: v for k, v in reports.items() if k != "stored"})
+    named = _Names()({k: v for k, v in reports.items() if k not in ("stored", "where")})
     if os.environ.get("ECGW_SNAPSHOT_WRITE") == "1":
         SNAPSHOT.write_text(json.dumps(named, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     snapshot = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
@@ -277,3 +278,31 @@ def test_a_session_stores_each_finding_once_not_once_per_call_that_sends_it_agai
         assert held.get(session, 0) == per_call[-1], (session, per_call)
     assert sum(held.values()) < sum(sum(sum(c["findings"].values()) for c in calls)
                                     for calls in reports["cloud_bodies"].values()) / 2
+
+
+def test_ecgw_audit_verify_names_every_call_that_references_a_tampered_set(reports: dict[str, Any],
+                                                                          tmp_path: Path) -> None:
+    """One row of the first session's system prompt set altered in a copy of the database: each of its calls sent
+    that set, so each reads altered, and ``ecgw audit verify`` exits 1."""
+    import sqlite3
+    from contextlib import closing
+
+    if not reports["where"]["db"].startswith("sqlite:///"):
+        pytest.skip("the copy is a SQLite backup")
+    copy = tmp_path / "tampered.sqlite3"
+    with closing(sqlite3.connect(reports["where"]["db"].removeprefix("sqlite:///"))) as source, \
+            closing(sqlite3.connect(copy)) as db:
+        source.backup(db)
+        (set_id,) = db.execute("SELECT set_id FROM privacy_finding_set WHERE session_id = 't.acme/agent-1' AND "
+                               "location = 'messages[0].content' LIMIT 1").fetchone()
+        db.execute("UPDATE privacy_finding_set SET action = 'audit' WHERE id = "
+                   "(SELECT MIN(id) FROM privacy_finding_set WHERE set_id = ?)", (set_id,))
+        db.commit()
+        calls = {row[0] for row in db.execute("SELECT call_id FROM privacy_call_set WHERE set_id = ?", (set_id,))}
+    assert len(calls) == STEPS  # every step of the session sent its system prompt
+    config = tmp_path / "tampered.yaml"
+    config.write_text(yaml.safe_dump({"database_url": f"sqlite:///{copy}",
+                                      "secrets": {"key_file": reports["where"]["key_file"]}}), encoding="utf-8")
+    verified = _cli("audit", "verify", "--format", "json", "--config", str(config), code=1)
+    assert {b["what"] for b in verified["breaks"]} == {"altered"}
+    assert {b["where"].split("(call ")[1].rstrip(")") for b in verified["breaks"]} == calls
