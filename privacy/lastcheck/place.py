@@ -79,10 +79,12 @@ def place(body: dict[str, Any], replacements: Mapping[str, str], texts: Callable
 
     def new_value(value: Any, key: str, in_function: bool, schema: bool, top: str) -> Any:
         """``key``: the key ``value`` sits under (a list's items: the list's); ``in_function``: the object holding
-        it is a function's; ``schema``: it is in a schema (``privacy.structure.SCHEMAS``)."""
+        it is a function's; ``schema``: it is in a schema (``privacy.structure.SCHEMAS``); ``top``: where, for
+        ``Placed.kept`` (names the wire format's own keys only: a client's key may be a private value)."""
         if isinstance(value, str):
             if key in STRUCTURAL_KEYS or (key == "name" and in_function) or (schema and key not in SCHEMA_DOCS):
-                stands(value, f"'{key}' in {top}")
+                stands(value, f"'{key}' in {top}" if key in STRUCTURAL_KEYS or key == "name" else
+                       f"a schema's string in {top}")
                 return value
             return fix(value, sure) if schema else string(value)
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -118,7 +120,8 @@ def place(body: dict[str, Any], replacements: Mapping[str, str], texts: Callable
             new = [message(i, item) for i, item in enumerate(value)]
             return value if all(a is b for a, b in zip(new, value, strict=True)) else new
         name = str(key)
-        return new_value(value, name, name in FUNCTION_KEYS, name in SCHEMAS, name)
+        known = name in SCHEMAS or name in FUNCTION_KEYS or name in STRUCTURAL_KEYS
+        return new_value(value, name, name in FUNCTION_KEYS, name in SCHEMAS, name if known else "a top-level part")
 
     for key in body:
         if isinstance(key, str):
