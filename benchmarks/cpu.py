@@ -67,8 +67,9 @@ async def _serve(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         port = free_port()
         config = {"server": {"port": port}, "edge": {"base_url": upstream.url, "model": "bench"},
                   "cloud": {"model": "openai/bench", "api_base": upstream.url, "api_key_env": None},
-                  "policy": {"default": "edge-only"}, "database_url": f"sqlite:///{workdir / 'cpu.sqlite3'}",
-                  "accounting": {"enabled": not args.no_metering}}
+                  "policy": {"default": args.policy}, "database_url": f"sqlite:///{workdir / 'cpu.sqlite3'}",
+                  "accounting": {"enabled": not args.no_metering},
+                  "privacy": {"audit_spill_path": str(workdir / "audit-spill.jsonl")}}  # its journal beside it
         path = workdir / "cpu.yaml"
         path.write_text(yaml.safe_dump(config))
         settings = load_settings(str(path))
@@ -157,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=1,
                         help="gateway and bare relay measured alternately this many times (min and median)")
+    parser.add_argument("--policy", default="edge-only",
+                        help="the gateway's policy.default: cloud-only measures the protected cloud step (privacy on, "
+                             "the stub as the cloud through the default door) against the same bare relay")
     parser.add_argument("--no-metering", action="store_true", help="accounting.enabled: false (what it costs)")
     parser.add_argument("--no-access-log", action="store_true", help="the access line off (what it costs)")
     parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions (cProfile)")

@@ -31,6 +31,10 @@ class ReceiptSource(Protocol):
 
     def issue(self, target: str, sent: dict[str, Any], *, tier: str) -> str: ...
 
+    async def durable(self) -> None:
+        """The receipts issued so far have their audit records journaled."""
+        ...
+
 
 class Protection(Protocol):
     """One protected request: the body that may leave, the way back, and the receipt of each handing-over."""
@@ -43,7 +47,12 @@ class Protection(Protocol):
 
     def receipt(self, target: str, sent: dict[str, Any], *, tier: str) -> str | None:
         """The signed receipt of ``sent`` (this body, as one target gets it) handed to ``target`` of ``tier``; None
-        without an audit to keep it in."""
+        without an audit to keep it in. Not for the client before ``durable`` returned."""
+        ...
+
+    async def durable(self) -> None:
+        """Every receipt ``receipt`` gave has its audit record (and its call's) journaled, safe from a crash of the
+        process: awaited before a response that carries one leaves."""
         ...
 
     def permits(self, tier: str) -> bool:
@@ -128,6 +137,10 @@ class PassThroughProtection:
 
     def receipt(self, target: str, sent: dict[str, Any], *, tier: str) -> str | None:
         return None if self._receipts is None else self._receipts.issue(target, sent, tier=tier)
+
+    async def durable(self) -> None:
+        if self._receipts is not None:
+            await self._receipts.durable()
 
     def permits(self, tier: str) -> bool:
         return True  # nothing was looked for (privacy.enabled: false): no class to keep off a tier

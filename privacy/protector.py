@@ -127,6 +127,10 @@ class PrivacyProtection:
     def receipt(self, target: str, sent: dict[str, Any], *, tier: str) -> str | None:
         return None if self._receipts is None else self._receipts.issue(target, sent, tier=tier)
 
+    async def durable(self) -> None:
+        if self._receipts is not None:
+            await self._receipts.durable()
+
     def permits(self, tier: str) -> bool:
         """Whether this body may go to a target of ``tier`` (no class it holds is kept off that tier)."""
         return self._policy.refused(tier, self._scrubbed.held) is None

@@ -340,12 +340,13 @@ class CloudChannel(_MeteredChannel):
 
     def _receipts(self, protection: Protection) -> Sending:
         """Each body handed to a target gets its signed egress receipt, for the response's headers (or, once they
-        left, ``GET /v1/receipts/{request_id}``)."""
+        left, ``GET /v1/receipts/{request_id}``); its audit record is journaled while the body travels, and the
+        pipeline awaits that before the headers leave (``RouteTracker.receipts_durable``)."""
 
         def sending(member: Member, sent: dict[str, Any]) -> None:
             receipt = protection.receipt(member.name, sent, tier=member.tier)
             if receipt is not None:
-                self._route.receipts.append(receipt)
+                self._route.issued(receipt, protection.durable())
 
         return sending
 

@@ -4,6 +4,8 @@ other."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
 from privacy.classes.names import ANYONE, Who
@@ -36,6 +38,9 @@ class RouteTracker:
     kept_off_classes: list[str] = field(default_factory=list)  # the data class that kept each such call off the
     # cloud (privacy.classes: no target of the call's tiers may receive it)
     receipts: list[str] = field(default_factory=list)
+    # Each receipt's audit record on its way into the journal (started as its body is handed over, so it overlaps
+    # the upstream call): ``receipts_durable`` awaits them before the headers that carry the receipts leave.
+    journaling: list[asyncio.Future[None]] = field(default_factory=list)
 
     def used(self, side: str) -> None:
         self.sides.add(side)
@@ -51,6 +56,16 @@ class RouteTracker:
 
     def failed(self, side: str, name: str, status: int) -> None:
         self.tried.setdefault(side, []).append(f"{name}:{status}")
+
+    def issued(self, receipt: str, journaled: Awaitable[None]) -> None:
+        """A receipt for the headers, with what journals its record (started now, in the background)."""
+        self.receipts.append(receipt)
+        self.journaling.append(asyncio.ensure_future(journaled))
+
+    async def receipts_durable(self) -> None:
+        """Every receipt issued so far has its audit record journaled: a response may carry them now."""
+        while self.journaling:
+            await self.journaling.pop(0)
 
     def chain(self, side: str) -> str | None:
         """The members a side tried, in order, ending with the one that answered: ``primary:429>backup``."""

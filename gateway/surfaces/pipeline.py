@@ -92,6 +92,12 @@ class Started:
     relayed_first: bytes = b""
     relayed: AsyncIterator[bytes] | None = None
 
+    async def aclose(self) -> None:
+        """The stream is not going to be read (the step failed after its first output)."""
+        for rest in (self.rest, self.relayed):
+            if rest is not None:
+                await aclose(rest)
+
     async def chunks(self) -> AsyncIterator[dict[str, Any]]:
         """Every chunk, the first included, all with one ``id`` (the first chunk's, or one minted here: an
         upstream that sends none, or litellm minting one per chunk, must not give one answer many ids). The caller
@@ -157,6 +163,11 @@ class StepPipeline:
         ticket = self.services.shadows.draw(step, allowed=identity.shadow, target=self._target(body, decision))
         outcome.finish.append(_StepEnd(self.services, step, policy_span, out_headers, outcome, time.time(), ticket))
         started = await self._run(step, edge, decision.policy, out_headers, relay=relay and ticket is None)
+        try:
+            await step.route.receipts_durable()  # no receipt leaves before its audit record is journaled
+        except BaseException:
+            await started.aclose()
+            raise
         self._said(started, step, out_headers, outcome, ticket)
         started.session_id = shown  # the client's id: naming it again (same key) reaches this session
         return started

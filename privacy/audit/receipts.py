@@ -22,11 +22,14 @@ A receipt is a JWS in compact form (``header.claims.signature``, base64url witho
 Signing costs one SHA-256 of the body and one Ed25519 signature on the request path; the receipt is an audit record
 (``privacy_receipt``), chained like every other, written off the request path. Before a receipt is handed out, its
 record and the call's (queued before it) are in the audit writer's journal (``AuditWriter.durable``): a receipt a
-client holds is never one whose record a crash of the gateway's process took.
+client holds is never one whose record a crash of the gateway's process took. Journaling is not the issuer's to wait
+for: ``durable()`` journals in a thread while the body travels, and the gateway awaits it just before the headers
+that carry the receipt leave (``router.context.RouteTracker.receipts_durable``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import functools
@@ -156,6 +159,11 @@ class CallReceipts:
                                   placeholders=self._placeholders, raw_units=self._raw_units, verdict=self._verdict,
                                   tier=tier, classes=self._classes)
 
+    async def durable(self) -> None:
+        """The receipts issued so far, and the call's records queued before them, are journaled (in a thread, so the
+        upstream call goes on meanwhile): no response may carry a receipt before this returns."""
+        await asyncio.to_thread(self._issuer.durable)
+
 
 class ReceiptIssuer:
     """Signs a receipt on the request path and queues it on the audit writer as a chained record. ``anchor`` holds
@@ -178,9 +186,12 @@ class ReceiptIssuer:
         row = {"id": uuid.uuid4().hex, "call_id": call_id, "request_id": request_id, "session_id": session_id,
                "created_at": at, "target": target, "token": token}
         record = {"kind": "receipt", "row": row}
-        self._audit.submit(lambda: record)
-        self._audit.durable()  # the call's records and this one journaled before the client can hold the receipt
+        self._audit.submit(lambda: record)  # journaled by ``durable``, before the client can hold the receipt
         return token
+
+    def durable(self) -> None:
+        """Every receipt issued so far, and the records queued before it, journaled (``AuditWriter.durable``)."""
+        self._audit.durable()
 
 
 def request_receipts(engine: Engine, open_body: object, request_id: str,

@@ -119,3 +119,27 @@ def test_a_call_made_after_the_headers_left_is_listed_by_request(start_gateway: 
     assert listed.status_code == 200, listed.text
     [receipt] = listed.json()["data"]
     assert _claims(receipt["receipt"], keys) == receipt["claims"] and receipt["claims"]["rid"] == request_id
+
+
+def test_the_body_leaves_before_its_receipt_is_journaled_and_the_response_waits_for_it(
+        start_gateway: Callable[..., RunningGateway], cloud: ModelServer, tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    gw, _ = _gateway(start_gateway, tmp_path, privacy={"layers": {"ner": False},
+                                                       "audit_spill_path": str(tmp_path / "audit-spill.jsonl")})
+    writer = gw.services.protector._audit  # type: ignore[attr-defined]
+    cloud.script(Reply("noted"))
+    with ThreadPoolExecutor(1) as pool:
+        with writer._stage_lock:  # nothing can be journaled now: not by the writer thread, not for a receipt
+            answer = pool.submit(_chat, gw, "sk-alice", "Write to maria.gonzalez@acme-mail.com today.")
+            for _ in range(3000):  # up to 30 s for the call to reach the cloud
+                if cloud.requests or wait([answer], timeout=0.01).done:
+                    break
+            assert cloud.requests  # the call left (and was answered) while its receipt's record was unjournaled
+            assert not wait([answer], timeout=1.0).done  # the response waits for the journal
+        response = answer.result(timeout=30)
+    assert response.status_code == 200, response.text
+    token = response.headers["x-ecgw-egress-receipt"]
+    gw.services.protector.flush()  # type: ignore[attr-defined]
+    with make_engine(f"sqlite:///{tmp_path / 'gw.sqlite3'}").connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM privacy_receipt WHERE token = :t"), {"t": token}).scalar() == 1

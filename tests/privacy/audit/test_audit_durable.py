@@ -147,7 +147,7 @@ async def test_a_spill_file_holds_nothing_raw(tmp_path):
         assert value.encode() not in data and json.dumps(value).strip('"').encode() not in data, value
 
 
-def test_a_receipt_is_journaled_with_its_calls_record_before_it_is_handed_out_while_the_writer_is_busy(tmp_path):
+def test_a_receipt_is_journaled_with_its_calls_record_by_durable_while_the_writer_is_busy(tmp_path):
     import threading
 
     from privacy.audit import ChainSigner, ReceiptIssuer
@@ -159,10 +159,13 @@ def test_a_receipt_is_journaled_with_its_calls_record_before_it_is_handed_out_wh
     inside.wait()  # and journals nothing now
     writer.submit(lambda: _call(1))
     assert store.anchor is not None
-    ReceiptIssuer(store.anchor, writer).issue(call_id="call-1", request_id="r1", session_id="s", target="primary",
-                                              body=b"{}", placeholders={}, raw_units=[], verdict="clean")
+    issuer = ReceiptIssuer(store.anchor, writer)
+    issuer.issue(call_id="call-1", request_id="r1", session_id="s", target="primary", body=b"{}", placeholders={},
+                 raw_units=[], verdict="clean")
     journal = writer.journal
     assert journal is not None
+    assert not journal.path.exists() or not journal.path.read_text()  # signing waits for no write
+    issuer.durable()  # what the gateway awaits (in a thread) before the headers with the receipt leave
     lines = [json.loads(line) for line in journal.path.read_text().splitlines()]
     assert [(r["kind"], r.get("call", {}).get("id") or r.get("row", {}).get("call_id")) for r in lines] == [
         ("call", "call-1"), ("receipt", "call-1")]
