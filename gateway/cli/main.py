@@ -123,10 +123,15 @@ def _multiprocess_metrics() -> Iterator[None]:
     for stale in Path(path).glob("*.db"):
         stale.unlink()
     os.environ[MULTIPROC_ENV] = path
-    multiprocess_values()
+    restore = multiprocess_values()
     try:
         yield
     finally:
+        restore()
+        if given is None:
+            os.environ.pop(MULTIPROC_ENV, None)
+        else:
+            os.environ[MULTIPROC_ENV] = given
         if not given:
             shutil.rmtree(path, ignore_errors=True)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hmac
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,13 +46,21 @@ class RequestMetrics:
         return generate_latest(self.registry)
 
 
-def multiprocess_values() -> None:
+def multiprocess_values() -> Callable[[], None]:
     """Metrics made from now on keep their values in ``$PROMETHEUS_MULTIPROC_DIR``'s files, which every worker of
     this machine shares. prometheus_client reads the variable once, when it is imported, and ``ecgw``'s own
-    sub-commands import it before ``ecgw serve`` knows it forks workers: so it is read again here."""
+    sub-commands import it before ``ecgw serve`` knows it forks workers: so it is read again here. Returns what puts
+    the in-process value class back (a serve that ends in the same process — a test, a refused start — must not
+    leave later metrics writing to a directory that is gone)."""
     from prometheus_client import values
 
+    before = values.ValueClass
     values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
+
+    def restore() -> None:
+        values.ValueClass = before
+
+    return restore
 
 
 def multiprocess_exposition() -> bytes | None:
