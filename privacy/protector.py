@@ -48,21 +48,20 @@ from privacy.hook import Protection, ReceiptSource, StreamRestorer
 from privacy.inbound import Carried, InboundScanner
 from privacy.kept import KeptDetections
 from privacy.lastcheck import LastCheck, Settled
-from privacy.metrics import PrivacyMetrics
+from privacy.metrics import PrivacyMetrics, ScrubWork
 from privacy.registry import UnitRegistry
 from privacy.restore import Restorer, ToolSecrets, given_placeholders
 from privacy.scrubber import Applied, DetectionCache, Prepared, Scrubber, ScrubResult, prepare
 from privacy.seal import Sealer
+from privacy.seen import SeenKey, SeenPart, SeenParts, SlotFindings
 from privacy.session_store import SessionStore, SessionStoreUnavailable
 from privacy.settings import PrivacySettings
 from privacy.stream import RestoringStream
 from privacy.vault import VAULT_KEY, Vault, allocate
-from privacy.walk import collect
+from privacy.vault import read as read_vault
+from privacy.walk import Part, assemble, binary_body, copy_json, slot_order, top_parts, walk_part
 
 T = TypeVar("T")
-# One slot's findings: its location, the findings (locations relative to it) and, for a cached slot result, where
-# their finding set is kept (``ScrubResult.audit_sets``; None: the call's own rows, built for this call only).
-SlotFindings = tuple[str, Sequence[Applied], dict[str, Any] | None]
 log = logging.getLogger("ecgw.privacy")
 
 _SWITCH_INTERVAL_S = 0.001  # the GIL's longest turn while detection threads run (``start``)
@@ -76,8 +75,10 @@ class ScrubbedRequest:
 
     def __init__(self, body: dict[str, Any], by_slot: list[SlotFindings],
                  values: dict[str, str], *, verdict: str = "unchecked",
-                 raw_units: frozenset[str] = frozenset(), held: Held | None = None, tier: str = "standard") -> None:
+                 raw_units: frozenset[str] = frozenset(), held: Held | None = None, tier: str = "standard",
+                 work: ScrubWork | None = None) -> None:
         self.body = body
+        self.work = work or ScrubWork()  # what this scrub walked, detected and applied, and what it reused
         self.held = held or Held()  # what the body carries by data class
         self.tier = tier  # the target tier it was scrubbed for
         self.values = values
@@ -174,6 +175,7 @@ class PrivacyProtector:
                                       retention_days=settings.retention_days)
                          if audit and hasher else None)
         self._cache = DetectionCache(settings.cache_entries)
+        self._seen = SeenParts(settings.cache_entries)
         self._session_locks: dict[str, asyncio.Lock] = {}
         self._policies = ClassPolicies(settings)
         self._models_pid: int | None = None  # the process that loaded the models (``load_models``)
@@ -191,6 +193,7 @@ class PrivacyProtector:
         sibling.units = units
         sibling._last_check = last_check
         sibling._cache = DetectionCache(settings.cache_entries)  # detections under the old rules do not carry over
+        sibling._seen = SeenParts(settings.cache_entries)
         if self._audited is not None:
             sibling._audited = self._audited.over(units)
         return sibling
@@ -217,23 +220,46 @@ class PrivacyProtector:
                 del self._session_locks[session_id]
 
     async def _scrub(self, body: dict[str, Any], *, session_id: str, policy: ClassPolicy, tier: str,
-                     profile: Profile) -> ScrubbedRequest:
-        copy_, slots, binary = collect(body)
-        if binary and self._settings.images == "block":
-            raise PrivacyBlocked(f"{binary[0]} is not text and privacy.images is 'block'; it stays on the edge")
+                     profile: Profile, again: bool = False) -> ScrubbedRequest:
         version, matcher = await self.units.matcher(session_id)
         scope = self._scope_of(session_id) if self._scope_of is not None else ""
+        # What is remembered of the session is keyed by the life of its vault it was scrubbed against (an erased
+        # and begun-again session has a new one; "-": no vault, so nothing remembered holds a placeholder): the
+        # life this process last saw, checked against the vault this step reads or writes below.
+        life = self._seen.life(session_id)
+        rules = f"{profile}:{policy.scrub_key(tier)}:{version}:{life}"
+        rest = not binary_body(body)
+        parts: list[_Scrubbing] = []
+        for key, index, value in top_parts(body):
+            seen_key = self._seen.key(session_id, rules, "message" if index is not None else f"top:{key}", value)
+            seen = self._seen.get(seen_key) if seen_key is not None else None
+            if seen is not None:  # scrubbed at an earlier step: a copy of what it became
+                prefix = key if index is None else f"messages[{index}]"
+                parts.append(_Scrubbing(key, prefix, copy_json(seen.value), seen_key, seen=seen))
+            else:
+                walked = walk_part(key, index, value, rest=rest)
+                parts.append(_Scrubbing(key, walked.prefix, walked.value, seen_key, walked=walked))
+        work = ScrubWork(parts_reused=sum(part.seen is not None for part in parts))
+        binary = [part.prefix + where for part in parts if part.seen is not None for where in part.seen.binary]
+        binary += [where for part in parts if part.walked is not None for where in part.walked.binary]
+        if binary and self._settings.images == "block":
+            raise PrivacyBlocked(f"{binary[0]} is not text and privacy.images is 'block'; it stays on the edge")
+        slots = [slot for part in parts if part.walked is not None
+                 for slot in (*part.walked.first, *part.walked.rest)]
+        work.parts_scrubbed = len(parts) - work.parts_reused
+        work.slots_walked = len(slots)
         results: list[ScrubResult | None] = []
         misses: list[int] = []
         keys = []
         for i, slot in enumerate(slots):
-            key = DetectionCache.key(session_id, f"{profile}:{policy.scrub_key(tier)}:{version}", slot.kind,
-                                     slot.text)
-            keys.append(key)
-            hit = self._cache.get(key)
+            cache_key = DetectionCache.key(session_id, rules, slot.kind, slot.text)
+            keys.append(cache_key)
+            hit = self._cache.get(cache_key)
             results.append(hit)
             if hit is None:
                 misses.append(i)
+        work.slots_applied = len(misses)
+        reused = work.parts_reused + len(slots) - len(misses)  # results that came from a scrub under ``rules``
         prepared: list[Prepared] = []
         found: list[list[list[Finding]]] = []
         budget = self._settings.scan_budget
@@ -269,51 +295,75 @@ class PrivacyProtector:
             found = await asyncio.to_thread(detect) if size > _INLINE_CHARS else detect()
             await self._scrubber.keep(prepared, profiles, all_numbers=matcher is not None, scope=scope,
                                       session_id=session_id)
+            work.slots_detected = len(misses)
 
         decide = functools.partial(policy.decide, tier=tier)
 
         def apply(vault: Vault) -> list[ScrubResult]:
             return [self._scrubber.apply(p, f, vault, decide) for p, f in zip(prepared, found, strict=True)]
 
-        # Placeholders are allocated against the freshest vault inside one atomic update of the session store.
-        vault, allocated = await allocate(self._sessions, session_id, apply)
-        for i, done in zip(misses, allocated, strict=True):
-            results[i] = done
+        if misses:  # placeholders are allocated against the freshest vault inside one atomic update of the store
+            vault, allocated = await allocate(self._sessions, session_id, apply)
+            for i, done in zip(misses, allocated, strict=True):
+                results[i] = done
+        else:  # nothing to apply: the vault is only read (the last check's search, the way back's values)
+            vault = await read_vault(self._sessions, session_id) or Vault()
+        if _stale(life, vault, reused):
+            return await self._again(body, session_id, policy, tier, profile, again)
         by_slot: list[SlotFindings] = []
         given: set[str] = set()
         checked = replaced = let_through = False
         raw_units: frozenset[str] = frozenset()
         held = Held()
-        for slot, maybe in zip(slots, results, strict=True):
-            assert maybe is not None
-            result = maybe
-            if result.blocked:
-                raise PrivacyBlocked(f"{slot.location} holds {result.blocked}; the step stays on the edge")
-            if result.text != slot.text:
-                if result.given is None:  # once per cached result, not at every step for a long system prompt
-                    result.given = frozenset(given_placeholders([(slot.text, result.text)]))
-                given |= result.given
-                slot.set(result.text)
-            if result.applied:
-                by_slot.append((slot.location, result.applied, result.audit_sets))
-                held.merge(result.held)
+        audited: set[str] = set()
+        at = 0
+        for part in parts:
+            if part.seen is not None:
+                given |= part.seen.given
+                held.merge(part.seen.held)
+                audited |= part.seen.audited
+                continue
+            assert part.walked is not None
+            for slots_of, out in ((part.walked.first, part.first), (part.walked.rest, part.rest)):
+                for slot in slots_of:
+                    maybe = results[at]
+                    at += 1
+                    assert maybe is not None
+                    result = maybe
+                    if result.blocked:
+                        raise PrivacyBlocked(f"{slot.location} holds {result.blocked}; the step stays on the edge")
+                    if result.text != slot.text:
+                        if result.given is None:  # once per cached result, not at every step for a long prompt
+                            result.given = frozenset(given_placeholders([(slot.text, result.text)]))
+                        given |= result.given
+                        slot.set(result.text)
+                    if result.applied:
+                        held.merge(result.held)
+                        audited.update(a.finding.value for a in result.applied if a.action == "audit")
+                    if result.applied or result.text != slot.text:
+                        out.append((slot.location[len(part.prefix):], result))
+            part.value = part.walked.value
+        for i, first in slot_order([part.key for part in parts]):
+            by_slot += parts[i].findings(first)
+        copy_ = assemble(body, [part.value for part in parts])
         if self._last_check is not None:  # the last check on the exact body that would leave (privacy.lastcheck)
             last_check, scanned = self._last_check, copy_
-            audited = {a.finding.value for _, done, _ in by_slot for a in done if a.action == "audit"}
 
             def settle(fresh: Vault) -> Settled:
                 with meter.running():
                     return last_check.settle(scanned, matcher, fresh, decide=decide, units_version=version,
                                              session_id=session_id, owner=scope, audited=audited, meter=meter)
 
-            # First against the vault just written: a settlement that hands out no new placeholder is the one the
-            # store's update would give (a placeholder, once written, never changes or goes to another value), so
-            # it needs no second read, decryption and parse of the session's vault. One that does takes its
-            # placeholders from the freshest vault, in one atomic update like the above.
+            # First against the vault read (or just written): a settlement that hands out no new placeholder is the
+            # one the store's update would give, so it needs no second read, decryption and parse of the session's
+            # vault. One that does takes its placeholders from the freshest vault, in one atomic update like the
+            # above.
             trial = Vault(vault.to_json())
             settled = await asyncio.to_thread(settle, trial) if size > _INLINE_CHARS else settle(trial)
             if trial.changed:
                 vault, settled = await allocate(self._sessions, session_id, settle)
+                if _stale(life, vault, reused):
+                    return await self._again(body, session_id, policy, tier, profile, again)
             last_check.count(settled)
             checked, replaced, let_through = True, bool(settled.done), settled.let_through
             raw_units = frozenset(settled.raw_units)
@@ -321,17 +371,37 @@ class PrivacyProtector:
             given |= settled.given
             by_slot.extend((path, [applied], None) for path, applied in settled.done)
             held.merge(settled.held)
-        # Cached only now, after the vault holding its placeholders was written, and not for a blocked step.
+        # Remembered only now, after the vault holding their placeholders was written, and not for a blocked step.
+        # Under the vault's life as it is now: one written by this step is the one their placeholders are in.
+        life = _life(vault)
+        self._seen.live(session_id, life)
+        rules = f"{profile}:{policy.scrub_key(tier)}:{version}:{life}"
         for i in misses:
-            fresh = results[i]
-            assert fresh is not None
-            self._cache.put(keys[i], fresh)
+            miss = results[i]
+            assert miss is not None
+            self._cache.put((session_id, rules, *keys[i][2:]), miss)
+        for part in parts:
+            if part.walked is not None and part.seen_key is not None:
+                self._seen.put((session_id, rules, *part.seen_key[2:]), part.remembered())
+        if self.metrics is not None:
+            self.metrics.count_scrub(work)
         # The way back restores only what this call gave the cloud: a placeholder the cloud invents, or copies
         # from text the client sent (a prompt injection in a fetched page), stays literal.
         return ScrubbedRequest(copy_, by_slot, {p: v for p, v in vault.values.items() if p in given},
                                verdict=verdict(checked=checked, protected=True, replaced=replaced,
                                                let_through=let_through),
-                               raw_units=raw_units, held=held, tier=tier)
+                               raw_units=raw_units, held=held, tier=tier, work=work)
+
+    async def _again(self, body: dict[str, Any], session_id: str, policy: ClassPolicy, tier: str, profile: Profile,
+                     again: bool) -> ScrubbedRequest:
+        """The step scrubbed once more from nothing remembered of the session, its vault having begun a new life
+        since (``_stale``); fails closed if it did again meanwhile."""
+        if again:
+            raise PrivacyUnavailable("the session's vault was erased twice while this step was protected; send it "
+                                     "again")
+        self._cache.forget(session_id)
+        self._seen.forget(session_id)
+        return await self._scrub(body, session_id=session_id, policy=policy, tier=tier, profile=profile, again=True)
 
     async def _for_tiers(self, body: dict[str, Any], session_id: str, who: Who,
                          tiers: Sequence[str]) -> ScrubbedRequest:
@@ -457,6 +527,8 @@ class PrivacyProtector:
         await self._sessions.set(session_id, VAULT_KEY, None)
         await self.units.forget(session_id)
         await self._scrubber.forget(session_id)
+        self._cache.forget(session_id)
+        self._seen.forget(session_id)
         if self._last_check is not None:
             self._last_check.forget(session_id)
         return None if self._audited is None else await self._audited.erase(session_id)
@@ -497,6 +569,50 @@ class PrivacyProtector:
 
     def exposition(self) -> bytes:
         return self.metrics.exposition() if self.metrics is not None else b""
+
+
+class _Scrubbing:
+    """One top-level part of the body being scrubbed: reused (``seen``) or walked now (``walked``, its slots' results
+    gathered into ``first`` and ``rest`` as ``SeenPart`` keeps them)."""
+
+    def __init__(self, key: str, prefix: str, value: Any, seen_key: SeenKey | None, *, seen: SeenPart | None = None,
+                 walked: Part | None = None) -> None:
+        self.key, self.prefix, self.value, self.seen_key = key, prefix, value, seen_key
+        self.seen, self.walked = seen, walked
+        self.first: list[tuple[str, ScrubResult]] = []
+        self.rest: list[tuple[str, ScrubResult]] = []
+
+    def findings(self, first: bool) -> list[SlotFindings]:
+        if self.seen is not None:
+            return self.seen.findings(self.prefix, first)
+        return [(self.prefix + suffix, result.applied, result.audit_sets)
+                for suffix, result in (self.first if first else self.rest) if result.applied]
+
+    def remembered(self) -> SeenPart:
+        """What the part became, to be reused (a copy: the body that leaves may be changed on its way out)."""
+        assert self.walked is not None
+        held = Held()
+        for _, result in (*self.first, *self.rest):
+            if result.applied:
+                held.merge(result.held)
+        return SeenPart(copy_json(self.value), tuple(self.first), tuple(self.rest),
+                        tuple(where[len(self.prefix):] for where in self.walked.binary),
+                        frozenset(p for _, result in (*self.first, *self.rest) if result.given
+                                  for p in result.given),
+                        held, frozenset(a.finding.value for _, result in (*self.first, *self.rest)
+                                        for a in result.applied if a.action == "audit"))
+
+
+def _life(vault: Vault) -> str:
+    """The life of the session's vault (``Vault.epoch``) as the store holds it; "-" while it has none."""
+    return vault.epoch if vault.stored or vault.changed else "-"
+
+
+def _stale(life: str, vault: Vault, reused: int) -> bool:
+    """Whether results remembered under ``life`` were reused against another life of the vault (the session was
+    erased, here or by another worker, and begun again): their placeholders are not this vault's. Under "-" they
+    hold none, so they hold in any."""
+    return bool(reused) and life != "-" and _life(vault) != life
 
 
 def _credentials(placeholders: Iterable[str]) -> frozenset[str]:

@@ -63,6 +63,11 @@ class DetectionCache:
         if len(self._data) > self._entries:
             self._data.popitem(last=False)
 
+    def forget(self, session_id: str) -> None:
+        """An erased session: its results go."""
+        for key in [key for key in self._data if key[0] == session_id]:
+            del self._data[key]
+
 
 def _path(base: str, key: Any) -> str:
     if isinstance(key, int):

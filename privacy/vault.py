@@ -30,6 +30,7 @@ class Vault:
         # one erased or expired and begun again under the same id), so nothing remembered of an earlier vault (the
         # last check's search lists) is taken for this one's. Vaults written before it had none: "".
         self.epoch: str = str(data.get("epoch") or ("" if data else secrets.token_hex(8)))
+        self.stored = bool(data)  # read from the store (else a vault the store does not hold yet)
         self.changed = False
 
     def placeholder(self, type_: str, key: str, value: str) -> str:
@@ -61,3 +62,10 @@ async def allocate(store: SessionStore, session_id: str, apply: Callable[[Vault]
 
     await store.update(session_id, VAULT_KEY, step)
     return outcome[-1]
+
+
+async def read(store: SessionStore, session_id: str) -> Vault | None:
+    """The session's vault as it is stored now; None when it has none. Read only: a placeholder is handed out only
+    inside ``allocate``'s atomic update."""
+    current = await store.get(session_id, VAULT_KEY)
+    return Vault(current) if isinstance(current, dict) else None
