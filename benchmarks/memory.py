@@ -6,9 +6,10 @@ further worker after the soak ≤ 120 MB, RSS growth over a 100,000-request soak
     python -m benchmarks.memory --smoke              # tiny counts, one component, nothing written
     python -m benchmarks.memory --record             # also appends its table to benchmarks/RESULTS.md
 
-1. **Components**, each imported or loaded in a fresh interpreter (RSS after − before): spaCy, its model, presidio
-   (which the model's loading imports through spaCy's entry points), jieba initialised, litellm, and the app of the
-   default configuration before its models.
+1. **Components**, each imported or loaded in a fresh interpreter (RSS after − before, and CPU): spaCy, its model,
+   presidio (which the model's loading imports through spaCy's entry points), jieba alone, litellm, and the app of
+   the default configuration before its models, with them, and with jieba too (``privacy.warm_chinese``: what the
+   first Chinese text costs a process, in memory and in the CPU it waits for).
 2. **One worker** (``--workers 1``: one process): RSS, PSS and peak RSS (VmHWM) after a warm-up.
 3. **N workers** (forked from one parent that loaded the models, ``gateway.launch.prefork``): RSS and PSS of the
    parent and of every worker after the warm-up; then a **soak** of mixed requests (JSON and streams; edge-only and
@@ -46,17 +47,22 @@ import orjson
 from benchmarks.contenders import ROOT, Server, free_port, start_upstream
 from benchmarks.contenders import _spawn as spawn_server
 
-# name → (what runs before the first reading, what is measured)
-COMPONENTS: dict[str, tuple[str, str]] = {
-    "spaCy (import)": ("", "import spacy"),
+# name → (what runs before the first reading, what is measured, the environment's additions)
+_APP = "from gateway.app import create_app\nfrom gateway.config.settings import load_settings"
+_MODELS = "app = create_app(load_settings('config.yaml'))\napp.state.services.protector.load_models()"
+COMPONENTS: dict[str, tuple[str, str, dict[str, str]]] = {
+    "spaCy (import)": ("", "import spacy", {}),
     "spaCy's model (loaded)": ("import spacy\nfrom privacy.settings import NerSettings",
-                               "spacy.load(NerSettings().model_name)"),
-    "presidio (import)": ("", "import presidio_analyzer"),
-    "jieba (initialised)": ("from privacy.detect.segmenter import JiebaSegmenter", "JiebaSegmenter().load()"),
-    "litellm (import)": ("", "import litellm"),
-    "app, default config, before its models": (
-        "from gateway.app import create_app\nfrom gateway.config.settings import load_settings",
-        "create_app(load_settings('config.yaml'))"),
+                               "spacy.load(NerSettings().model_name)", {}),
+    "presidio (import)": ("", "import presidio_analyzer", {}),
+    "jieba (loaded alone, a first text cut)": (
+        "from privacy.detect.segmenter import JiebaSegmenter",
+        "JiebaSegmenter().tag('客户：王建国，家住望京西园四区27号楼2单元1095。', 'x')", {}),
+    "litellm (import)": ("", "import litellm", {}),
+    "app, default config, before its models": (_APP, "create_app(load_settings('config.yaml'))", {}),
+    "app, default config, its models loaded": (_APP, _MODELS, {}),
+    "app, default config, its models and jieba loaded (privacy.warm_chinese)": (
+        _APP, _MODELS, {"ECGW_PRIVACY__WARM_CHINESE": "true"}),
 }
 SOAK_SAMPLES = 20
 OLD_SESSIONS = 64
@@ -75,21 +81,23 @@ def _component_child(name: str) -> dict[str, float]:
     from gateway.cli.offline import prepare_offline_environment
 
     prepare_offline_environment()
-    before_code, code = COMPONENTS[name]
+    before_code, code, _ = COMPONENTS[name]
     scope: dict[str, Any] = {}
     exec(before_code, scope)  # noqa: S102 - the table above, nothing read from outside
-    before = _rss_now_mb()
+    before, cpu = _rss_now_mb(), time.process_time()
     exec(code, scope)  # noqa: S102
-    return {"mb": round(_rss_now_mb() - before, 1)}
+    return {"mb": round(_rss_now_mb() - before, 1), "cpu_s": round(time.process_time() - cpu, 2)}
 
 
-def components(names: list[str]) -> dict[str, float]:
-    """Each component's RSS in a fresh interpreter (run from the repository root: the default config.yaml)."""
+def components(names: list[str]) -> dict[str, dict[str, float]]:
+    """Each component's RSS and CPU in a fresh interpreter (run from the repository root: the default config.yaml).
+    jieba's CPU is what the first Chinese text a worker meets waits for (``privacy.warm_chinese`` off); its memory in
+    the app is the difference of the last two rows (alone it measures less)."""
     out = {}
     for name in names:
         done = subprocess.run([sys.executable, "-m", "benchmarks.memory", "--component", name], cwd=ROOT,
-                              env=_environment(), capture_output=True, text=True, check=True)
-        out[name] = json.loads(done.stdout.strip().splitlines()[-1])["mb"]
+                              env=_environment(**COMPONENTS[name][2]), capture_output=True, text=True, check=True)
+        out[name] = json.loads(done.stdout.strip().splitlines()[-1])
     return out
 
 
@@ -254,7 +262,7 @@ def measure(*, workers: int, requests: int, streams: int, warmup: int, concurren
             hold_s: float, parts: list[str] | None = None) -> dict[str, Any]:
     report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "workers": workers,
                               "requests": requests, "streams": streams, "load_average_1m": [round(os.getloadavg()[0], 2)]}
-    report["components_mb"] = components(parts if parts is not None else list(COMPONENTS))
+    report["components"] = components(parts if parts is not None else list(COMPONENTS))
     with tempfile.TemporaryDirectory(prefix="ecgw-memory-") as tmp:
         workdir = Path(tmp)
         edge = start_upstream(workdir)
@@ -318,7 +326,7 @@ def render(report: dict[str, Any]) -> str:
              f"Default configuration, `ecgw serve` in front of benchmarks.upstream (edge) and benchmarks.cloud_stub "
              f"(cloud); {report['workers']} workers forked from one parent that loaded the models.", "",
              "| figure | MB |", "|---|---:|",
-             *(f"| {name} | {mb} |" for name, mb in report["components_mb"].items()),
+             *(f"| {name} (CPU {row['cpu_s']} s) | {row['mb']} |" for name, row in report["components"].items()),
              f"| one worker (`--workers 1`), peak RSS after warm-up | {one['peak_rss_mb']} |",
              f"| one worker: RSS / PSS | {one['rss_mb']} / {one['pss_mb']} |",
              f"| parent of {report['workers']} workers after warm-up: RSS / PSS | {parent['rss_mb']} / "
@@ -357,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     parts = None
     if args.smoke:  # one component (each costs a fresh interpreter)
         args.requests, args.warmup, args.streams, args.hold_s, args.concurrency = 40, 20, 10, 5.0, 4
-        parts = ["jieba (initialised)"]
+        parts = ["presidio (import)"]
     report = measure(workers=max(2, args.workers), requests=args.requests, streams=args.streams,
                      warmup=args.warmup, concurrency=args.concurrency, hold_s=args.hold_s, parts=parts)
     print(json.dumps(report))

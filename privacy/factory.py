@@ -76,7 +76,8 @@ def build_detector(settings: PrivacySettings, *, edge: EdgeEndpoint | None = Non
                            edge=lister or build_edge_lister(settings, edge),
                            edge_segment_chars=settings.edge_detector.max_segment_chars,
                            people=shared_people() if settings.layers.people else None,
-                           realtext=shared_realtext() if settings.layers.people else None)
+                           realtext=shared_realtext() if settings.layers.people else None,
+                           warm_chinese=settings.warm_chinese)
 
 
 def _audit(settings: PrivacySettings, database_url: str, hash_key: bytes | None,

@@ -142,7 +142,11 @@ class PrivacySettings(_Section):
         description=(
         "the local edge model as one more detector (it may see raw values: it is local, not the cloud)"))
     warm_at_start: bool = Field(True, description=(
-        "load spaCy NER, jieba and the given-name list (seconds of CPU) before serving; false: on first use"))
+        "load spaCy NER and the given-name list (seconds of CPU) before serving; false: on first use"))
+    warm_chinese: bool = Field(False, description=(
+        "with warm_at_start, load jieba (Chinese names; ~150 MB, ~2 s of CPU) before serving too, so that several "
+        "workers share one copy (set it when Chinese text is expected); false: the first Chinese text a worker meets "
+        "loads it, a copy per worker (that request waits; a load that fails fails the request closed)"))
     default_action: Action = Field("pseudonymise", json_schema_extra=reloads(DOORS), description=(
         "pseudonymise ([TYPE_NNN], restored in answers) | mask ([TYPE], not restored) | audit (send, record) | block "
         "(stay on the edge)"))

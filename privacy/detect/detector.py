@@ -38,8 +38,9 @@ class LabelledTextDetector(Protocol):
 
     def find(self, text: str, label: str | None, scope: str) -> list[Finding]: ...
 
-    def warm(self) -> None:
-        """Load its dictionaries now (the gateway's start), not on the first text that needs them."""
+    def warm(self, *, chinese: bool) -> None:
+        """Load its dictionaries now (the gateway's start), not on the first text that needs them; ``chinese``:
+        the Chinese ones too (else on the first Chinese text)."""
         ...
 
 
@@ -58,11 +59,12 @@ def _occurrences(values: Iterable[str], text: str) -> Iterator[tuple[int, int, s
     return recurrences(text, {form: value for value in values for form in _escaped_forms(value)})
 
 
-# Read once at warm-up (English, Chinese with a full-width digit, a CSV of people): public sample texts, kept in a
-# scope of their own in the NER cache.
+# Read once at warm-up (English, a CSV of people, accented Latin with full-width digits, and Chinese when the Chinese
+# dictionaries load at start): public sample texts, kept in a scope of their own in the NER cache.
 _WARM_TEXTS = ("Hello from Alice Martin in Berlin; reviewer Sofia Brandt, dob 1987-03-14, net pay $3,200.00.",
-               "客户：王建国，出生日期：1990年5月3日，家住望京西园四区27号楼2单元1095，电话１３８。",
-               "name,dob,net pay\nGrace Nakamura,1987-03-14,$3,200.00\naisha whitfield,1990-05-03,$2,950.10")
+               "name,dob,net pay\nGrace Nakamura,1987-03-14,$3,200.00\naisha whitfield,1990-05-03,$2,950.10",
+               "Grüße von Zoë Müller aus Zürich, Tel. ＋４９ ３０ １２３４５６７.")
+_WARM_CHINESE = "客户：王建国，出生日期：1990年5月3日，家住望京西园四区27号楼2单元1095，电话１３８。"
 _WARM_SCOPE = "\x00warm-up"
 _NER_BATCH = 16  # segments read by NER between two looks at the scan budget (~64 KB of prose)
 
@@ -82,8 +84,10 @@ class LayeredDetector:
     def __init__(self, layers: LayerSettings, *, secrets: TextDetector, patterns: TextDetector,
                  ner: EntityRecognizer | None, max_segment_chars: int = 4000,
                  edge: EntityRecognizer | None = None, edge_segment_chars: int = 600,
-                 people: LabelledTextDetector | None = None, realtext: RealTextDetector | None = None) -> None:
+                 people: LabelledTextDetector | None = None, realtext: RealTextDetector | None = None,
+                 warm_chinese: bool = False) -> None:
         self._layers = layers
+        self._warm_chinese = warm_chinese  # warm() loads jieba (else the first Chinese text does)
         self._secrets = secrets
         self._patterns = patterns
         self._ner = ner if layers.ner else None
@@ -104,20 +108,22 @@ class LayeredDetector:
         that the first request after the gateway's start does not pay them (``PrivacyProtector.start``); then read
         a few sample texts with every layer but the edge model, so that it pays no table built on first use either
         (the look-alike table of ``fold``, spaCy's first pass, jieba's first cut, patterns compiled on first use, the
-        phone regions' metadata)."""
+        phone regions' metadata). jieba only when built with ``warm_chinese`` (``privacy.warm_chinese``): else the
+        first Chinese text loads it."""
         if self._ner is not None:
             self._ner.warm()
         if self._people is not None:
-            self._people.warm()
+            self._people.warm(chinese=self._warm_chinese)
         if self._edge is not None:
             self._edge.warm()
         if self._realtext is not None:
             self._realtext.warm()
         self._phones.warm()
-        for text in _WARM_TEXTS:
+        texts = [*_WARM_TEXTS, _WARM_CHINESE] if self._warm_chinese else list(_WARM_TEXTS)
+        for text in texts:
             self._shaped(Target(text, label="note"), _WARM_SCOPE, rules_of("strict"))
         if self._ner is not None:
-            self._ner.entities(list(_WARM_TEXTS), scope=_WARM_SCOPE)
+            self._ner.entities(texts, scope=_WARM_SCOPE)
 
     def detect(self, targets: list[Target], units: UnitMatcher | None, *, scope: str,
                profile: Profile, meter: Checkpoint = UNMETERED) -> list[list[Finding]]:

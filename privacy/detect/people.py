@@ -63,9 +63,11 @@ class PeopleDetector:
         self._en = en
         self._born_by = (this_year or datetime.date.today().year) - _BIRTH_YEARS
 
-    def warm(self) -> None:
-        """Load the segmenter and the given-name list now (``PrivacyProtector.start``), not on a first request."""
-        self._zh.warm()
+    def warm(self, *, chinese: bool) -> None:
+        """Load the given-name list, and the segmenter when ``chinese``, now (``PrivacyProtector.start``), not on a
+        first request."""
+        if chinese:
+            self._zh.warm()
         self._en.warm()
 
     def find(self, text: str, label: str | None, scope: str) -> list[Finding]:

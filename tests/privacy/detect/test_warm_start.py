@@ -1,11 +1,15 @@
 """The detectors' models and dictionaries load when the gateway starts (``PrivacyProtector.start``), not on the first
-request: a first step must not pay jieba's dictionary, the given-name list or spaCy's model (seconds of CPU).
-Real jieba, real given-name list, real spaCy; the loaders only count how often they build."""
+request: a first step must not pay the given-name list or spaCy's model (seconds of CPU), nor jieba's dictionary when
+``privacy.warm_chinese`` asks for it at start; without it, jieba (~67 MB) is loaded by the first Chinese text, and a
+load that fails fails that request closed. Real jieba, real given-name list, real spaCy; the loaders only count how
+often they build."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
+
+import pytest
 
 from gateway.state.sessions import MemorySessionStore
 from privacy.detect import LayeredDetector, PatternDetector, SecretDetector, SpacyRecognizer
@@ -15,6 +19,7 @@ from privacy.detect.normalise import _fold_table
 from privacy.detect.people import PeopleDetector
 from privacy.detect.segmenter import JiebaSegmenter
 from privacy.detect.zh_names import ChineseNames
+from privacy.errors import PrivacyUnavailable
 from privacy.factory import build_privacy_protector
 from privacy.protector import PrivacyProtector
 from privacy.settings import NerSettings, PrivacySettings
@@ -26,6 +31,12 @@ class CountingSegmenter(JiebaSegmenter):
     def _build(self) -> Any:
         self.builds += 1
         return super()._build()
+
+
+class BrokenSegmenter(CountingSegmenter):
+    def _build(self) -> Any:
+        self.builds += 1
+        raise MemoryError("no room for jieba's dictionary")
 
 
 class CountingNames(GivenNames):
@@ -44,11 +55,13 @@ class CountingRecognizer(SpacyRecognizer):
         return super()._build()
 
 
-def _protector(settings: PrivacySettings) -> tuple[PrivacyProtector, list[Any]]:
-    loaders: list[Any] = [CountingSegmenter(), CountingNames(), CountingRecognizer(NerSettings())]
+def _protector(settings: PrivacySettings, segmenter: CountingSegmenter | None = None,
+               ) -> tuple[PrivacyProtector, list[Any]]:
+    loaders: list[Any] = [segmenter or CountingSegmenter(), CountingNames(), CountingRecognizer(NerSettings())]
     segmenter, names, recognizer = loaders
     detector = LayeredDetector(settings.layers, secrets=SecretDetector(), patterns=PatternDetector(), ner=recognizer,
-                               people=PeopleDetector(ChineseNames(segmenter), EnglishNames(names)))
+                               people=PeopleDetector(ChineseNames(segmenter), EnglishNames(names)),
+                               warm_chinese=settings.warm_chinese)
     return (build_privacy_protector(settings, database_url=None, sessions=MemorySessionStore(), detector=detector),
             loaders)
 
@@ -57,7 +70,7 @@ BODY = {"messages": [{"role": "user", "content": "客户：王建国 asked again
 
 
 def test_start_loads_every_detector_dictionary_and_the_first_request_loads_none() -> None:
-    protector, loaders = _protector(PrivacySettings())
+    protector, loaders = _protector(PrivacySettings(warm_chinese=True))
 
     async def run() -> str:
         await protector.start()
@@ -70,6 +83,38 @@ def test_start_loads_every_detector_dictionary_and_the_first_request_loads_none(
     assert [loader.builds for loader in loaders] == [1, 1, 1]  # the first request built nothing
     for value in ("王建国", "Sofia Brandt", "Leeds"):  # ... and every layer it warmed did run on it
         assert value not in sent
+
+
+def test_jieba_waits_for_the_first_chinese_text_by_default() -> None:
+    protector, loaders = _protector(PrivacySettings())
+    english = {"messages": [{"role": "user", "content": "reviewer Sofia Brandt lives in Leeds."}]}
+
+    async def run() -> str:
+        await protector.start()
+        assert [loader.builds for loader in loaders] == [0, 1, 1]  # the given names and spaCy; no jieba
+        await protector.scrub(english, session_id="s")
+        assert loaders[0].builds == 0  # no Chinese text yet
+        sent = (await protector.scrub(BODY, session_id="s")).body["messages"][0]["content"]
+        await protector.aclose()
+        return str(sent)
+
+    sent = asyncio.run(run())
+    assert loaders[0].builds == 1 and "王建国" not in sent
+
+
+def test_a_chinese_dictionary_that_cannot_load_fails_the_request_closed() -> None:
+    protector, loaders = _protector(PrivacySettings(), BrokenSegmenter())
+
+    async def run() -> None:
+        await protector.start()
+        try:
+            with pytest.raises(PrivacyUnavailable, match="no room for jieba"):
+                await protector.protect(BODY, session_id="s", request_id="r")
+        finally:
+            await protector.aclose()
+
+    asyncio.run(run())
+    assert loaders[0].builds >= 1
 
 
 def test_warm_at_start_false_leaves_loading_to_the_first_request() -> None:
