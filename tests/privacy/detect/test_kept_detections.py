@@ -16,6 +16,7 @@ from gateway.state.sessions import SQLiteSessionStore
 from privacy.factory import build_detector, build_privacy_protector
 from privacy.kept import KEEP_MIN_CHARS
 from privacy.protector import PrivacyProtector
+from privacy.scrubber import prepare
 from privacy.session_store import SessionStore
 from privacy.settings import PrivacySettings
 from tests.real_parts import redis_url
@@ -161,3 +162,18 @@ async def test_what_is_kept_holds_no_value(opener: Opener, key: bytes, alice: st
     assert sent.values  # values were found and replaced …
     for value in sent.values.values():  # … and none of them, nor a phone's canonical key, is in the entry
         assert value not in stored and value.replace(" ", "").replace("-", "") not in stored
+
+
+async def test_an_entry_past_retention_is_scanned_again_and_goes(opener: Opener, key: bytes, alice: str):
+    await _gateway(opener(), key, retention_days=1).scrub(_body(), session_id=f"{alice}/s1")
+    store = opener()
+    [entry] = await store.get(f"{alice}/s1", "kept-detections")
+    await store.update(entry, "found", lambda stored: {**stored, "at": stored["at"] - 2 * 86400})  # written 2 days ago
+    later = _gateway(opener(), key, retention_days=1)
+    assert later.kept is not None
+    assert await later.kept.recall(alice, later._scrubber._slot(prepare(SYSTEM, "text"), False, "balanced"),
+                                   f"{alice}/s2") is None
+    assert await store.get(entry, "found") is None  # gone at its read
+    await later.scrub(_body(), session_id=f"{alice}/s2")
+    assert _scanned(later) == 2
+    assert (await store.get(entry, "found"))["users"] == [f"{alice}/s2"]  # kept again, for the session that sent it now
