@@ -102,12 +102,15 @@ def components(names: list[str]) -> dict[str, dict[str, float]]:
 
 
 def process_memory(pid: int) -> dict[str, float]:
-    """RSS and PSS (a shared page counted once, split among its sharers) and peak RSS, in MB."""
-    figures: dict[str, float] = {}
+    """RSS, PSS (a shared page counted once, split among its sharers), USS (its pages no other process has: what
+    one more forked worker adds) and peak RSS, in MB."""
+    figures: dict[str, float] = {"uss_mb": 0.0}
     for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
         key, _, value = line.partition(":")
         if key in ("Rss", "Pss"):
             figures[key.lower() + "_mb"] = round(int(value.split()[0]) / 1024, 1)
+        elif key in ("Private_Clean", "Private_Dirty"):
+            figures["uss_mb"] = round(figures["uss_mb"] + int(value.split()[0]) / 1024, 1)
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             figures["peak_rss_mb"] = round(int(line.split()[1]) / 1024, 1)
@@ -124,11 +127,13 @@ def _environment(**extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def gateway(workdir: Path, workers: int, edge: Server, cloud: Server) -> Iterator[tuple[str, int]]:
-    """``ecgw serve`` with the repository's config.yaml, pointed at the stubs: (its URL, its pid)."""
+def gateway(workdir: Path, workers: int, edge: Server, cloud: Server,
+            settings: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
+    """``ecgw serve`` with the repository's config.yaml, pointed at the stubs, ``settings`` (``ECGW_`` variables)
+    over it: (its URL, its pid)."""
     port = free_port()
     name = f"ecgw-{workers}w"
-    env = _environment(
+    env = _environment(**(settings or {}),
         ECGW_SERVER__PORT=str(port), ECGW_SERVER__WORKERS=str(workers), ECGW_EDGE__LAUNCH="never",
         ECGW_EDGE__BASE_URL=edge.url, ECGW_EDGE__MAX_CONNECTIONS="1100", ECGW_CLOUD__API_BASE=cloud.url,
         DEEPSEEK_API_KEY="bench", ECGW_DATABASE_URL=f"sqlite:///{workdir / (name + '.sqlite3')}",
@@ -259,9 +264,10 @@ def _workers_figures(pids: list[int]) -> dict[str, float]:
 
 
 def measure(*, workers: int, requests: int, streams: int, warmup: int, concurrency: int,
-            hold_s: float, parts: list[str] | None = None) -> dict[str, Any]:
+            hold_s: float, parts: list[str] | None = None, settings: dict[str, str] | None = None) -> dict[str, Any]:
     report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "workers": workers,
-                              "requests": requests, "streams": streams, "load_average_1m": [round(os.getloadavg()[0], 2)]}
+                              "requests": requests, "streams": streams, "settings": settings or {},
+                              "load_average_1m": [round(os.getloadavg()[0], 2)]}
     report["components"] = components(parts if parts is not None else list(COMPONENTS))
     with tempfile.TemporaryDirectory(prefix="ecgw-memory-") as tmp:
         workdir = Path(tmp)
@@ -270,10 +276,10 @@ def measure(*, workers: int, requests: int, streams: int, warmup: int, concurren
         cloud = spawn_server("cloud", [sys.executable, "-m", "benchmarks.cloud_stub", "--port", str(cloud_port)],
                              workdir, f"http://127.0.0.1:{cloud_port}/v1")
         try:
-            with gateway(workdir, 1, edge, cloud) as (url, pid):
+            with gateway(workdir, 1, edge, cloud, settings) as (url, pid):
                 errors = asyncio.run(drive(url, warmup, concurrency=concurrency, mix=Mix()))
                 report["one_worker"] = {**process_memory(pid), "warmup_errors": errors}
-            with gateway(workdir, workers, edge, cloud) as (url, pid):
+            with gateway(workdir, workers, edge, cloud, settings) as (url, pid):
                 mix = Mix()
                 errors = asyncio.run(drive(url, warmup, concurrency=concurrency, mix=mix))
                 pids = workers_of(pid)
@@ -323,7 +329,7 @@ def render(report: dict[str, Any]) -> str:
     parent = report["after_warmup"]["parent"]
     lines = [f"## Memory — {report['date']} (`python -m benchmarks.memory`, load average {report['load_average_1m']})",
              "",
-             f"Default configuration, `ecgw serve` in front of benchmarks.upstream (edge) and benchmarks.cloud_stub "
+             f"Default configuration{' with ' + str(report['settings']) if report['settings'] else ''}, `ecgw serve` in front of benchmarks.upstream (edge) and benchmarks.cloud_stub "
              f"(cloud); {report['workers']} workers forked from one parent that loaded the models.", "",
              "| figure | MB |", "|---|---:|",
              *(f"| {name} (CPU {row['cpu_s']} s) | {row['mb']} |" for name, row in report["components"].items()),
@@ -331,11 +337,11 @@ def render(report: dict[str, Any]) -> str:
              f"| one worker: RSS / PSS | {one['rss_mb']} / {one['pss_mb']} |",
              f"| parent of {report['workers']} workers after warm-up: RSS / PSS | {parent['rss_mb']} / "
              f"{parent['pss_mb']} |",
-             *(f"| worker {i + 1} after the soak: RSS / PSS | {w['rss_mb']} / {w['pss_mb']} |"
-               for i, w in enumerate(soak["workers"])),
+             *(f"| worker {i + 1} after the soak: RSS / PSS / USS (its own pages) | {w['rss_mb']} / {w['pss_mb']} / "
+               f"{w['uss_mb']} |" for i, w in enumerate(soak["workers"])),
              f"| total PSS after the soak (parent and workers) | {soak['total_pss_mb']} |",
-             f"| PSS of each further worker ((total − one worker's) / {report['workers'] - 1}) | "
-             f"{soak['pss_mb_per_further_worker']} |", "",
+             f"| total PSS against one worker's, per further worker ((total − one worker's) / "
+             f"{report['workers'] - 1}) | {soak['pss_mb_per_further_worker']} |", "",
              f"Soak: {report['requests']:,} mixed requests ({soak['req_per_s']} req/s, {soak['errors']} errors, "
              f"workers restarted: {len(soak['restarted_workers'])}); RSS growth from the first sample after warm-up "
              f"to the last, per worker {soak['growth_pct']} %, all workers {soak['growth_pct_total']} %.", "",
@@ -357,17 +363,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=16, help="requests in flight during the soak")
     parser.add_argument("--smoke", action="store_true", help="tiny counts; nothing written")
     parser.add_argument("--record", action="store_true", help="append the table to benchmarks/RESULTS.md")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting over the default configuration, e.g. privacy.cache_entries=2000 (repeatable)")
+    parser.add_argument("--no-components", action="store_true", help="leave the component figures out")
     parser.add_argument("--component", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.component:
         print(json.dumps(_component_child(args.component)))
         return 0
-    parts = None
+    parts: list[str] | None = [] if args.no_components else None
+    settings = {"ECGW_" + key.upper().replace(".", "__"): value
+                for key, _, value in (item.partition("=") for item in args.set)}
     if args.smoke:  # one component (each costs a fresh interpreter)
         args.requests, args.warmup, args.streams, args.hold_s, args.concurrency = 40, 20, 10, 5.0, 4
         parts = ["presidio (import)"]
     report = measure(workers=max(2, args.workers), requests=args.requests, streams=args.streams,
-                     warmup=args.warmup, concurrency=args.concurrency, hold_s=args.hold_s, parts=parts)
+                     warmup=args.warmup, concurrency=args.concurrency, hold_s=args.hold_s, parts=parts,
+                     settings=settings)
     print(json.dumps(report))
     text = render(report)
     print(text)
