@@ -174,8 +174,8 @@ class PrivacyProtector:
                                       checkpoint_interval_s=settings.audit_checkpoint_interval_s,
                                       retention_days=settings.retention_days)
                          if audit and hasher else None)
-        self._cache = DetectionCache(settings.cache_entries)
-        self._seen = SeenParts(settings.cache_entries)
+        self._cache = DetectionCache(settings.cache_entries, _half_mb(settings))
+        self._seen = SeenParts(settings.cache_entries, _half_mb(settings))
         self._session_locks: dict[str, asyncio.Lock] = {}
         self._policies = ClassPolicies(settings)
         self._models_pid: int | None = None  # the process that loaded the models (``load_models``)
@@ -192,8 +192,9 @@ class PrivacyProtector:
         sibling._scrubber = scrubber
         sibling.units = units
         sibling._last_check = last_check
-        sibling._cache = DetectionCache(settings.cache_entries)  # detections under the old rules do not carry over
-        sibling._seen = SeenParts(settings.cache_entries)
+        # detections under the old rules do not carry over
+        sibling._cache = DetectionCache(settings.cache_entries, _half_mb(settings))
+        sibling._seen = SeenParts(settings.cache_entries, _half_mb(settings))
         if self._audited is not None:
             sibling._audited = self._audited.over(units)
         return sibling
@@ -556,6 +557,10 @@ class PrivacyProtector:
         if self._audited is not None:
             await self._audited.start()
 
+    def cached_bytes(self) -> dict[str, int]:
+        """What the per-session caches hold now, estimated (``privacy.cache_mb`` bounds each at half)."""
+        return {"results": self._cache.weight, "seen": self._seen.weight}
+
     def flush(self) -> None:
         if self._audited is not None:
             self._audited.flush()
@@ -613,6 +618,11 @@ def _stale(life: str, vault: Vault, reused: int) -> bool:
     erased, here or by another worker, and begun again): their placeholders are not this vault's. Under "-" they
     hold none, so they hold in any."""
     return bool(reused) and life != "-" and _life(vault) != life
+
+
+def _half_mb(settings: PrivacySettings) -> int:
+    """Each of the two per-session caches' share of ``privacy.cache_mb``, in bytes."""
+    return settings.cache_mb * (1 << 20) // 2
 
 
 def _credentials(placeholders: Iterable[str]) -> frozenset[str]:

@@ -10,6 +10,7 @@ message (an agent truncating or compacting its history) is another part, scrubbe
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +18,8 @@ from typing import Any
 
 from privacy.classes.policy import Held
 from privacy.lastcheck.leaves import content_hash
-from privacy.scrubber import Applied, ScrubResult
+from privacy.lru import WeighedLRU
+from privacy.scrubber import Applied, ScrubResult, weigh_result
 
 SeenKey = tuple[str, str, str, bytes]
 # One slot's findings: its location, the findings (locations relative to it) and, for a cached slot result, where
@@ -48,9 +50,9 @@ class SeenPart:
 class SeenParts:
     """Per process, bounded: (session, rules, part name, content hash) → ``SeenPart``. A miss only costs a scrub."""
 
-    def __init__(self, entries: int) -> None:
+    def __init__(self, entries: int, max_bytes: int) -> None:
         self._entries = entries
-        self._data: OrderedDict[SeenKey, SeenPart] = OrderedDict()
+        self._data: WeighedLRU[SeenKey, SeenPart] = WeighedLRU(entries, max_bytes, _weigh)
         self._lives: OrderedDict[str, str] = OrderedDict()  # session → the life of its vault last seen here
 
     def life(self, session_id: str) -> str:
@@ -71,18 +73,24 @@ class SeenParts:
         return None if digest is None else (session_id, rules, name, digest)
 
     def get(self, key: SeenKey) -> SeenPart | None:
-        part = self._data.get(key)
-        if part is not None:
-            self._data.move_to_end(key)
-        return part
+        return self._data.get(key)
 
     def put(self, key: SeenKey, part: SeenPart) -> None:
-        self._data[key] = part
-        if len(self._data) > self._entries:
-            self._data.popitem(last=False)
+        self._data.put(key, part)
+
+    @property
+    def weight(self) -> int:
+        """The estimate of what the kept parts weigh."""
+        return self._data.weight
 
     def forget(self, session_id: str) -> None:
         """An erased session: what was kept of its parts goes."""
         self._lives.pop(session_id, None)
         for key in [key for key in self._data if key[0] == session_id]:
-            del self._data[key]
+            self._data.pop(key)
+
+
+def _weigh(part: SeenPart) -> int:
+    """The part's value as JSON would spell it, and its slots' results (``weigh_result``)."""
+    return len(json.dumps(part.value, ensure_ascii=False, default=str)) + sum(
+        weigh_result(result) for _, result in (*part.first, *part.rest))

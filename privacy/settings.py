@@ -187,6 +187,11 @@ class PrivacySettings(_Section):
         "at start and hourly; null = kept until DELETE /v1/sessions/{id} erases them"))
     cache_entries: int = Field(50_000, gt=0, description=(
         "detection results kept per process (shared across sessions by content hash)"))
+    cache_mb: int = Field(64, gt=0, description=(
+        "memory, estimated, that each session's scrub results kept per process may take together (half for the "
+        "results by slot, half for the messages already seen); the least recently used go first, and a session "
+        "whose results went is scrubbed again (its long texts' detections stay shared by owner). A 20 KB system "
+        "prompt's results weigh ~1.4 MB: raise this for many long sessions at once per worker"))
     kept_detections: int = Field(2_000, ge=0, json_schema_extra=reloads(DOORS), description=(
         "per owner, detection results of long texts (a system prompt) kept in the session store as types and "
         "offsets under a keyed hash, so a restart or another replica does not scan them again; erased with the "

@@ -212,7 +212,7 @@ def _cost(layer: Layer, text: str) -> float:
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm() -> None:
-    shared_people().warm()  # jieba and the given names: seconds, once
+    shared_people().warm(chinese=True)  # jieba and the given names: seconds, once
     shared_realtext().warm()
 
 
