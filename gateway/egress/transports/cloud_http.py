@@ -38,6 +38,16 @@ _BACKOFF_S: Final = (0.5, 1.0, 2.0, 4.0)
 # would make the 101st concurrent stream wait for a free connection, and that wait counts against the connect
 # timeout (cloud.timeout_s): a long queue, then a 504.
 MAX_CONNECTIONS: Final = 1000
+# Idle connections are dropped here before a server's own idle limit closes them under a call (uvicorn's is 5 s).
+KEEPALIVE_S: Final = 4.0
+
+
+def _dropped(exc: BaseException) -> bool:
+    """What a kept-alive connection the server already closed gives (not a failure to connect): the call is made
+    again once, at once, on another connection, whatever cloud.max_retries says (OpenAI's and litellm's clients
+    retry these too)."""
+    return (isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError)
+            and not isinstance(exc, aiohttp.ClientConnectorError))
 
 
 class OpenAIWireCloud:
@@ -68,7 +78,8 @@ class OpenAIWireCloud:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 headers=self._headers, timeout=self._timeout, cookie_jar=aiohttp.DummyCookieJar(),
-                connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ttl_dns_cache=300))
+                connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ttl_dns_cache=300,
+                                               keepalive_timeout=KEEPALIVE_S))
         return self._session
 
     async def aclose(self) -> None:
@@ -102,15 +113,20 @@ class OpenAIWireCloud:
     async def _open(self, payload: bytes) -> aiohttp.ClientResponse:
         """The 200 response to ``payload``, its body unread, after up to ``cloud.max_retries`` more tries of a
         connection fault or a retried status; a fault or another status raised as an ``UpstreamError``. Nothing is
-        tried again once an answer's body is being read."""
+        tried again once an answer's body is being read. A connection the server dropped before answering (a
+        kept-alive one it had closed) is replaced once, at once, beside those tries."""
         self._key.check()
         attempt = 0
+        dropped = False
         while True:
             retry = attempt < self._settings.max_retries
             try:
                 response = await self._client().post(self._url, data=payload, proxy=self._proxy,
                                                      allow_redirects=False)
             except (TimeoutError, aiohttp.ClientError) as exc:
+                if _dropped(exc) and not dropped:
+                    dropped = True
+                    continue
                 if not retry:
                     raise self._fault(exc) from None
             else:

@@ -202,3 +202,45 @@ def test_a_target_takes_as_many_calls_at_once_as_litellms_client_would():
             await transport.aclose()
 
     assert asyncio.run(limit()) == MAX_CONNECTIONS == 1000
+
+
+async def _dropping_provider(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, served: list[str]) -> None:
+    """A provider that keeps its first connection alive after one answer, then drops it when the next request comes
+    over it (what a server that closed an idle kept-alive connection looks like to the client); every other
+    connection is answered."""
+    first = not served
+    on_this = 0
+    while True:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+        await reader.readexactly(length)
+        on_this += 1
+        if first and on_this == 2:
+            served.append("dropped")
+            writer.close()
+            return
+        served.append("answered")
+        body = json.dumps({"id": "c", "object": "chat.completion", "model": "gpt-test", "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: keep-alive\r\n"
+                     b"content-length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+
+
+def test_a_kept_alive_connection_the_provider_dropped_is_replaced_once_without_retries_configured():
+    served: list[str] = []
+
+    async def go() -> list[Any]:
+        server = await asyncio.start_server(lambda r, w: _dropping_provider(r, w, served), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        transport = _transport(f"http://127.0.0.1:{port}")  # cloud.max_retries: 0
+        try:
+            return [await transport.complete(ProviderRequest(messages=HELLO)) for _ in range(2)]
+        finally:
+            await transport.aclose()
+            server.close()
+
+    answers = asyncio.run(go())
+    assert [a["choices"][0]["message"]["content"] for a in answers] == ["hi", "hi"]
+    assert served == ["answered", "dropped", "answered"]  # the second call went again, on a new connection
