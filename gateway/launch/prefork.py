@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from accounting.errors import EcgwError
 from gateway.launch.supervisor import die_with_parent
 
 log = logging.getLogger("ecgw.launch")
@@ -51,7 +52,7 @@ class _Backoff:
         return self.current
 
 
-class ThreadsRunning(RuntimeError):
+class ThreadsRunning(EcgwError, RuntimeError):
     """A thread runs in the process that is about to fork: its locks could stay held in every worker."""
 
 
