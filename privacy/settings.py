@@ -185,8 +185,11 @@ class PrivacySettings(_Section):
     retention_days: float | None = Field(None, gt=0, description=(
         "sealed bodies and findings older than this many days are tombstoned (hashes kept, the chain still verifies), "
         "at start and hourly; null = kept until DELETE /v1/sessions/{id} erases them"))
-    cache_entries: int = Field(50_000, gt=0, description=(
-        "detection results kept per process (shared across sessions by content hash)"))
+    cache_entries: int = Field(5_000, gt=0, description=(
+        "entries each per-process cache of detection results keeps (by slot per session, by content per owner, "
+        "the last check's texts and parts); a miss costs a scan again, and a long text's detections come back "
+        "from kept_detections instead. 50,000 let a worker grow past 390 MB over a 100,000-request soak "
+        "(benchmarks.memory)"))
     cache_mb: int = Field(64, gt=0, description=(
         "memory, estimated, that each session's scrub results kept per process may take together (half for the "
         "results by slot, half for the messages already seen); the least recently used go first, and a session "
