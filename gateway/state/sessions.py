@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import os
 import sqlite3
 import threading
 import time
@@ -133,17 +135,37 @@ class SQLiteSessionStore:
         self._clock = clock
         self._writes = 0
         create_private(path)  # 0600: sealed values, but session ids and timestamps too
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=5.0)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA secure_delete=ON")  # what is deleted (expired or obsolete state) is overwritten
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(session_state)")}
-        if columns and "touched" not in columns:
-            # A file from before sessions expired — and before state was encrypted at rest: its values are plain
-            # text the sealed store would never use, so they are removed rather than migrated.
-            self._db.execute("DROP TABLE session_state")
-        self._db.execute("CREATE TABLE IF NOT EXISTS session_state (session_id TEXT NOT NULL, key TEXT NOT NULL, "
-                         "value BLOB NOT NULL, touched REAL NOT NULL DEFAULT 0, PRIMARY KEY (session_id, key))")
+        self._conn: sqlite3.Connection | None = None
+        self._conn_pid = 0
+        self._inherited: list[sqlite3.Connection] = []
+        with contextlib.closing(self._connect()) as db:  # the schema now; each process its own connection later
+            columns = {row[1] for row in db.execute("PRAGMA table_info(session_state)")}
+            if columns and "touched" not in columns:
+                # A file from before sessions expired — and before state was encrypted at rest: its values are
+                # plain text the sealed store would never use, so they are removed rather than migrated.
+                db.execute("DROP TABLE session_state")
+            db.execute("CREATE TABLE IF NOT EXISTS session_state (session_id TEXT NOT NULL, key TEXT NOT NULL, "
+                       "value BLOB NOT NULL, touched REAL NOT NULL DEFAULT 0, PRIMARY KEY (session_id, key))")
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None, timeout=5.0)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA secure_delete=ON")  # what is deleted (expired or obsolete state) is overwritten
+        return db
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """This process's connection, opened at its first query. SQLite must not be used across a fork (a
+        connection's lock bookkeeping is copied without the locks): a worker forked from the parent that built this
+        store (``ecgw serve --workers N``) opens its own, and leaves the parent's unused and open (closing it here
+        could checkpoint or unlock on the parent's behalf)."""
+        if self._conn is None or self._conn_pid != os.getpid():
+            if self._conn is not None:
+                self._inherited.append(self._conn)
+            self._conn = self._connect()
+            self._conn_pid = os.getpid()
+        return self._conn
 
     async def _call(self, work: Callable[[], Any]) -> Any:
         loop = asyncio.get_running_loop()
@@ -245,7 +267,8 @@ class SQLiteSessionStore:
 
     async def aclose(self) -> None:
         self._executor.shutdown(wait=True)
-        self._db.close()
+        if self._conn is not None and self._conn_pid == os.getpid():
+            self._conn.close()
 
 
 _SELECT = "SELECT value FROM session_state WHERE session_id = ? AND key = ?"
