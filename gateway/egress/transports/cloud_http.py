@@ -42,12 +42,22 @@ MAX_CONNECTIONS: Final = 1000
 KEEPALIVE_S: Final = 4.0
 
 
-def _dropped(exc: BaseException) -> bool:
-    """What a kept-alive connection the server already closed gives (not a failure to connect): the call is made
-    again once, at once, on another connection, whatever cloud.max_retries says (OpenAI's and litellm's clients
-    retry these too)."""
-    return (isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError)
-            and not isinstance(exc, aiohttp.ClientConnectorError))
+def _dropped(exc: BaseException, attempt: dict[str, bool]) -> bool:
+    """What a kept-alive connection the server had already closed gives: a reused connection (``attempt``, set by
+    ``_REUSE``) that broke before an answer. The call is made again once, at once, on another connection, whatever
+    cloud.max_retries says. A new connection that breaks is a failure like any other: the provider may have
+    received, and billed, the call."""
+    return attempt["reused"] and isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError)
+
+
+async def _reused(_session: aiohttp.ClientSession, context: Any, _params: Any) -> None:
+    context.trace_request_ctx["reused"] = True
+
+
+def _reuse_trace() -> aiohttp.TraceConfig:
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_reuseconn.append(_reused)
+    return trace
 
 
 class OpenAIWireCloud:
@@ -79,7 +89,8 @@ class OpenAIWireCloud:
             self._session = aiohttp.ClientSession(
                 headers=self._headers, timeout=self._timeout, cookie_jar=aiohttp.DummyCookieJar(),
                 connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ttl_dns_cache=300,
-                                               keepalive_timeout=KEEPALIVE_S))
+                                               keepalive_timeout=KEEPALIVE_S),
+                trace_configs=[_reuse_trace()])
         return self._session
 
     async def aclose(self) -> None:
@@ -120,11 +131,12 @@ class OpenAIWireCloud:
         dropped = False
         while True:
             retry = attempt < self._settings.max_retries
+            this = {"reused": False}
             try:
                 response = await self._client().post(self._url, data=payload, proxy=self._proxy,
-                                                     allow_redirects=False)
+                                                     allow_redirects=False, trace_request_ctx=this)
             except (TimeoutError, aiohttp.ClientError) as exc:
-                if _dropped(exc) and not dropped:
+                if _dropped(exc, this) and not dropped:
                     dropped = True
                     continue
                 if not retry:

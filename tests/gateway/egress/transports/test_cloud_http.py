@@ -244,3 +244,25 @@ def test_a_kept_alive_connection_the_provider_dropped_is_replaced_once_without_r
     answers = asyncio.run(go())
     assert [a["choices"][0]["message"]["content"] for a in answers] == ["hi", "hi"]
     assert served == ["answered", "dropped", "answered"]  # the second call went again, on a new connection
+
+
+def test_a_new_connection_the_provider_drops_is_not_tried_again_without_retries_configured():
+    served: list[str] = []
+
+    async def drop_first(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")  # it may have taken, and billed, the call: no free second try
+        served.append("dropped")
+        writer.close()
+
+    async def go() -> None:
+        server = await asyncio.start_server(drop_first, "127.0.0.1", 0)
+        transport = _transport(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+        try:
+            await transport.complete(ProviderRequest(messages=HELLO))
+        finally:
+            await transport.aclose()
+            server.close()
+
+    with pytest.raises(UpstreamError) as caught:
+        asyncio.run(go())
+    assert caught.value.status == 502 and served == ["dropped"]
