@@ -17,6 +17,9 @@ from privacy.structure import FUNCTION_KEYS, SCHEMA_DOCS, SCHEMAS, STRUCTURAL_KE
 # A JSON string token, and whether a colon follows it (a key). In JSON, every '"' outside a string opens one, so
 # finding them left to right reads every string of a document in order.
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"(\s*:)?')
+# A key that reads as a program's identifier (``name``, ``file_path``, ``userId``): a heuristic value equal to it is
+# more likely the key than a person or a place. Any other key (``Jane Doe``, ``Berlin office``) is data.
+_IDENTIFIER_KEY = re.compile(r'"[a-z_][A-Za-z0-9_.\-]*"\s*:')
 
 
 @dataclass
@@ -36,8 +39,8 @@ def place(body: dict[str, Any], replacements: Mapping[str, str], texts: Callable
     is replaced (the verdict hands out placeholders lazily). Structure is left as it is (``Placed.kept`` says what
     stood there). ``heuristic``: values a detector read from the words around them elsewhere (a person, a place, a
     handle), which may name a key or a tool by chance (``name``, ``file``, ``Bash``): replaced in the body's text
-    alone, not in the keys of a JSON document inside a string (a tool call's arguments, a tool result) nor in a
-    tool's docs (read for listed units and secrets alone, as the walk reads them). ``body`` is left as it is (an atomic store may run the last check again on it);
+    alone, not in the keys of a JSON document inside a string (a tool call's arguments, a tool result) that read as
+    a program's identifiers (a key ``Jane Doe`` is data, and is replaced), nor in a tool's docs (read for listed units and secrets alone, as the walk reads them). ``body`` is left as it is (an atomic store may run the last check again on it);
     what does not change is shared, not copied. ``texts``: a message's keys, strings and numbers as the last check
     read them, joined, by its index in ``messages`` (``EgressScan.text``; None: not known): a message whose text
     holds no form of any value is left as it is without walking it (a long history's every step)."""
@@ -67,7 +70,8 @@ def place(body: dict[str, Any], replacements: Mapping[str, str], texts: Callable
         out, last = [], 0
         for token in _JSON_STRING.finditer(text):
             if token.group(1) is not None:
-                out += [fix(text[last:token.start()]), fix(token.group(), sure)]
+                key = token.group()
+                out += [fix(text[last:token.start()]), fix(key, sure) if _IDENTIFIER_KEY.fullmatch(key) else fix(key)]
                 last = token.end()
         out.append(fix(text[last:]))
         return "".join(out)

@@ -205,3 +205,18 @@ def test_through_each_surface_a_listed_unit_in_a_tool_name_keeps_the_step_on_the
     assert response.headers["x-ecgw-fallback"] == "privacy-blocked" and response.headers["x-ecgw-route"] == "edge"
     assert "edge answer" in response.text
     assert cloud.requests == []
+
+
+async def test_a_person_named_as_a_key_of_a_tool_results_json_is_replaced_there_too():
+    """A heuristic value is left in a JSON key only where the key reads as a program's identifier: a name the user
+    wrote in a sentence that a tool result then uses as a key (an org chart, a salary table) is data, and leaves as
+    its placeholder, as it did before the structure rule."""
+    p = protector(database_url=None)
+    body = chat_body()
+    body["messages"][1]["content"] = PROSE + " Also ask Jane Doe about the raise."
+    body["messages"][3]["content"] = json.dumps({"Jane Doe": {"team": "payroll"}, "name": "payroll"})
+    scrubbed = await p.scrub(copy.deepcopy(body), session_id="s")
+    assert "Jane Doe" in scrubbed.values.values()  # read in the sentence: a heuristic (NER) value
+    result = json.loads(scrubbed.body["messages"][3]["content"])
+    assert "Jane Doe" not in json.dumps(scrubbed.body) and "name" in result, result
+    assert_structure_intact(scrubbed.body, TOOLS, ARGUMENTS)
