@@ -10,14 +10,13 @@ message (an agent truncating or compacting its history) is another part, scrubbe
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from privacy.classes.policy import Held
-from privacy.lastcheck.leaves import content_hash
+from privacy.lastcheck.leaves import content_hash, json_bytes
 from privacy.lru import WeighedLRU
 from privacy.scrubber import Applied, ScrubResult, weigh_result
 
@@ -91,6 +90,6 @@ class SeenParts:
 
 
 def _weigh(part: SeenPart) -> int:
-    """The part's value as JSON would spell it, and its slots' results (``weigh_result``)."""
-    return len(json.dumps(part.value, ensure_ascii=False, default=str)) + sum(
-        weigh_result(result) for _, result in (*part.first, *part.rest))
+    """The part's value as compact JSON (``json_bytes``, orjson's: the cheap spelling the key was hashed from), and
+    its slots' results (``weigh_result``)."""
+    return len(json_bytes(part.value) or b"") + sum(weigh_result(result) for _, result in (*part.first, *part.rest))

@@ -93,19 +93,25 @@ def _refuse(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def content_hash(value: Any) -> bytes | None:
-    """A content hash of a JSON value; None for a value that is not plain JSON (then it is not cached).
+def json_bytes(value: Any) -> bytes | None:
+    """A JSON value as compact bytes; None for a value that is not plain JSON.
 
     orjson's compact JSON (a fifth of ``json.dumps``' cost: every part of a long history is hashed at every step);
-    what it refuses (an integer past 64 bits, a lone surrogate, a non-string key) is hashed as ``json.dumps``
+    what it refuses (an integer past 64 bits, a lone surrogate, a non-string key) is written as ``json.dumps``
     writes it, behind a NUL that no orjson output starts with, so the two never collide. orjson writes NaN and
     infinities as ``null``; a body the gateway parsed (``gateway.http.jsonio``, strict JSON) holds none."""
     try:
-        data = orjson.dumps(value)
+        return orjson.dumps(value)
     except TypeError:
         try:
             text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_refuse)
         except (TypeError, ValueError):
             return None
-        data = b"\0" + text.encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(data, digest_size=16).digest()
+        return b"\0" + text.encode("utf-8", "surrogatepass")
+
+
+def content_hash(value: Any) -> bytes | None:
+    """A content hash of a JSON value (``json_bytes``); None for a value that is not plain JSON (then it is not
+    cached)."""
+    data = json_bytes(value)
+    return None if data is None else hashlib.blake2b(data, digest_size=16).digest()
